@@ -1,0 +1,33 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast conformance-report bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+# The whole suite, conformance included, on every core.
+test: $(STAMP)
+	$(BIN)/python -m pytest -n auto -q
+
+# Everything but the exhaustive conformance runs.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n auto -q -m "not slow"
+
+# Regenerates docs/conformance.md from a real run (both variants once exact exists).
+conformance-report: $(STAMP)
+	$(BIN)/python -m tools.conformance --report docs/conformance.md
+
+clean:
+	rm -rf $(VENV) build *.egg-info examples/build

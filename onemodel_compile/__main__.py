@@ -1,0 +1,5 @@
+import sys
+
+from onemodel_compile.cli import main
+
+sys.exit(main())

@@ -1,0 +1,89 @@
+"""The pipeline end to end: load -> ir -> resolve -> emit, and writing the files."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import onnx
+
+from onemodel_compile import ir
+from onemodel_compile.emit import EmittedModule, emit_module
+from onemodel_compile.errors import CompileError
+from onemodel_compile.load import load
+from onemodel_compile.names import sanitize
+from onemodel_compile.ops.registry import VARIANTS
+from onemodel_compile.resolve import resolve
+
+WEIGHTS_SUFFIX = ".weights.safetensors"
+
+
+def generate(model: str | Path | onnx.ModelProto, variant: str = "fast",
+             weights_name: str = "model" + WEIGHTS_SUFFIX) -> EmittedModule:
+    """Compile `model` to source text and weights bytes, writing nothing."""
+    if variant not in VARIANTS:
+        raise CompileError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    loaded = load(model)
+    graph = ir.from_onnx(loaded)
+    resolved = resolve(graph, variant)
+    return emit_module(graph, resolved, variant, weights_name)
+
+
+def compile_model(model: str | Path | onnx.ModelProto, output: str | Path | None = None,
+                  variant: str = "fast", name: str | None = None) -> Path:
+    """Compile `model` and write `<output>.py` (and its weights file beside it); return the path.
+
+    Default output: `<name or model stem>.py` beside the model (the current folder for a
+    ModelProto). Files are written atomically: a failed compile leaves existing files untouched.
+    """
+    output = _output_path(model, output, name)
+    if isinstance(model, (str, Path)) and Path(model).resolve() == output.resolve():
+        raise CompileError(f"{output}: the output would overwrite the model")
+    emitted = generate(model, variant, output.stem + WEIGHTS_SUFFIX)
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        if emitted.weights is not None:
+            _write_atomic(output.with_name(emitted.weights_name), emitted.weights)
+        _write_atomic(output, emitted.source.encode("utf-8"))
+    except OSError as exc:
+        raise CompileError(f"{exc.filename or output}: cannot write: {exc.strerror}") from None
+    return output
+
+
+def load_compiled(model: str | Path | onnx.ModelProto, variant: str = "fast"):
+    """Compile `model` into a fresh temporary folder and return the imported module."""
+    folder = Path(tempfile.mkdtemp(prefix="onemodel-"))
+    stem = "model" if isinstance(model, onnx.ModelProto) else sanitize(Path(model).stem, "model")
+    path = compile_model(model, folder / f"{stem}.py", variant)
+    module_name = f"onemodel_generated.{folder.name.replace('-', '_')}.{stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _output_path(model, output, name) -> Path:
+    if output is not None:
+        output = Path(output)
+        if output.suffix != ".py":
+            raise CompileError(f"{output}: the output must be a .py file")
+        return output
+    stem = name or (Path(model).stem if isinstance(model, (str, Path)) else "model")
+    folder = Path(model).parent if isinstance(model, (str, Path)) else Path.cwd()
+    return folder / f"{sanitize(stem, 'model')}.py"
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,258 @@
+"""Stage 5: turn a resolved graph into the module's source (and its weights), formatted by black.
+
+Names come from one namespace in graph order; each step is one statement (or a short block) under a
+provenance comment; values are released with `del` after their last use. The template in
+`templates/` only places the finished pieces. Model text reaches the source only as escaped literals
+(`repr`) or sanitized identifiers.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+
+import black
+import jinja2
+import numpy as np
+
+import runtime_support
+from onemodel_compile import ir
+from onemodel_compile.errors import CompileError
+from onemodel_compile.names import Namespace
+from onemodel_compile.ops.code import literal, py
+from onemodel_compile.ops.node import NodeView, Result, operand, statements
+from onemodel_compile.resolve import ResolvedGraph
+from onemodel_compile.version import __version__
+from runtime_support._weights import encode_weights
+
+INLINE_LIMIT = 16  # constants with at most this many elements are written as literals
+BLACK_MODE = black.Mode(line_length=100)
+IMPORTS = (
+    "import typing",
+    "from pathlib import Path",
+    "",
+    "import numpy as np",
+    "",
+    "import runtime_support as rt",
+)
+
+
+@dataclass
+class EmittedModule:
+    source: str
+    weights: bytes | None  # the sidecar file's content, None when every constant is inline
+    weights_name: str | None
+
+
+def emit_module(model: ir.Model, resolved: ResolvedGraph, variant: str,
+                weights_name: str) -> EmittedModule:
+    graph = resolved.graph
+    names = Namespace()
+    parameters = [names.name(name) for name in graph.inputs]
+    weights: dict[str, np.ndarray] = {}
+    body = GraphBody(resolved, variant, names, weights).lines()
+    results = [_result_expr(name, resolved, names, weights) for name in graph.outputs]
+
+    weight_lines = []
+    weights_bytes = None
+    if weights:
+        weights_bytes = encode_weights(weights)
+        digest = hashlib.sha256(weights_bytes).hexdigest()
+        weight_lines.append(
+            f"_WEIGHTS = rt.load_weights(Path(__file__).with_name({weights_name!r}), "
+            f"sha256={digest!r})"
+        )
+        weight_lines += [f"{key} = _WEIGHTS[{key!r}]" for key in weights]
+
+    fields = Namespace(taken={"count", "index"})
+    source = _template().render(
+        header=_header(model, variant),
+        docstring=_docstring(_describe(model, graph)),
+        imports=IMPORTS,
+        api_version=runtime_support.API_VERSION,
+        inputs=_signature(graph, graph.inputs),
+        outputs=_signature(graph, graph.outputs),
+        weights=weight_lines,
+        fields=[fields.name(f"{i}", name) for i, name in enumerate(graph.outputs)],
+        parameters=", ".join(parameters),
+        run_docstring='"""Run the model; see the module docstring for inputs and outputs."""',
+        body=body,
+        results=", ".join(results),
+    )
+    try:
+        ast.parse(source)
+        source = black.format_str(source, mode=BLACK_MODE)
+    except (SyntaxError, black.InvalidInput) as exc:  # an emitter bug, never the model's
+        raise CompileError(f"internal error: generated code does not parse: {exc}") from None
+    return EmittedModule(source, weights_bytes, weights_name if weights else None)
+
+
+class GraphBody:
+    """The statements of one graph's steps, with constants bound as literals or weights."""
+
+    def __init__(self, resolved: ResolvedGraph, variant: str, names: Namespace, weights: dict):
+        self.resolved = resolved
+        self.variant = variant
+        self.names = names
+        self.weights = weights
+
+    def lines(self) -> list[str]:
+        graph = self.resolved.graph
+        last_use = _last_uses(self.resolved)
+        keep = set(graph.outputs) | set(graph.inputs) | set(self.resolved.constants)
+        out: list[str] = []
+        for index, step in enumerate(self.resolved.steps):
+            node = step.node
+            view = self._view(node)
+            try:
+                emitted = statements(view, step.emitter.emit(view))
+            except CompileError:
+                raise
+            except Exception as exc:
+                raise CompileError(f"{node.label}: cannot emit: {exc}") from None
+            out.append(f"# {_provenance(node)}")
+            out += emitted
+            dead = [
+                name
+                for name in dict.fromkeys(node.inputs + node.outputs)
+                if name and name not in keep and last_use.get(name, index) <= index
+            ]
+            if dead:
+                out.append("del " + ", ".join(self.names.name(n) for n in dead))
+        return out
+
+    def _view(self, node: ir.Node) -> NodeView:
+        types = self.resolved.types
+        inputs = [self._operand(name) if name else None for name in node.inputs]
+        outputs = [
+            Result(self.names.name(name), types.get(name, ir.UNKNOWN)) if name else None
+            for name in node.outputs
+        ]
+        return NodeView(node, inputs, outputs, self.variant, self.names.fresh)
+
+    def _operand(self, name: str):
+        types = self.resolved.types
+        value = self.resolved.constants.get(name)
+        if value is None:
+            return operand(self.names.name(name), types.get(name))
+        return operand(constant_expr(name, value, self.names, self.weights), None, value)
+
+
+def constant_expr(name: str, value: np.ndarray, names: Namespace, weights: dict) -> str:
+    """A literal for a small constant; for a large one, the module-level weight bound to it."""
+    if value.size <= INLINE_LIMIT:
+        return literal(value)
+    key = names.name(name)
+    weights[key] = value
+    return key
+
+
+def _result_expr(name: str, resolved: ResolvedGraph, names: Namespace, weights: dict) -> str:
+    graph = resolved.graph
+    if name in resolved.constants:
+        expr = constant_expr(name, resolved.constants[name], names, weights)
+        return f"{expr}.copy()" if expr in weights else expr
+    expr = names.name(name)
+    if name in graph.inputs:
+        return f"{expr}.copy()"  # never hand the caller's array back as an output
+    value_type = graph.types.get(name, ir.UNKNOWN)
+    if isinstance(value_type, ir.TensorType) and value_type.rank != 0 and value_type.rank is not None:
+        return expr
+    return f"np.asarray({expr})"  # numpy ufuncs turn 0-d arrays into scalars
+
+
+def _last_uses(resolved: ResolvedGraph) -> dict[str, int]:
+    last: dict[str, int] = {}
+    for index, step in enumerate(resolved.steps):
+        for name in step.node.inputs:
+            if name:
+                last[name] = index
+        for value in step.node.attrs.values():  # outer-scope uses inside subgraphs
+            for sub in value if isinstance(value, list) else [value]:
+                if isinstance(sub, ir.Graph):
+                    for name in _free_names(sub):
+                        last[name] = index
+    return last
+
+
+def _free_names(graph: ir.Graph) -> set[str]:
+    defined = set(graph.inputs) | set(graph.initializers)
+    used: set[str] = set()
+    for node in graph.nodes:
+        used.update(n for n in node.inputs if n)
+        for value in node.attrs.values():
+            for sub in value if isinstance(value, list) else [value]:
+                if isinstance(sub, ir.Graph):
+                    used |= _free_names(sub)
+        defined.update(node.outputs)
+    return (used | set(graph.outputs)) - defined
+
+
+def _provenance(node: ir.Node) -> str:
+    domain = f"{node.domain}:" if node.domain else ""
+    name = f" {node.name!r}" if node.name else ""
+    return f"{domain}{node.op_type}{name} (opset {node.opset})"
+
+
+def _header(model: ir.Model, variant: str) -> list[str]:
+    opsets = ", ".join(
+        f"{domain or 'ai.onnx'} {version}" for domain, version in sorted(model.opsets.items())
+    )
+    return [
+        f"Generated by onemodel-compile {__version__} (black {black.__version__}). DO NOT EDIT.",
+        f"Source: {model.source_name!r}, sha256 {model.sha256}",
+        f"Opsets: {opsets}. Variant: {variant}.",
+    ]
+
+
+def _dims(value_type) -> str:
+    shape = getattr(value_type, "shape", None)
+    if shape is None:
+        return "[?]"
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def _type_name(value_type) -> str:
+    if isinstance(value_type, ir.TensorType):
+        return value_type.dtype.name if value_type.dtype is not None else "?"
+    if isinstance(value_type, ir.SequenceType):
+        return f"sequence({_type_name(value_type.elem)})"
+    if isinstance(value_type, ir.OptionalType):
+        return f"optional({_type_name(value_type.elem)})"
+    return "?"
+
+
+def _describe(model: ir.Model, graph: ir.Graph) -> str:
+    lines = [f"Compiled ONNX model {graph.name!r} from {model.source_name!r}.", "", "Inputs:"]
+    for name in graph.inputs:
+        t = graph.types.get(name, ir.UNKNOWN)
+        lines.append(f"    {name!r}: {_type_name(t)} {_dims(t)}")
+    lines += ["", "Outputs:"]
+    for name in graph.outputs:
+        t = graph.types.get(name, ir.UNKNOWN)
+        lines.append(f"    {name!r}: {_type_name(t)} {_dims(t)}")
+    return "\n".join(lines)
+
+
+def _docstring(text: str) -> str:
+    """A docstring literal for `text`, whatever it contains (model names are already repr'd)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in escaped)
+    return f'"""{escaped}\n"""'
+
+
+def _signature(graph: ir.Graph, names: list[str]) -> str:
+    entries = []
+    for name in names:
+        t = graph.types.get(name, ir.UNKNOWN)
+        shape = getattr(t, "shape", None)
+        entries.append((name, _type_name(t), None if shape is None else tuple(shape)))
+    return py(entries)
+
+
+def _template() -> jinja2.Template:
+    text = resources.files("onemodel_compile.templates").joinpath("module.py.j2").read_text()
+    env = jinja2.Environment(autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    return env.from_string(text)

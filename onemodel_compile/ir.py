@@ -1,0 +1,235 @@
+"""Stage 2: a small typed graph, independent of protobuf, with subgraphs as attribute values.
+
+Attributes are plain Python values (int, float, str, list, numpy array, Graph) with the defaults of
+the operator schema filled in, so emitters never type a default by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from onemodel_compile.errors import ModelError, UnsupportedError, node_label
+from onemodel_compile.load import DEFAULT_DOMAINS, LoadedModel
+from runtime_support import dtype_from_name
+
+# ONNX element types in scope, by TensorProto enum -> numpy dtype name.
+ELEMENT_TYPES = {
+    onnx.TensorProto.FLOAT: "float32",
+    onnx.TensorProto.UINT8: "uint8",
+    onnx.TensorProto.INT8: "int8",
+    onnx.TensorProto.UINT16: "uint16",
+    onnx.TensorProto.INT16: "int16",
+    onnx.TensorProto.INT32: "int32",
+    onnx.TensorProto.INT64: "int64",
+    onnx.TensorProto.BOOL: "bool",
+    onnx.TensorProto.FLOAT16: "float16",
+    onnx.TensorProto.DOUBLE: "float64",
+    onnx.TensorProto.UINT32: "uint32",
+    onnx.TensorProto.UINT64: "uint64",
+    onnx.TensorProto.BFLOAT16: "bfloat16",
+}
+ONNX_ELEMENT_TYPES = {name: code for code, name in ELEMENT_TYPES.items()}
+
+Dim = Union[int, str, None]  # static size, symbolic name, or unknown
+
+
+def element_dtype(code: int, where: str) -> np.dtype:
+    """numpy dtype of an ONNX element type; out-of-scope types are refused, naming `where`."""
+    if code not in ELEMENT_TYPES:
+        type_name = onnx.TensorProto.DataType.Name(code) if code in onnx.TensorProto.DataType.values() else str(code)
+        raise UnsupportedError(f"{where}: element type {type_name} is not supported")
+    return dtype_from_name(ELEMENT_TYPES[code])
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: np.dtype | None
+    shape: tuple[Dim, ...] | None  # None: rank unknown
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def static(self) -> bool:
+        return self.shape is not None and all(isinstance(d, int) for d in self.shape)
+
+
+@dataclass(frozen=True)
+class SequenceType:
+    elem: "ValueType"
+
+
+@dataclass(frozen=True)
+class OptionalType:
+    elem: "ValueType"
+
+
+ValueType = Union[TensorType, SequenceType, OptionalType]
+UNKNOWN = TensorType(None, None)
+
+
+@dataclass
+class Node:
+    op_type: str
+    domain: str  # "" for the default domain
+    name: str
+    inputs: list[str]  # "" marks an absent optional input
+    outputs: list[str]  # "" marks an absent optional output
+    attrs: dict[str, object]
+    opset: int  # version of the node's domain imported by the model
+
+    @property
+    def label(self) -> str:
+        return node_label(self.op_type, self.name)
+
+
+@dataclass
+class Graph:
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    nodes: list[Node]
+    types: dict[str, ValueType] = field(default_factory=dict)
+    initializers: dict[str, np.ndarray] = field(default_factory=dict)
+    doc: str = ""
+
+
+@dataclass
+class Model:
+    graph: Graph
+    opset: int
+    opsets: dict[str, int]
+    source_name: str
+    sha256: str
+    proto: onnx.ModelProto  # kept for onnx's shape inference in the resolve stage
+
+
+def from_onnx(loaded: LoadedModel) -> Model:
+    proto = loaded.proto
+    opsets = {("" if e.domain in DEFAULT_DOMAINS else e.domain): e.version for e in proto.opset_import}
+    functions = {(f.domain, f.name) for f in proto.functions}
+    graph = _graph(proto.graph, opsets, functions)
+    return Model(graph, loaded.opset, opsets, loaded.source_name, loaded.sha256, proto)
+
+
+def value_type(type_proto: onnx.TypeProto, where: str) -> ValueType:
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        tensor = type_proto.tensor_type
+        dtype = element_dtype(tensor.elem_type, where) if tensor.elem_type else None
+        shape = None
+        if tensor.HasField("shape"):
+            shape = tuple(_dim(d) for d in tensor.shape.dim)
+        return TensorType(dtype, shape)
+    if kind == "sequence_type":
+        return SequenceType(value_type(type_proto.sequence_type.elem_type, where))
+    if kind == "optional_type":
+        return OptionalType(value_type(type_proto.optional_type.elem_type, where))
+    if kind is None:
+        return UNKNOWN
+    raise UnsupportedError(f"{where}: {kind.replace('_', ' ')} values are not supported")
+
+
+def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
+    if dim.HasField("dim_value"):
+        return dim.dim_value
+    if dim.HasField("dim_param") and dim.dim_param:
+        return dim.dim_param
+    return None
+
+
+def tensor_value(tensor: onnx.TensorProto, where: str) -> np.ndarray:
+    element_dtype(tensor.data_type, where)
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as exc:  # malformed payloads: wrong byte count, missing external file
+        raise ModelError(f"{where}: cannot read tensor {tensor.name!r}: {exc}") from None
+
+
+def _graph(proto: onnx.GraphProto, opsets: dict[str, int], functions: set) -> Graph:
+    types: dict[str, ValueType] = {}
+    for info in list(proto.input) + list(proto.value_info) + list(proto.output):
+        if info.type.WhichOneof("value"):
+            types[info.name] = value_type(info.type, f"value {info.name!r}")
+    initializers = {t.name: tensor_value(t, f"initializer {t.name!r}") for t in proto.initializer}
+    for sparse in proto.sparse_initializer:
+        raise UnsupportedError(f"sparse initializer {sparse.values.name!r} is not supported")
+    for name, value in initializers.items():
+        types.setdefault(name, TensorType(value.dtype, value.shape))
+    nodes = [_node(n, opsets, functions) for n in proto.node]
+    inputs = [i.name for i in proto.input if i.name not in initializers]
+    return Graph(
+        name=proto.name,
+        inputs=inputs,
+        outputs=[o.name for o in proto.output],
+        nodes=nodes,
+        types=types,
+        initializers=initializers,
+        doc=proto.doc_string,
+    )
+
+
+def _node(proto: onnx.NodeProto, opsets: dict[str, int], functions: set) -> Node:
+    domain = "" if proto.domain in DEFAULT_DOMAINS else proto.domain
+    label = node_label(proto.op_type, proto.name)
+    if (proto.domain, proto.op_type) in functions:
+        raise UnsupportedError(
+            f"{label}: model-local function {proto.domain}:{proto.op_type} is not supported yet"
+        )
+    if domain not in opsets:
+        raise UnsupportedError(f"{label}: domain {proto.domain!r} is not imported by the model")
+    opset = opsets[domain]
+    attrs = _schema_defaults(proto.op_type, domain, opset)
+    for attribute in proto.attribute:
+        if attribute.ref_attr_name:
+            raise UnsupportedError(f"{label}: attribute references outside functions")
+        attrs[attribute.name] = _attribute(attribute, opsets, functions, label)
+    return Node(proto.op_type, domain, proto.name, list(proto.input), list(proto.output), attrs, opset)
+
+
+def _schema_defaults(op_type: str, domain: str, opset: int) -> dict[str, object]:
+    """Default attribute values of the schema in force at `opset` (empty if no schema)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, domain)
+    except onnx.defs.SchemaError:
+        return {}
+    return {
+        name: _text(onnx.helper.get_attribute_value(attr.default_value))
+        for name, attr in schema.attributes.items()
+        if attr.default_value.type
+    }
+
+
+def _text(value):
+    """Attribute strings as str (protobuf gives bytes), lists element-wise."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list):
+        return [_text(v) for v in value]
+    return value
+
+
+def _attribute(attribute: onnx.AttributeProto, opsets, functions, label: str):
+    kind = attribute.type
+    where = f"{label}, attribute {attribute.name!r}"
+    if kind == onnx.AttributeProto.TENSOR:
+        return tensor_value(attribute.t, where)
+    if kind == onnx.AttributeProto.TENSORS:
+        return [tensor_value(t, where) for t in attribute.tensors]
+    if kind == onnx.AttributeProto.GRAPH:
+        return _graph(attribute.g, opsets, functions)
+    if kind == onnx.AttributeProto.GRAPHS:
+        return [_graph(g, opsets, functions) for g in attribute.graphs]
+    if kind in (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS):
+        raise UnsupportedError(f"{where}: sparse tensors are not supported")
+    if kind == onnx.AttributeProto.TYPE_PROTO:
+        return value_type(attribute.tp, where)
+    if kind == onnx.AttributeProto.TYPE_PROTOS:
+        return [value_type(t, where) for t in attribute.type_protos]
+    return _text(onnx.helper.get_attribute_value(attribute))

@@ -1,0 +1,80 @@
+"""Stage 1: read an ONNX model (path or ModelProto), check it, and settle its opset."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from onemodel_compile.errors import ModelError, UnsupportedError
+
+MIN_OPSET = 7
+MAX_OPSET = 28
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass
+class LoadedModel:
+    proto: onnx.ModelProto
+    source_name: str  # file name (never an absolute path) or "<ModelProto>"
+    sha256: str  # of the serialized model
+    opset: int  # of the default domain
+
+
+def load(model: str | Path | onnx.ModelProto) -> LoadedModel:
+    """Read and check `model`; external data is resolved relative to the model file."""
+    if isinstance(model, onnx.ModelProto):
+        proto, source_name = model, "<ModelProto>"
+        serialized = proto.SerializeToString()
+    else:
+        path = Path(model)
+        if not path.exists():
+            raise ModelError(f"{path}: no such file")
+        if not path.is_file():
+            raise ModelError(f"{path}: not a file")
+        try:
+            serialized = path.read_bytes()
+            proto = onnx.load_model_from_string(serialized)
+            if _has_external_data(proto):
+                onnx.load_external_data_for_model(proto, str(path.parent))
+        except (OSError, ValueError, onnx.onnx_cpp2py_export.checker.ValidationError) as exc:
+            raise ModelError(f"{path}: cannot read the model: {_first_line(exc)}") from None
+        except Exception as exc:  # protobuf's DecodeError and friends
+            raise ModelError(f"{path}: not an ONNX model ({_first_line(exc)})") from None
+        source_name = path.name
+    label = source_name
+    if not proto.HasField("graph"):
+        raise ModelError(f"{label}: not an ONNX model (no graph)")
+    opset = default_opset(proto, label)
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as exc:
+        raise ModelError(f"{label}: invalid model: {_first_line(exc)}") from None
+    return LoadedModel(proto, source_name, hashlib.sha256(serialized).hexdigest(), opset)
+
+
+def default_opset(proto: onnx.ModelProto, label: str) -> int:
+    versions = {entry.domain: entry.version for entry in proto.opset_import}
+    opset = next((versions[d] for d in DEFAULT_DOMAINS if d in versions), None)
+    if opset is None:
+        raise UnsupportedError(f"{label}: the model imports no default-domain opset")
+    if not MIN_OPSET <= opset <= MAX_OPSET:
+        raise UnsupportedError(
+            f"{label}: opset {opset} is outside the supported range "
+            f"{MIN_OPSET} to {MAX_OPSET} (convert it with onnx.version_converter)"
+        )
+    return opset
+
+
+def _has_external_data(proto: onnx.ModelProto) -> bool:
+    return any(
+        tensor.data_location == onnx.TensorProto.EXTERNAL
+        for tensor in onnx.external_data_helper._get_all_tensors(proto)
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,12 @@
+"""Operator emitters, one module per family. Importing this package registers all of them."""
+
+from onemodel_compile.ops import (  # noqa: F401  (imported to register their emitters)
+    elementwise,
+    linalg,
+    nn,
+    reduction,
+    tensor,
+)
+from onemodel_compile.ops.registry import emitter, lookup, registered
+
+__all__ = ["emitter", "lookup", "registered"]

@@ -1,0 +1,85 @@
+"""Pieces of generated code: literals that round-trip exactly, dtype names, attribute values.
+
+Everything that comes from the model passes through `py` or `literal`, which produce only Python
+literals (numbers, escaped strings, tuples) and numpy constructors: never model text as code.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+_DTYPE_EXPR = {
+    "bool": "np.bool_",
+    "uint8": "np.uint8",
+    "int8": "np.int8",
+    "uint16": "np.uint16",
+    "int16": "np.int16",
+    "uint32": "np.uint32",
+    "int32": "np.int32",
+    "uint64": "np.uint64",
+    "int64": "np.int64",
+    "float16": "np.float16",
+    "float32": "np.float32",
+    "float64": "np.float64",
+    "bfloat16": 'rt.dtype_from_name("bfloat16")',
+}
+
+
+def dtype_expr(dtype) -> str:
+    """Code for a numpy dtype: `np.float32`."""
+    return _DTYPE_EXPR[np.dtype(dtype).name]
+
+
+def number(value) -> str:
+    """A Python number literal that round-trips exactly (floats through float64's repr)."""
+    if isinstance(value, (bool, np.bool_)):
+        return "True" if value else "False"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    value = float(value)
+    if math.isnan(value):
+        return "np.nan"
+    if math.isinf(value):
+        return "np.inf" if value > 0 else "-np.inf"
+    return repr(value)
+
+
+def py(value) -> str:
+    """A Python literal for an attribute value: number, str, or (nested) tuple of them."""
+    if isinstance(value, str):
+        return repr(value)  # repr escapes quotes, newlines and non-printables
+    if isinstance(value, (list, tuple)):
+        items = [py(v) for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    if isinstance(value, np.ndarray):
+        return py(value.tolist())
+    if value is None:
+        return "None"
+    return number(value)
+
+
+def _nested(values) -> str:
+    if isinstance(values, list):
+        return "[" + ", ".join(_nested(v) for v in values) + "]"
+    return number(values)
+
+
+def scalar(value, dtype) -> str:
+    """A numpy scalar of `dtype`: `np.float32(0.5)`."""
+    return f"{dtype_expr(dtype)}({number(np.asarray(value).item())})"
+
+
+def literal(array: np.ndarray) -> str:
+    """An ndarray constructor that rebuilds `array` exactly: `np.array([1, 2], dtype=np.int64)`."""
+    array = np.asarray(array)
+    if array.dtype.name == "bfloat16":
+        values = _nested(array.astype(np.float32).tolist())
+    elif array.dtype.kind == "f":
+        values = _nested(array.astype(np.float64).tolist())
+    else:
+        values = _nested(array.tolist())
+    if array.size == 0:
+        return f"np.zeros({py(array.shape)}, dtype={dtype_expr(array.dtype)})"
+    return f"np.array({values}, dtype={dtype_expr(array.dtype)})"

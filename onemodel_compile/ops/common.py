@@ -1,0 +1,43 @@
+"""Helpers shared by emitter families: axes, attribute-or-input lookups, spatial geometry."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from onemodel_compile.errors import CompileError
+from onemodel_compile.ops.node import NodeView
+
+
+def normalize_axis(axis: int, rank: int, view: NodeView) -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise CompileError(f"{view.node.label}: axis {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def need_rank(view: NodeView, index: int = 0) -> int:
+    rank = view.inputs[index].rank
+    if rank is None:
+        raise CompileError(f"{view.node.label}: the rank of input {index} is unknown")
+    return rank
+
+
+def need_shape(view: NodeView, index: int = 0) -> tuple[int, ...]:
+    operand = view.inputs[index]
+    if operand.shape is None or not all(isinstance(d, int) for d in operand.shape):
+        raise CompileError(f"{view.node.label}: the shape of input {index} must be static")
+    return tuple(operand.shape)
+
+
+def ints_from(view: NodeView, attr: str, index: int, since: int) -> list[int] | None:
+    """An int list given as attribute `attr` before opset `since`, as input `index` from then on.
+    None when absent."""
+    if view.opset < since:
+        value = view.attr(attr)
+        return None if value is None else [int(v) for v in value]
+    if view.input(index) is None:
+        return None
+    return [int(v) for v in np.asarray(view.require_const(index, attr)).reshape(-1)]
+
+
+def is_float(dtype) -> bool:
+    return dtype is not None and (np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16")

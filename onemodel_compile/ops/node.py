@@ -1,0 +1,122 @@
+"""What an emitter sees of a node: its attributes, its operands and its results.
+
+An Operand is an input as code (`expr`: an identifier or an inline literal) with its type and, when
+known at compile time, its value. A Result is an output's identifier and inferred type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from onemodel_compile.errors import CompileError
+from onemodel_compile.ir import UNKNOWN, Node, TensorType, ValueType
+
+
+@dataclass(frozen=True)
+class Operand:
+    expr: str
+    type: ValueType
+    const: np.ndarray | None = None
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        return getattr(self.type, "dtype", None)
+
+    @property
+    def shape(self):
+        return getattr(self.type, "shape", None)
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    def __str__(self) -> str:
+        return self.expr
+
+
+@dataclass(frozen=True)
+class Result:
+    name: str
+    type: ValueType
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        return getattr(self.type, "dtype", None)
+
+    @property
+    def shape(self):
+        return getattr(self.type, "shape", None)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class NodeView:
+    """A node ready to emit. Inputs and outputs are indexed like the ONNX node's; absent ones
+    (empty name or beyond the end) are None."""
+
+    def __init__(self, node: Node, inputs, outputs, variant: str, temporary: Callable[[str], str]):
+        self.node = node
+        self.inputs: list[Operand | None] = inputs
+        self.outputs: list[Result | None] = outputs
+        self.variant = variant
+        self._temporary = temporary
+
+    @property
+    def op_type(self) -> str:
+        return self.node.op_type
+
+    @property
+    def opset(self) -> int:
+        return self.node.opset
+
+    @property
+    def attrs(self) -> dict:
+        return self.node.attrs
+
+    def attr(self, name: str, default=None):
+        return self.node.attrs.get(name, default)
+
+    def input(self, index: int) -> Operand | None:
+        return self.inputs[index] if index < len(self.inputs) else None
+
+    def output(self, index: int) -> Result | None:
+        return self.outputs[index] if index < len(self.outputs) else None
+
+    def const(self, index: int) -> np.ndarray | None:
+        operand = self.input(index)
+        return None if operand is None else operand.const
+
+    def require_const(self, index: int, what: str) -> np.ndarray:
+        value = self.const(index)
+        if value is None:
+            raise CompileError(f"{self.node.label}: input {index} ({what}) must be known at compile time")
+        return value
+
+    def temporary(self, hint: str) -> str:
+        """A fresh identifier for an intermediate inside this node's statements."""
+        return self._temporary(hint)
+
+    @property
+    def out(self) -> Result:
+        """The first output (most operators have one)."""
+        return self.outputs[0]
+
+
+def operand(expr: str, value_type: ValueType | None, const: np.ndarray | None = None) -> Operand:
+    if const is not None:
+        value_type = TensorType(const.dtype, tuple(const.shape))
+    return Operand(expr, value_type or UNKNOWN, const)
+
+
+def statements(view: NodeView, emitted) -> list[str]:
+    """An emit rule's result as statements. An expression is assigned to the node's outputs: it
+    yields the single value when the node lists one output, else a tuple of as many values as the
+    node lists outputs (absent ones are bound to `_`). A list of statements is taken as is."""
+    if isinstance(emitted, str):
+        targets = [out.name if out is not None else "_" for out in view.outputs]
+        return [f"{', '.join(targets)} = {emitted}"]
+    return list(emitted)

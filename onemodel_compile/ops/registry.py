@@ -1,0 +1,98 @@
+"""The operator registry: one emitter per op type and opset range, with an optional variant override.
+
+An emitter declares, beside its emit rule:
+- its exactness: True (bit-identical everywhere), False (refused by the exact variant), or a
+  function of the node returning a refusal reason or None;
+- which inputs must be known at compile time (`const_inputs`);
+- optionally a shape rule (`infer`) for when onnx's inference gives up, and a `fold` rule that
+  computes outputs from input types alone (Shape, Size).
+Lookup takes the registration whose opset range holds the model's opset, preferring one made for the
+variant; anything else is an error naming the operator, the opset and the variant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+from onemodel_compile.errors import UnsupportedError
+
+VARIANTS = ("fast", "exact")
+
+Exactness = Union[bool, Callable[["NodeView"], Union[str, None]]]  # noqa: F821
+
+
+@dataclass(frozen=True)
+class Emitter:
+    op_type: str
+    domain: str
+    since: int
+    until: int | None  # inclusive; None: still current
+    variant: str | None  # None: both variants
+    exact: Exactness
+    const_inputs: tuple[int, ...]
+    emit: Callable
+    infer: Callable | None = None
+    fold: Callable | None = None
+    foldable: bool = True  # may run at compile time when every input is constant
+
+    def covers(self, opset: int) -> bool:
+        return self.since <= opset and (self.until is None or opset <= self.until)
+
+    def refusal(self, view) -> str | None:
+        """Why this emitter cannot give exact results for `view` (None if it can)."""
+        if self.exact is True:
+            return None
+        if self.exact is False:
+            return "has no exact implementation"
+        return self.exact(view)
+
+
+_REGISTRY: dict[tuple[str, str], list[Emitter]] = {}
+
+
+def emitter(
+    *op_types: str,
+    since: int = 1,
+    until: int | None = None,
+    domain: str = "",
+    variant: str | None = None,
+    exact: Exactness = False,
+    const_inputs: tuple[int, ...] = (),
+    infer: Callable | None = None,
+    fold: Callable | None = None,
+    foldable: bool = True,
+):
+    """Register the decorated emit rule for each of `op_types` over opsets since..until."""
+    if variant not in (None, *VARIANTS):
+        raise ValueError(f"unknown variant {variant!r}")
+
+    def register(emit: Callable) -> Callable:
+        for op_type in op_types:
+            entry = Emitter(op_type, domain, since, until, variant, exact, tuple(const_inputs),
+                            emit, infer, fold, foldable)
+            for other in _REGISTRY.setdefault((domain, op_type), []):
+                if other.variant == variant and (other.covers(since) or entry.covers(other.since)):
+                    raise ValueError(f"{op_type}: overlapping registrations at opset {since}")
+            _REGISTRY[(domain, op_type)].append(entry)
+        return emit
+
+    return register
+
+
+def lookup(op_type: str, domain: str, opset: int, variant: str, label: str) -> Emitter:
+    entries = _REGISTRY.get((domain, op_type))
+    where = f"{domain}:{op_type}" if domain else op_type
+    if not entries:
+        raise UnsupportedError(f"{label}: operator {where} is not supported")
+    matches = [e for e in entries if e.covers(opset) and e.variant in (None, variant)]
+    if not matches:
+        raise UnsupportedError(
+            f"{label}: operator {where} is not supported at opset {opset} in the {variant} variant"
+        )
+    return min(matches, key=lambda e: e.variant is None)  # a variant override wins
+
+
+def registered() -> list[Emitter]:
+    """Every registration, in a stable order (for coverage tables and tests)."""
+    return [e for key in sorted(_REGISTRY) for e in _REGISTRY[key]]

@@ -1,0 +1,280 @@
+"""Tensor operators: shape manipulation, indexing, casts and constants. All exact (data movement)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from onemodel_compile import ir
+from onemodel_compile.errors import CompileError, UnsupportedError
+from onemodel_compile.ops.code import dtype_expr, literal, number, py
+from onemodel_compile.ops.common import ints_from, need_rank, normalize_axis
+from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.registry import emitter
+
+
+def _static(shape) -> bool:
+    return shape is not None and all(isinstance(d, int) for d in shape)
+
+
+# --- constants -------------------------------------------------------------------------------
+
+_CONSTANT_ATTRIBUTES = {
+    "value": lambda v: v,
+    "value_float": lambda v: np.array(v, dtype=np.float32),
+    "value_floats": lambda v: np.array(v, dtype=np.float32),
+    "value_int": lambda v: np.array(v, dtype=np.int64),
+    "value_ints": lambda v: np.array(v, dtype=np.int64),
+}
+
+
+def _constant_value(view: NodeView) -> np.ndarray:
+    for name, convert in _CONSTANT_ATTRIBUTES.items():
+        if name in view.attrs:
+            return convert(view.attrs[name])
+    present = ", ".join(sorted(view.attrs)) or "none"
+    raise UnsupportedError(f"{view.node.label}: unsupported Constant attribute ({present})")
+
+
+@emitter("Constant", since=1, exact=True, fold=lambda view: [_constant_value(view)])
+def constant(view: NodeView) -> str:
+    return literal(_constant_value(view))  # never reached: the fold rule always applies
+
+
+@emitter("ConstantOfShape", since=9, exact=True)
+def constant_of_shape(view: NodeView) -> str:
+    value = view.attr("value")
+    value = np.zeros(1, dtype=np.float32) if value is None else np.asarray(value).reshape(-1)
+    shape = view.const(0)
+    target = py(tuple(int(d) for d in shape)) if shape is not None else f"tuple({view.inputs[0]})"
+    return f"np.full({target}, {number(value[0].item())}, dtype={dtype_expr(value.dtype)})"
+
+
+# --- identity, casts -------------------------------------------------------------------------
+
+
+@emitter("Identity", since=1, exact=True)
+def identity(view: NodeView) -> str:
+    return str(view.inputs[0])
+
+
+@emitter("Cast", since=6, exact=True)
+def cast(view: NodeView) -> str:
+    target = ir.element_dtype(view.attr("to"), view.node.label)
+    return f"{view.inputs[0]}.astype({dtype_expr(target)})"
+
+
+@emitter("CastLike", since=15, exact=True)
+def cast_like(view: NodeView) -> str:
+    return f"{view.inputs[0]}.astype({dtype_expr(view.inputs[1].dtype)})"
+
+
+@emitter("Dropout", since=7, exact=True)
+def dropout(view: NodeView) -> str:
+    training = view.input(2)
+    if training is not None and (training.const is None or bool(training.const)):
+        raise UnsupportedError(f"{view.node.label}: Dropout in training mode is not supported")
+    X = view.inputs[0]
+    if view.output(1) is None:
+        return str(X)
+    mask_dtype = view.outputs[1].dtype or np.dtype(bool)
+    return f"{X}, np.ones({X}.shape, dtype={dtype_expr(mask_dtype)})"
+
+
+# --- shapes ------------------------------------------------------------------------------------
+
+
+def _shape_range(view: NodeView):
+    rank = need_rank(view)
+    start = view.attr("start", 0)
+    end = view.attr("end", rank)
+    start, end = (max(0, min(rank, i + rank if i < 0 else i)) for i in (start, end))
+    return start, end
+
+
+def _fold_shape(view: NodeView):
+    shape = view.inputs[0].shape
+    if not _static(shape):
+        return None
+    start, end = _shape_range(view) if view.opset >= 15 else (0, len(shape))
+    return [np.array(shape[start:end], dtype=np.int64)]
+
+
+@emitter("Shape", since=1, exact=True, fold=_fold_shape)
+def shape(view: NodeView) -> str:
+    X = view.inputs[0]
+    if view.opset >= 15:
+        start, end = _shape_range(view)
+        return f"np.array({X}.shape[{start}:{end}], dtype=np.int64)"
+    return f"np.array({X}.shape, dtype=np.int64)"
+
+
+def _fold_size(view: NodeView):
+    shape = view.inputs[0].shape
+    return [np.array(int(np.prod(shape)), dtype=np.int64)] if _static(shape) else None
+
+
+@emitter("Size", since=1, exact=True, fold=_fold_size)
+def size(view: NodeView) -> str:
+    return f"np.array({view.inputs[0]}.size, dtype=np.int64)"
+
+
+@emitter("Reshape", since=5, exact=True)
+def reshape(view: NodeView) -> str:
+    X = view.inputs[0]
+    allowzero = view.attr("allowzero", 0)
+    target = view.const(1)
+    if target is None:
+        return f"rt.reshape({X}, {view.inputs[1]}, allowzero={allowzero})"
+    dims = [int(d) for d in target]
+    if not allowzero and 0 in dims:
+        if X.shape is None:
+            return f"rt.reshape({X}, {literal(target)}, allowzero=0)"
+        dims = [X.shape[i] if d == 0 else d for i, d in enumerate(dims)]
+        if not all(isinstance(d, int) for d in dims):
+            return f"rt.reshape({X}, {literal(target)}, allowzero=0)"
+    return f"{X}.reshape({py(tuple(dims))})"
+
+
+@emitter("Flatten", since=1, exact=True)
+def flatten(view: NodeView) -> str:
+    X = view.inputs[0]
+    rank = need_rank(view)
+    axis = view.attr("axis", 1)
+    axis = axis + rank if axis < 0 else axis
+    outer, inner = X.shape[:axis], X.shape[axis:]
+    if _static(outer) and _static(inner):
+        return f"{X}.reshape({int(np.prod(outer))}, {int(np.prod(inner))})"
+    if _static(inner) and np.prod(inner) > 0:  # -1 is only unambiguous for a non-empty side
+        return f"{X}.reshape(-1, {int(np.prod(inner))})"
+    if _static(outer) and np.prod(outer) > 0:
+        return f"{X}.reshape({int(np.prod(outer))}, -1)"
+    return f"{X}.reshape(int(np.prod({X}.shape[:{axis}])), int(np.prod({X}.shape[{axis}:])))"
+
+
+@emitter("Transpose", since=1, exact=True)
+def transpose(view: NodeView) -> str:
+    X = view.inputs[0]
+    rank = need_rank(view)
+    perm = view.attr("perm") or list(reversed(range(rank)))
+    return f"{X}.transpose({py(tuple(int(p) for p in perm))})"
+
+
+@emitter("Unsqueeze", since=1, exact=True)
+def unsqueeze(view: NodeView) -> str:
+    axes = ints_from(view, "axes", 1, since=13)
+    return f"np.expand_dims({view.inputs[0]}, {py(tuple(axes))})"
+
+
+@emitter("Squeeze", since=1, exact=True)
+def squeeze(view: NodeView) -> str:
+    axes = ints_from(view, "axes", 1, since=13)
+    if not axes:
+        return f"np.squeeze({view.inputs[0]})"
+    return f"np.squeeze({view.inputs[0]}, {py(tuple(axes))})"
+
+
+@emitter("Expand", since=8, exact=True)
+def expand(view: NodeView) -> str:
+    X = view.inputs[0]
+    target = view.const(1)
+    if target is not None and _static(X.shape):
+        out = np.broadcast_shapes(tuple(X.shape), tuple(int(d) for d in target))
+        return f"np.broadcast_to({X}, {py(out)}).copy()"
+    return f"{X} * np.ones({view.inputs[1]}, dtype={dtype_expr(X.dtype)})"
+
+
+@emitter("Concat", since=4, exact=True)
+def concat(view: NodeView) -> str:
+    parts = [str(x) for x in view.inputs if x is not None]
+    return f"np.concatenate(({', '.join(parts)},), axis={view.attr('axis')})"
+
+
+def _split_sizes(view: NodeView, dim, count: int) -> list[int]:
+    sizes = ints_from(view, "split", 1, since=13)
+    if sizes:
+        return sizes
+    if not isinstance(dim, int):
+        raise CompileError(f"{view.node.label}: the split axis must have a static size")
+    if view.opset >= 18 and view.attr("num_outputs") is not None:
+        chunk = -(-dim // count)
+        return [min(chunk, dim - i * chunk) for i in range(count)]
+    if dim % count:
+        raise CompileError(f"{view.node.label}: {dim} does not split into {count} equal parts")
+    return [dim // count] * count
+
+
+@emitter("Split", since=2, exact=True)
+def split(view: NodeView) -> str:
+    X = view.inputs[0]
+    rank = need_rank(view)
+    axis = normalize_axis(view.attr("axis", 0), rank, view)
+    dim = X.shape[axis]
+    sizes = _split_sizes(view, dim, len(view.outputs))
+    bounds = [int(b) for b in np.cumsum(sizes)[:-1]]
+    if len(view.outputs) == 1:
+        return f"{X}.copy()"
+    return f"np.split({X}, {py(bounds)}, axis={axis})"
+
+
+def _slice_parts(view: NodeView):
+    if view.opset < 10:
+        starts, ends = view.attr("starts"), view.attr("ends")
+        axes, steps = view.attr("axes"), None
+    else:
+        starts = ints_from(view, "starts", 1, since=10)
+        ends = ints_from(view, "ends", 2, since=10)
+        axes = ints_from(view, "axes", 3, since=10)
+        steps = ints_from(view, "steps", 4, since=10)
+    rank = need_rank(view)
+    axes = list(range(len(starts))) if not axes else [normalize_axis(a, rank, view) for a in axes]
+    steps = steps or [1] * len(starts)
+    return rank, list(zip(axes, starts, ends, steps))
+
+
+def _clamp(index: int, dim: int, step: int, is_end: bool):
+    """ONNX's clamping of a slice bound on an axis of size `dim`, as a Python bound."""
+    if index < 0:
+        index += dim
+    if step > 0:
+        return max(0, min(dim, index))
+    index = max(-1, min(dim - 1, index)) if is_end else max(0, min(dim - 1, index))
+    return None if index == -1 else index
+
+
+def _bound(value) -> str:
+    return "" if value is None else str(value)
+
+
+@emitter("Slice", since=1, exact=True)
+def slice_(view: NodeView) -> str:
+    X = view.inputs[0]
+    rank, parts = _slice_parts(view)
+    items = [":"] * rank
+    for axis, start, end, step in parts:
+        if step == 0:
+            raise CompileError(f"{view.node.label}: a slice step cannot be 0")
+        dim = X.shape[axis] if X.shape is not None else None
+        if isinstance(dim, int):
+            start, end = _clamp(start, dim, step, False), _clamp(end, dim, step, True)
+            if step > 0 and start == 0:
+                start = None
+            if step > 0 and end == dim:
+                end = None
+        text = f"{_bound(start)}:{_bound(end)}"
+        items[axis] = text + (f":{step}" if step != 1 else "")
+    while items and items[-1] == ":":
+        items.pop()
+    return f"{X}[{', '.join(items)}]" if items else f"{X}[...]"
+
+
+@emitter("Gather", since=1, exact=True)
+def gather(view: NodeView) -> str:
+    data, indices = view.inputs[:2]
+    axis = normalize_axis(view.attr("axis", 0), need_rank(view), view)
+    return f"np.take({data}, {indices}, axis={axis})"
+
+
+@emitter("Range", since=11, exact=True)
+def range_(view: NodeView) -> str:
+    start, limit, delta = view.inputs[:3]
+    return f"np.arange({start}, {limit}, {delta}, dtype={dtype_expr(start.dtype)})"

@@ -1,0 +1,170 @@
+"""Stage 3: settle every type, shape and compile-time constant.
+
+Types start from onnx's shape inference. Then each node, in order, is looked up in the operator
+registry and folded when it can be: by its emitter's `fold` rule (outputs from input types, as for
+Shape), or, when every input is constant, by running the very statements it would emit. Folding thus
+uses the variant's own kernels, and a folded value is bit for bit what the module would compute.
+Nodes that remain become the module's steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+
+import runtime_support
+from onemodel_compile import ir
+from onemodel_compile.errors import CompileError, ExactnessError
+from onemodel_compile.ops import lookup
+from onemodel_compile.ops.node import NodeView, Result, operand, statements
+from onemodel_compile.ops.registry import Emitter
+
+FOLD_LIMIT = 1 << 20  # elements; larger results are computed at run time, not stored
+
+
+@dataclass
+class Step:
+    node: ir.Node
+    emitter: Emitter
+
+
+@dataclass
+class ResolvedGraph:
+    graph: ir.Graph
+    steps: list[Step]
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def types(self) -> dict[str, ir.ValueType]:
+        return self.graph.types
+
+
+def resolve(model: ir.Model, variant: str) -> ResolvedGraph:
+    _merge_inferred_types(model)
+    return resolve_graph(model.graph, variant, {})
+
+
+def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> ResolvedGraph:
+    constants = {**outer_constants, **graph.initializers}
+    steps: list[Step] = []
+    for node in graph.nodes:
+        emitter = lookup(node.op_type, node.domain, node.opset, variant, node.label)
+        view = _folding_view(node, graph.types, constants, variant)
+        if variant == "exact":
+            reason = emitter.refusal(view)
+            if reason:
+                raise ExactnessError(
+                    f"{node.label}: {node.op_type} {reason} in the exact variant; "
+                    f"compile with --variant fast"
+                )
+        for index in emitter.const_inputs:
+            if index < len(node.inputs) and node.inputs[index] and view.const(index) is None:
+                raise CompileError(
+                    f"{node.label}: input {index} ({node.inputs[index]!r}) must be known at "
+                    f"compile time"
+                )
+        values = _fold(node, emitter, view)
+        if values is None:
+            steps.append(Step(node, emitter))
+            if emitter.infer is not None:
+                for name, value_type in zip(node.outputs, emitter.infer(view)):
+                    if name and graph.types.get(name, ir.UNKNOWN) == ir.UNKNOWN:
+                        graph.types[name] = value_type
+            continue
+        for name, value in zip(node.outputs, values):
+            if name:
+                constants[name] = value
+                graph.types[name] = ir.TensorType(value.dtype, tuple(value.shape))
+    return ResolvedGraph(graph, steps, constants)
+
+
+def _folding_view(node: ir.Node, types, constants, variant: str) -> NodeView:
+    inputs = [
+        operand(f"in{i}", types.get(name), constants.get(name)) if name else None
+        for i, name in enumerate(node.inputs)
+    ]
+    outputs = [
+        Result(f"out{i}", types.get(name, ir.UNKNOWN)) if name else None
+        for i, name in enumerate(node.outputs)
+    ]
+    counter = iter(range(1 << 30))
+    return NodeView(node, inputs, outputs, variant, lambda hint: f"tmp{next(counter)}_{hint}")
+
+
+def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] | None:
+    if emitter.fold is not None:
+        values = emitter.fold(view)
+        if values is not None:
+            return [np.asarray(v) for v in values]
+    if not emitter.foldable or not all(
+        operand is None or operand.const is not None for operand in view.inputs
+    ):
+        return None
+    if any(isinstance(v, ir.Graph) for v in node.attrs.values()):
+        return None
+    for out in view.outputs:
+        shape = getattr(out.type, "shape", None) if out is not None else None
+        if shape is not None and all(isinstance(d, int) for d in shape):
+            if np.prod(shape, dtype=np.int64) > FOLD_LIMIT:
+                return None
+    namespace = {"np": np, "rt": runtime_support}
+    namespace.update({f"in{i}": o.const for i, o in enumerate(view.inputs) if o is not None})
+    code = "\n".join(statements(view, emitter.emit(view)))
+    try:
+        with np.errstate(all="ignore"):
+            exec(compile(code, f"<fold {node.label}>", "exec"), namespace)  # emitter code only
+    except Exception as exc:
+        raise CompileError(f"{node.label}: evaluating it at compile time failed: {exc}") from None
+    values = [np.asarray(namespace[f"out{i}"]) if out is not None else None
+              for i, out in enumerate(view.outputs)]
+    if any(v is not None and v.size > FOLD_LIMIT for v in values):
+        return None
+    return values
+
+
+def _merge_inferred_types(model: ir.Model) -> None:
+    """Fill types onnx's shape inference knows and the model does not declare."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(
+            model.proto, check_type=False, strict_mode=False, data_prop=True
+        )
+    except Exception:  # inference is a help, not a requirement: keep the declared types
+        return
+    _merge_graph(model.graph, inferred.graph)
+
+
+def _merge_graph(graph: ir.Graph, proto: onnx.GraphProto) -> None:
+    for info in list(proto.input) + list(proto.value_info) + list(proto.output):
+        if not info.type.WhichOneof("value"):
+            continue
+        try:
+            found = ir.value_type(info.type, f"value {info.name!r}")
+        except CompileError:
+            continue
+        known = graph.types.get(info.name, ir.UNKNOWN)
+        graph.types[info.name] = _more_precise(known, found)
+    for node, node_proto in zip(graph.nodes, proto.node):
+        for attribute in node_proto.attribute:
+            value = node.attrs.get(attribute.name)
+            if isinstance(value, ir.Graph):
+                _merge_graph(value, attribute.g)
+            elif isinstance(value, list) and value and isinstance(value[0], ir.Graph):
+                for sub, sub_proto in zip(value, attribute.graphs):
+                    _merge_graph(sub, sub_proto)
+
+
+def _more_precise(known: ir.ValueType, found: ir.ValueType) -> ir.ValueType:
+    if not isinstance(known, ir.TensorType) or not isinstance(found, ir.TensorType):
+        return known if known != ir.UNKNOWN else found
+    dtype = known.dtype if known.dtype is not None else found.dtype
+    if known.shape is None or found.shape is None or len(known.shape) != len(found.shape):
+        shape = known.shape if known.shape is not None else found.shape
+    else:
+        # per dim: a static size beats a symbol, a symbol beats unknown
+        shape = tuple(
+            k if isinstance(k, int) or (k is not None and not isinstance(f, int)) else f
+            for k, f in zip(known.shape, found.shape)
+        )
+    return ir.TensorType(dtype, shape)

@@ -1,0 +1,95 @@
+"""Sidecar weights: a safetensors file, written by the compiler, memory-mapped read-only at import.
+
+Layout (https://github.com/huggingface/safetensors): 8-byte little-endian header length, a JSON
+header mapping each tensor name to its dtype, shape and byte range, then the raw little-endian data.
+No pickle, no code: standard tools can read the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+from pathlib import Path
+
+import numpy as np
+
+from runtime_support._dtypes import dtype_from_name
+
+# safetensors dtype tags <-> numpy dtype names.
+SAFETENSORS_DTYPES = {
+    "bool": "BOOL",
+    "uint8": "U8",
+    "int8": "I8",
+    "uint16": "U16",
+    "int16": "I16",
+    "uint32": "U32",
+    "int32": "I32",
+    "uint64": "U64",
+    "int64": "I64",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float32": "F32",
+    "float64": "F64",
+}
+_NUMPY_NAMES = {tag: name for name, tag in SAFETENSORS_DTYPES.items()}
+_ALIGN = 64
+
+
+class WeightsError(RuntimeError):
+    """The weights file is missing, altered or malformed."""
+
+
+def encode_weights(tensors: dict[str, np.ndarray]) -> bytes:
+    """Serialise `tensors` (in the given order) to safetensors bytes; deterministic."""
+    header: dict[str, dict] = {}
+    chunks: list[bytes] = []
+    offset = 0
+    for name, array in tensors.items():
+        array = np.ascontiguousarray(array)
+        data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        header[name] = {
+            "dtype": SAFETENSORS_DTYPES[array.dtype.name],
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
+        padding = (-len(data)) % _ALIGN
+        chunks.append(data + b"\0" * padding)
+        # Offsets are relative to the data section; padding keeps every tensor aligned.
+        offset += len(data) + padding
+    header_bytes = json.dumps(header, sort_keys=False, separators=(",", ":")).encode()
+    header_bytes += b" " * ((-(8 + len(header_bytes))) % _ALIGN)
+    return len(header_bytes).to_bytes(8, "little") + header_bytes + b"".join(chunks)
+
+
+def load_weights(path: str | Path, *, sha256: str) -> dict[str, np.ndarray]:
+    """Map the weights file read-only and return its tensors as zero-copy, read-only arrays.
+
+    The file must hash to `sha256` (recorded in the generated module): a file that was altered or
+    belongs to another compile is refused rather than silently giving wrong results.
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as handle:
+            buffer = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except FileNotFoundError:
+        raise WeightsError(f"weights file {path.name!r} not found next to the module") from None
+    except ValueError:  # an empty file cannot be mapped
+        raise WeightsError(f"weights file {path.name!r} is empty") from None
+    digest = hashlib.sha256(buffer).hexdigest()
+    if digest != sha256:
+        raise WeightsError(
+            f"weights file {path.name!r} does not match this module "
+            f"(sha256 {digest[:16]}..., expected {sha256[:16]}...); recompile the model"
+        )
+    header_length = int.from_bytes(buffer[:8], "little")
+    header = json.loads(bytes(buffer[8 : 8 + header_length]))
+    data_start = 8 + header_length
+    tensors = {}
+    for name, entry in header.items():
+        begin, end = entry["data_offsets"]
+        dtype = dtype_from_name(_NUMPY_NAMES[entry["dtype"]]).newbyteorder("<")
+        count = (end - begin) // dtype.itemsize
+        array = np.frombuffer(buffer, dtype=dtype, count=count, offset=data_start + begin)
+        tensors[name] = array.reshape(entry["shape"])
+    return tensors

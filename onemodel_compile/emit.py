@@ -150,17 +150,22 @@ def constant_expr(name: str, value: np.ndarray, names: Namespace, weights: dict)
 
 
 def _result_expr(name: str, resolved: ResolvedGraph, names: Namespace, weights: dict) -> str:
+    """How `run` returns output `name`: never an alias of the caller's input or of a weight, and
+    always an ndarray for a tensor (numpy ufuncs turn 0-d arrays into scalars)."""
     graph = resolved.graph
+    value_type = graph.types.get(name, ir.UNKNOWN)
+    is_tensor = isinstance(value_type, ir.TensorType)
     if name in resolved.constants:
         expr = constant_expr(name, resolved.constants[name], names, weights)
         return f"{expr}.copy()" if expr in weights else expr
     expr = names.name(name)
     if name in graph.inputs:
-        return f"{expr}.copy()"  # never hand the caller's array back as an output
-    value_type = graph.types.get(name, ir.UNKNOWN)
-    if isinstance(value_type, ir.TensorType) and value_type.rank != 0 and value_type.rank is not None:
+        if is_tensor:
+            return f"{expr}.copy()"
+        return f"list({expr})" if isinstance(value_type, ir.SequenceType) else expr
+    if is_tensor and value_type.rank not in (0, None):
         return expr
-    return f"np.asarray({expr})"  # numpy ufuncs turn 0-d arrays into scalars
+    return f"np.asarray({expr})" if is_tensor else expr
 
 
 def _last_uses(resolved: ResolvedGraph) -> dict[str, int]:

@@ -83,6 +83,7 @@ class Node:
     outputs: list[str]  # "" marks an absent optional output
     attrs: dict[str, object]
     opset: int  # version of the node's domain imported by the model
+    proto: onnx.NodeProto | None = field(default=None, repr=False, compare=False)  # for inference
 
     @property
     def label(self) -> str:
@@ -134,6 +135,31 @@ def value_type(type_proto: onnx.TypeProto, where: str) -> ValueType:
     if kind is None:
         return UNKNOWN
     raise UnsupportedError(f"{where}: {kind.replace('_', ' ')} values are not supported")
+
+
+def type_proto(value_type: ValueType) -> onnx.TypeProto | None:
+    """The TypeProto of an IR type (None when too little is known to say)."""
+    if isinstance(value_type, TensorType):
+        if value_type.dtype is None:
+            return None
+        elem = ONNX_ELEMENT_TYPES[value_type.dtype.name]
+        return onnx.helper.make_tensor_type_proto(elem, value_type.shape)
+    if isinstance(value_type, SequenceType):
+        elem = type_proto(value_type.elem)
+        return None if elem is None else onnx.helper.make_sequence_type_proto(elem)
+    if isinstance(value_type, OptionalType):
+        elem = type_proto(value_type.elem)
+        return None if elem is None else onnx.helper.make_optional_type_proto(elem)
+    return None
+
+
+def complete(value_type: ValueType) -> bool:
+    """Whether a type is fully known: a dtype and static dims, recursively."""
+    if isinstance(value_type, TensorType):
+        return value_type.dtype is not None and value_type.static
+    if isinstance(value_type, (SequenceType, OptionalType)):
+        return complete(value_type.elem)
+    return False
 
 
 def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
@@ -190,7 +216,8 @@ def _node(proto: onnx.NodeProto, opsets: dict[str, int], functions: set) -> Node
         if attribute.ref_attr_name:
             raise UnsupportedError(f"{label}: attribute references outside functions")
         attrs[attribute.name] = _attribute(attribute, opsets, functions, label)
-    return Node(proto.op_type, domain, proto.name, list(proto.input), list(proto.output), attrs, opset)
+    return Node(proto.op_type, domain, proto.name, list(proto.input), list(proto.output), attrs,
+                opset, proto)
 
 
 def _schema_defaults(op_type: str, domain: str, opset: int) -> dict[str, object]:

@@ -68,6 +68,7 @@ def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> Resol
         values = _fold(node, emitter, view)
         if values is None:
             steps.append(Step(node, emitter))
+            _infer_node(node, graph.types, constants)
             if emitter.infer is not None:
                 for name, value_type in zip(node.outputs, emitter.infer(view)):
                     if name and graph.types.get(name, ir.UNKNOWN) == ir.UNKNOWN:
@@ -78,6 +79,38 @@ def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> Resol
                 constants[name] = value
                 graph.types[name] = ir.TensorType(value.dtype, tuple(value.shape))
     return ResolvedGraph(graph, steps, constants)
+
+
+def _infer_node(node: ir.Node, types: dict, constants: dict) -> None:
+    """Refine the node's output types with onnx's per-node inference, now that folding has made
+    more inputs constant than the whole-model pass saw."""
+    outputs = [name for name in node.outputs if name]
+    if node.proto is None or all(ir.complete(types.get(n, ir.UNKNOWN)) for n in outputs):
+        return
+    try:
+        schema = onnx.defs.get_schema(node.op_type, node.opset, node.domain)
+    except onnx.defs.SchemaError:
+        return
+    input_types = {}
+    for name in node.inputs:
+        proto = ir.type_proto(types.get(name, ir.UNKNOWN)) if name else None
+        if name and proto is not None:
+            input_types[name] = proto
+    data = {
+        name: onnx.numpy_helper.from_array(constants[name], name)
+        for name in node.inputs
+        if name in constants and constants[name].dtype.name in ir.ONNX_ELEMENT_TYPES
+    }
+    try:
+        inferred = onnx.shape_inference.infer_node_outputs(schema, node.proto, input_types, data)
+    except Exception:  # onnx cannot say more: keep what is known
+        return
+    for name, proto in inferred.items():
+        try:
+            found = ir.value_type(proto, f"value {name!r}")
+        except CompileError:
+            continue
+        types[name] = _more_precise(types.get(name, ir.UNKNOWN), found)
 
 
 def _folding_view(node: ir.Node, types, constants, variant: str) -> NodeView:

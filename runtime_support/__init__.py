@@ -13,11 +13,13 @@ from runtime_support._session import InferenceSession
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order
 from runtime_support._weights import WeightsError, load_weights
 from runtime_support.math import div_integer, erf, gelu, sigmoid
-from runtime_support.tensor import reshape
+from runtime_support.reduction import reduce_max, reduce_mean, reduce_sum
+from runtime_support.tensor import reshape, slice_, split, squeeze, unsqueeze
 from runtime_support.nn import (
     average_pool,
     batch_normalization,
     conv,
+    dropout,
     layer_normalization,
     log_softmax,
     max_pool,
@@ -53,6 +55,7 @@ __all__ = [
     "check_api",
     "conv",
     "div_integer",
+    "dropout",
     "dtype_from_name",
     "erf",
     "feeds_in_order",
@@ -60,8 +63,15 @@ __all__ = [
     "layer_normalization",
     "load_weights",
     "log_softmax",
+    "reduce_max",
+    "reduce_mean",
+    "reduce_sum",
     "reshape",
     "max_pool",
     "sigmoid",
+    "slice_",
     "softmax",
+    "split",
+    "squeeze",
+    "unsqueeze",
 ]

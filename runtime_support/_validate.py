@@ -15,50 +15,74 @@ def _describe_shape(shape) -> str:
     return "[" + ", ".join("?" if dim is None else str(dim) for dim in shape) + "]"
 
 
+def _parse_type(text: str):
+    """("tensor", dtype) | ("sequence", inner) | ("optional", inner) from "sequence(float32)"."""
+    for kind in ("sequence", "optional"):
+        if text.startswith(kind + "(") and text.endswith(")"):
+            return kind, _parse_type(text[len(kind) + 1 : -1])
+    return "tensor", (None if text == "?" else dtype_from_name(text))
+
+
 class InputChecker:
-    """Checks the arguments of `run` against the module's INPUTS, built once at import.
+    """Checks the arguments of `run` against the module's INPUTS, built once at import, and returns
+    them as arrays (numpy scalars become 0-d arrays).
 
     A dim is an int (must match), a str (a symbolic dim: every use must have the same size) or None
-    (any size).
+    (any size). Sequences are lists of arrays; an absent optional is None.
     """
 
     def __init__(self, inputs):
-        self._specs = [
-            (name, dtype_from_name(dtype), shape) for name, dtype, shape in inputs
-        ]
+        self._specs = [(name, _parse_type(kind), shape) for name, kind, shape in inputs]
 
-    def __call__(self, *values) -> None:
+    def __call__(self, *values):
         symbols: dict[str, tuple[int, str]] = {}
-        for (name, dtype, shape), value in zip(self._specs, values):
-            if not isinstance(value, np.ndarray):
+        checked = [
+            self._check(name, kind, shape, value, symbols)
+            for (name, kind, shape), value in zip(self._specs, values)
+        ]
+        return checked[0] if len(checked) == 1 else checked
+
+    def _check(self, name, kind, shape, value, symbols):
+        form, inner = kind
+        if form == "optional":
+            return None if value is None else self._check(name, inner, shape, value, symbols)
+        if form == "sequence":
+            if not isinstance(value, (list, tuple)):
+                raise InvalidInput(f"input {name!r}: expected a list of arrays, got {type(value).__name__}")
+            return [self._check(f"{name}[{i}]", inner, None, v, {}) for i, v in enumerate(value)]
+        dtype = inner
+        if isinstance(value, np.generic):
+            value = np.asarray(value)
+        if not isinstance(value, np.ndarray):
+            expected = dtype.name if dtype is not None else "any type"
+            raise InvalidInput(
+                f"input {name!r}: expected a numpy array of {expected}, got {type(value).__name__}"
+            )
+        if dtype is not None and value.dtype != dtype:
+            raise InvalidInput(
+                f"input {name!r}: expected dtype {dtype.name}, got {value.dtype.name}"
+            )
+        if shape is None:
+            return value
+        if value.ndim != len(shape):
+            raise InvalidInput(
+                f"input {name!r}: expected rank {len(shape)} {_describe_shape(shape)}, "
+                f"got rank {value.ndim} {list(value.shape)}"
+            )
+        for axis, (want, got) in enumerate(zip(shape, value.shape)):
+            if isinstance(want, int) and want != got:
                 raise InvalidInput(
-                    f"input {name!r}: expected a numpy array of {dtype.name}, "
-                    f"got {type(value).__name__}"
+                    f"input {name!r}: expected shape {_describe_shape(shape)}, "
+                    f"got {list(value.shape)} (axis {axis})"
                 )
-            if value.dtype != dtype:
-                raise InvalidInput(
-                    f"input {name!r}: expected dtype {dtype.name}, got {value.dtype.name}"
-                )
-            if shape is None:
-                continue
-            if value.ndim != len(shape):
-                raise InvalidInput(
-                    f"input {name!r}: expected rank {len(shape)} {_describe_shape(shape)}, "
-                    f"got rank {value.ndim} {list(value.shape)}"
-                )
-            for axis, (want, got) in enumerate(zip(shape, value.shape)):
-                if isinstance(want, int) and want != got:
+            if isinstance(want, str):
+                seen = symbols.setdefault(want, (got, name))
+                if seen[0] != got:
                     raise InvalidInput(
-                        f"input {name!r}: expected shape {_describe_shape(shape)}, "
-                        f"got {list(value.shape)} (axis {axis})"
+                        f"input {name!r}: symbolic dim {want!r} is {got} on axis {axis}, "
+                        f"but {seen[0]} in input {seen[1]!r}"
                     )
-                if isinstance(want, str):
-                    seen = symbols.setdefault(want, (got, name))
-                    if seen[0] != got:
-                        raise InvalidInput(
-                            f"input {name!r}: symbolic dim {want!r} is {got} on axis {axis}, "
-                            f"but {seen[0]} in input {seen[1]!r}"
-                        )
+        return value
 
 
 def feeds_in_order(inputs, feeds) -> list:

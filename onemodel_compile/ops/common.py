@@ -28,15 +28,28 @@ def need_shape(view: NodeView, index: int = 0) -> tuple[int, ...]:
     return tuple(operand.shape)
 
 
-def ints_from(view: NodeView, attr: str, index: int, since: int) -> list[int] | None:
-    """An int list given as attribute `attr` before opset `since`, as input `index` from then on.
-    None when absent."""
+class RunTime:
+    """Marks an int list (axes, starts, sizes...) known only at run time: `expr` computes it."""
+
+    def __init__(self, expr: str):
+        self.expr = expr
+
+    def __str__(self) -> str:
+        return self.expr
+
+
+def ints_from(view: NodeView, attr: str, index: int, since: int) -> list[int] | RunTime | None:
+    """An int list given as attribute `attr` before opset `since`, as input `index` from then on:
+    the values when known at compile time, RunTime when not, None when absent."""
     if view.opset < since:
         value = view.attr(attr)
         return None if value is None else [int(v) for v in value]
-    if view.input(index) is None:
+    operand = view.input(index)
+    if operand is None:
         return None
-    return [int(v) for v in np.asarray(view.require_const(index, attr)).reshape(-1)]
+    if operand.const is None:
+        return RunTime(operand.expr)
+    return [int(v) for v in np.asarray(operand.const).reshape(-1)]
 
 
 def is_float(dtype) -> bool:

@@ -4,34 +4,41 @@ memory layout and SIMD width, so they are not exact."""
 
 from __future__ import annotations
 
-import numpy as np
+from runtime_support.reduction import lowest
 
-from onemodel_compile.ops.code import dtype_expr, py
-from onemodel_compile.ops.common import ints_from, is_float, need_rank, normalize_axis
+from onemodel_compile.ops.code import dtype_expr, number, py
+from onemodel_compile.ops.common import RunTime, ints_from, is_float, need_rank, normalize_axis
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 
-# op type -> (numpy function, opset where axes became an input)
+# op type -> (numpy function, runtime_support kernel for run-time axes, opset of the axes input)
 REDUCTIONS = {
-    "ReduceSum": ("np.sum", 13),
-    "ReduceMean": ("np.mean", 18),
-    "ReduceMax": ("np.max", 18),
+    "ReduceSum": ("np.sum", "rt.reduce_sum", 13),
+    "ReduceMean": ("np.mean", "rt.reduce_mean", 18),
+    "ReduceMax": ("np.max", "rt.reduce_max", 18),
 }
 
 
 def reduce_axes(view: NodeView, axes_input_since: int):
-    """The normalized axes to reduce, or None to reduce all, or () for a no-op."""
+    """The normalized axes to reduce, None to reduce all, () for a no-op, or RunTime."""
     rank = need_rank(view)
     axes = ints_from(view, "axes", 1, since=axes_input_since)
+    if isinstance(axes, RunTime):
+        return axes
     if not axes:
         return () if view.attr("noop_with_empty_axes", 0) else None
     return tuple(sorted(normalize_axis(a, rank, view) for a in axes))
 
 
-def _rule(function: str, since: int):
+def _rule(function: str, kernel: str, since: int):
     def emit(view: NodeView) -> str:
         X = view.inputs[0]
         axes = reduce_axes(view, since)
+        if isinstance(axes, RunTime):
+            return (
+                f"{kernel}({X}, {axes}, keepdims={view.attr('keepdims', 1)}, "
+                f"noop_with_empty_axes={view.attr('noop_with_empty_axes', 0)})"
+            )
         if axes == ():
             return f"{X}.copy()"
         keepdims = bool(view.attr("keepdims", 1))
@@ -39,8 +46,7 @@ def _rule(function: str, since: int):
         if function == "np.sum" and not is_float(X.dtype):
             extra = f", dtype={dtype_expr(X.dtype)}"  # numpy widens small integer sums
         if function == "np.max" and _may_be_empty(X.shape, axes):
-            lowest = "-np.inf" if is_float(X.dtype) else str(np.iinfo(X.dtype).min)
-            extra = f", initial={lowest}"
+            extra = f", initial={number(lowest(X.dtype))}"
         call = f"{function}({X}, axis={py(axes)}, keepdims={keepdims}{extra})"
         if function == "np.mean" and not is_float(X.dtype):
             call += f".astype({dtype_expr(X.dtype)})"
@@ -56,5 +62,5 @@ def _may_be_empty(shape, axes) -> bool:
     return any(not isinstance(shape[a], int) or shape[a] == 0 for a in selected)
 
 
-for _op, (_function, _since) in REDUCTIONS.items():
-    emitter(_op, since=1, exact=False)(_rule(_function, _since))
+for _op, (_function, _kernel, _since) in REDUCTIONS.items():
+    emitter(_op, since=1, exact=False)(_rule(_function, _kernel, _since))

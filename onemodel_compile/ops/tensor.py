@@ -7,7 +7,8 @@ import numpy as np
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops.code import dtype_expr, literal, number, py
-from onemodel_compile.ops.common import ints_from, need_rank, normalize_axis
+from onemodel_compile.ops.common import RunTime, ints_from, need_rank, normalize_axis
+from runtime_support.tensor import clamp_bound
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 
@@ -68,16 +69,19 @@ def cast_like(view: NodeView) -> str:
     return f"{view.inputs[0]}.astype({dtype_expr(view.inputs[1].dtype)})"
 
 
-@emitter("Dropout", since=7, exact=True)
+@emitter("Dropout", since=7, exact=True, foldable=False)
 def dropout(view: NodeView) -> str:
-    training = view.input(2)
-    if training is not None and (training.const is None or bool(training.const)):
-        raise UnsupportedError(f"{view.node.label}: Dropout in training mode is not supported")
-    X = view.inputs[0]
-    if view.output(1) is None:
-        return str(X)
-    mask_dtype = view.outputs[1].dtype or np.dtype(bool)
-    return f"{X}, np.ones({X}.shape, dtype={dtype_expr(mask_dtype)})"
+    X, ratio, training = view.inputs[0], view.input(1), view.input(2)
+    wants_mask = view.output(1) is not None
+    if training is None or (training.const is not None and not bool(training.const)):
+        if not wants_mask:
+            return str(X)  # inference: the identity
+        mask_dtype = view.outputs[1].dtype or np.dtype(bool)
+        return f"{X}, np.ones({X}.shape, dtype={dtype_expr(mask_dtype)})"
+    # Training mode (opset 12+): the mask comes from numpy's seeded legacy generator.
+    seed = view.attr("seed")
+    mask = ", with_mask=True" if wants_mask else ""
+    return f"rt.dropout({X}, {ratio if ratio is not None else 'None'}, {training}, seed={seed}{mask})"
 
 
 # --- shapes ------------------------------------------------------------------------------------
@@ -161,13 +165,17 @@ def transpose(view: NodeView) -> str:
 
 @emitter("Unsqueeze", since=1, exact=True)
 def unsqueeze(view: NodeView) -> str:
-    axes = ints_from(view, "axes", 1, since=13)
+    axes = ints_from(view, "axes", 1, since=13)  # a scalar axes input is one axis
+    if isinstance(axes, RunTime):
+        return f"rt.unsqueeze({view.inputs[0]}, {axes})"
     return f"np.expand_dims({view.inputs[0]}, {py(tuple(axes))})"
 
 
 @emitter("Squeeze", since=1, exact=True)
 def squeeze(view: NodeView) -> str:
     axes = ints_from(view, "axes", 1, since=13)
+    if isinstance(axes, RunTime):
+        return f"rt.squeeze({view.inputs[0]}, {axes})"
     if not axes:
         return f"np.squeeze({view.inputs[0]})"
     return f"np.squeeze({view.inputs[0]}, {py(tuple(axes))})"
@@ -189,7 +197,7 @@ def concat(view: NodeView) -> str:
     return f"np.concatenate(({', '.join(parts)},), axis={view.attr('axis')})"
 
 
-def _split_sizes(view: NodeView, dim, count: int) -> list[int]:
+def _split_sizes(view: NodeView, dim, count: int) -> list[int] | RunTime:
     sizes = ints_from(view, "split", 1, since=13)
     if sizes:
         return sizes
@@ -208,11 +216,16 @@ def split(view: NodeView) -> str:
     X = view.inputs[0]
     rank = need_rank(view)
     axis = normalize_axis(view.attr("axis", 0), rank, view)
-    dim = X.shape[axis]
-    sizes = _split_sizes(view, dim, len(view.outputs))
-    bounds = [int(b) for b in np.cumsum(sizes)[:-1]]
-    if len(view.outputs) == 1:
+    count = len(view.outputs)
+    if count == 1:
         return f"{X}.copy()"
+    sizes = ints_from(view, "split", 1, since=13)
+    dim = X.shape[axis]
+    if isinstance(sizes, RunTime) or (not sizes and not isinstance(dim, int)):
+        split_sizes = f"{sizes}" if sizes else "None"
+        return f"rt.split({X}, {split_sizes}, axis={axis}, outputs={count})"
+    sizes = _split_sizes(view, dim, count)
+    bounds = [int(b) for b in np.cumsum(sizes)[:-1]]
     return f"np.split({X}, {py(bounds)}, axis={axis})"
 
 
@@ -225,20 +238,12 @@ def _slice_parts(view: NodeView):
         ends = ints_from(view, "ends", 2, since=10)
         axes = ints_from(view, "axes", 3, since=10)
         steps = ints_from(view, "steps", 4, since=10)
+        if any(isinstance(v, RunTime) for v in (starts, ends, axes, steps)):
+            return None
     rank = need_rank(view)
     axes = list(range(len(starts))) if not axes else [normalize_axis(a, rank, view) for a in axes]
     steps = steps or [1] * len(starts)
     return rank, list(zip(axes, starts, ends, steps))
-
-
-def _clamp(index: int, dim: int, step: int, is_end: bool):
-    """ONNX's clamping of a slice bound on an axis of size `dim`, as a Python bound."""
-    if index < 0:
-        index += dim
-    if step > 0:
-        return max(0, min(dim, index))
-    index = max(-1, min(dim - 1, index)) if is_end else max(0, min(dim - 1, index))
-    return None if index == -1 else index
 
 
 def _bound(value) -> str:
@@ -248,14 +253,20 @@ def _bound(value) -> str:
 @emitter("Slice", since=1, exact=True)
 def slice_(view: NodeView) -> str:
     X = view.inputs[0]
-    rank, parts = _slice_parts(view)
+    found = _slice_parts(view)
+    if found is None:  # bounds known only at run time
+        operands = [str(view.input(i)) if view.input(i) is not None else "None" for i in range(1, 5)]
+        while operands[-1] == "None":
+            operands.pop()
+        return f"rt.slice_({X}, {', '.join(operands)})"
+    rank, parts = found
     items = [":"] * rank
     for axis, start, end, step in parts:
         if step == 0:
             raise CompileError(f"{view.node.label}: a slice step cannot be 0")
         dim = X.shape[axis] if X.shape is not None else None
         if isinstance(dim, int):
-            start, end = _clamp(start, dim, step, False), _clamp(end, dim, step, True)
+            start, end = clamp_bound(start, dim, step, False), clamp_bound(end, dim, step, True)
             if step > 0 and start == 0:
                 start = None
             if step > 0 and end == dim:

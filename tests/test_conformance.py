@@ -1,0 +1,55 @@
+"""The ONNX backend node tests, every in-scope case, per variant.
+
+A case in the variant's expected-pass list (tests/conformance/expected_pass_<variant>.txt) must
+pass. Any other case runs as a non-strict xfail: a newly passing one shows up as XPASS in the summary
+(`-rX`), a sign to grow the list with `python -m tools.conformance --update-expected`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tools import backend_cases, conformance
+
+VARIANTS = ("fast",)
+
+
+def _params():
+    for variant in VARIANTS:
+        expected = conformance.expected_passes(variant)
+        for name in backend_cases.in_scope_names():
+            marks = [pytest.mark.slow]
+            if name not in expected:
+                marks.append(pytest.mark.xfail(reason="not in the expected-pass list", strict=False))
+            yield pytest.param(name, variant, id=f"{variant}-{name}", marks=marks)
+
+
+@pytest.mark.parametrize("name,variant", list(_params()))
+def test_backend_case(name: str, variant: str) -> None:
+    outcome = conformance.run_case(name, variant)
+    assert outcome.status == "pass", f"{outcome.status}: {outcome.detail}"
+
+
+def test_expected_lists_name_in_scope_cases() -> None:
+    in_scope = set(backend_cases.in_scope_names())
+    for variant in VARIANTS:
+        expected = conformance.expected_passes(variant)
+        assert expected, f"the {variant} expected-pass list is empty"
+        assert expected <= in_scope, sorted(expected - in_scope)[:10]
+
+
+def test_scope_copy_counts_1614_in_scope_cases() -> None:
+    assert len(backend_cases.in_scope_names()) == 1614
+    assert set(backend_cases.scope()) == set(backend_cases.all_cases())
+
+
+def test_comparison_detects_differences() -> None:
+    import numpy as np
+
+    same = np.array([1.0, np.nan], dtype=np.float32)
+    assert conformance.compare(same, same.copy(), 1e-3, 1e-7, "x") is None
+    assert conformance.compare(same, np.array([1.1, np.nan], dtype=np.float32), 1e-3, 1e-7, "x")
+    assert conformance.compare(same, np.array([1.0, 0.0], dtype=np.float32), 1e-3, 1e-7, "x")
+    assert conformance.compare(same, same.astype(np.float64), 1e-3, 1e-7, "x")
+    assert conformance.compare(same, same[:1], 1e-3, 1e-7, "x")
+    assert conformance.compare(np.array([1, 2]), np.array([1, 3]), 1e-3, 1e-7, "x")

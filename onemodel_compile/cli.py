@@ -19,9 +19,15 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compile an ONNX model into a standalone Python module (numpy + runtime_support).",
     )
     parser.add_argument("model", help="the ONNX model file (.onnx)")
-    parser.add_argument("-o", "--output", help="the module to write (default: <model stem>.py beside the model)")
-    parser.add_argument("--variant", choices=VARIANTS, default="fast",
-                        help="fast: as fast as numpy allows; exact: bit-identical on every machine")
+    parser.add_argument(
+        "-o", "--output", help="the module to write (default: <model stem>.py beside the model)"
+    )
+    parser.add_argument(
+        "--variant",
+        choices=VARIANTS,
+        default="fast",
+        help="fast: as fast as numpy allows; exact: bit-identical on every machine",
+    )
     parser.add_argument("--name", help="module name, used for the default output file name")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     return parser
@@ -38,8 +44,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug of ours: one line, with what to report
-        print(f"{PROG}: internal error: {type(exc).__name__}: {exc} "
-              f"(please report it with the model)", file=sys.stderr)
+        print(
+            f"{PROG}: internal error: {type(exc).__name__}: {exc} "
+            f"(please report it with the model)",
+            file=sys.stderr,
+        )
         return 2
     print(path)
     return 0

@@ -21,8 +21,11 @@ from onemodel_compile.resolve import resolve
 WEIGHTS_SUFFIX = ".weights.safetensors"
 
 
-def generate(model: str | Path | onnx.ModelProto, variant: str = "fast",
-             weights_name: str = "model" + WEIGHTS_SUFFIX) -> EmittedModule:
+def generate(
+    model: str | Path | onnx.ModelProto,
+    variant: str = "fast",
+    weights_name: str = "model" + WEIGHTS_SUFFIX,
+) -> EmittedModule:
     """Compile `model` to source text and weights bytes, writing nothing."""
     if variant not in VARIANTS:
         raise CompileError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
@@ -32,8 +35,12 @@ def generate(model: str | Path | onnx.ModelProto, variant: str = "fast",
     return emit_module(graph, resolved, variant, weights_name)
 
 
-def compile_model(model: str | Path | onnx.ModelProto, output: str | Path | None = None,
-                  variant: str = "fast", name: str | None = None) -> Path:
+def compile_model(
+    model: str | Path | onnx.ModelProto,
+    output: str | Path | None = None,
+    variant: str = "fast",
+    name: str | None = None,
+) -> Path:
     """Compile `model` and write `<output>.py` (and its weights file beside it); return the path.
 
     Default output: `<name or model stem>.py` beside the model (the current folder for a

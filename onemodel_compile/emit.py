@@ -46,8 +46,9 @@ class EmittedModule:
     weights_name: str | None
 
 
-def emit_module(model: ir.Model, resolved: ResolvedGraph, variant: str,
-                weights_name: str) -> EmittedModule:
+def emit_module(
+    model: ir.Model, resolved: ResolvedGraph, variant: str, weights_name: str
+) -> EmittedModule:
     graph = resolved.graph
     names = Namespace()
     parameters = [names.name(name) for name in graph.inputs]
@@ -259,5 +260,7 @@ def _signature(graph: ir.Graph, names: list[str]) -> str:
 
 def _template() -> jinja2.Template:
     text = resources.files("onemodel_compile.templates").joinpath("module.py.j2").read_text()
-    env = jinja2.Environment(autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        autoescape=False, keep_trailing_newline=True, undefined=jinja2.StrictUndefined
+    )
     return env.from_string(text)

@@ -41,7 +41,11 @@ Dim = Union[int, str, None]  # static size, symbolic name, or unknown
 def element_dtype(code: int, where: str) -> np.dtype:
     """numpy dtype of an ONNX element type; out-of-scope types are refused, naming `where`."""
     if code not in ELEMENT_TYPES:
-        type_name = onnx.TensorProto.DataType.Name(code) if code in onnx.TensorProto.DataType.values() else str(code)
+        type_name = (
+            onnx.TensorProto.DataType.Name(code)
+            if code in onnx.TensorProto.DataType.values()
+            else str(code)
+        )
         raise UnsupportedError(f"{where}: element type {type_name} is not supported")
     return dtype_from_name(ELEMENT_TYPES[code])
 
@@ -113,7 +117,9 @@ class Model:
 
 def from_onnx(loaded: LoadedModel) -> Model:
     proto = loaded.proto
-    opsets = {("" if e.domain in DEFAULT_DOMAINS else e.domain): e.version for e in proto.opset_import}
+    opsets = {
+        ("" if e.domain in DEFAULT_DOMAINS else e.domain): e.version for e in proto.opset_import
+    }
     functions = {(f.domain, f.name) for f in proto.functions}
     graph = _graph(proto.graph, opsets, functions)
     return Model(graph, loaded.opset, opsets, loaded.source_name, loaded.sha256, proto)
@@ -216,8 +222,16 @@ def _node(proto: onnx.NodeProto, opsets: dict[str, int], functions: set) -> Node
         if attribute.ref_attr_name:
             raise UnsupportedError(f"{label}: attribute references outside functions")
         attrs[attribute.name] = _attribute(attribute, opsets, functions, label)
-    return Node(proto.op_type, domain, proto.name, list(proto.input), list(proto.output), attrs,
-                opset, proto)
+    return Node(
+        proto.op_type,
+        domain,
+        proto.name,
+        list(proto.input),
+        list(proto.output),
+        attrs,
+        opset,
+        proto,
+    )
 
 
 def _schema_defaults(op_type: str, domain: str, opset: int) -> dict[str, object]:

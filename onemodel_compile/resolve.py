@@ -150,8 +150,10 @@ def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] |
             exec(compile(code, f"<fold {node.label}>", "exec"), namespace)  # emitter code only
     except Exception as exc:
         raise CompileError(f"{node.label}: evaluating it at compile time failed: {exc}") from None
-    values = [np.asarray(namespace[f"out{i}"]) if out is not None else None
-              for i, out in enumerate(view.outputs)]
+    values = [
+        np.asarray(namespace[f"out{i}"]) if out is not None else None
+        for i, out in enumerate(view.outputs)
+    ]
     if any(v is not None and v.size > FOLD_LIMIT for v in values):
         return None
     return values

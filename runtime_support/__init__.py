@@ -2,29 +2,22 @@
 
 Generated modules import this package as `rt`. It holds what numpy lacks: the weights loader, input
 checks, the onnxruntime-compatible `InferenceSession`, and operator kernels. Kernels are plain numpy
-functions named after their operator, with keyword-only arguments named like the ONNX attributes. The
-package has no global state and never imports onnx; numpy is its only hard dependency.
+functions named after their operator (a trailing underscore where the name is a builtin), with
+keyword-only arguments named like the ONNX attributes; each family lives in its own module and is
+re-exported here. The package has no global state and never imports onnx; numpy is its only hard
+dependency.
 """
 
 from __future__ import annotations
 
 from runtime_support._dtypes import dtype_from_name
-from runtime_support._session import InferenceSession
+from runtime_support._session import InferenceSession, NodeArg
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order
 from runtime_support._weights import WeightsError, load_weights
-from runtime_support.math import div_integer, erf, gelu, sigmoid
-from runtime_support.reduction import reduce_max, reduce_mean, reduce_sum
-from runtime_support.tensor import reshape, slice_, split, squeeze, unsqueeze
-from runtime_support.nn import (
-    average_pool,
-    batch_normalization,
-    conv,
-    dropout,
-    layer_normalization,
-    log_softmax,
-    max_pool,
-    softmax,
-)
+from runtime_support.math import *  # noqa: F403
+from runtime_support.nn import *  # noqa: F403
+from runtime_support.reduction import *  # noqa: F403
+from runtime_support.tensor import *  # noqa: F403
 
 # Bumped whenever a generated module would need a changed runtime_support; modules check it at import.
 API_VERSION = 1
@@ -41,37 +34,3 @@ def check_api(version: int) -> None:
             f"this module needs runtime_support API {version}, the installed one provides "
             f"{API_VERSION}; recompile the model or install the matching onemodel-compile"
         )
-
-
-__all__ = [
-    "API_VERSION",
-    "IncompatibleRuntime",
-    "InferenceSession",
-    "InputChecker",
-    "InvalidInput",
-    "WeightsError",
-    "average_pool",
-    "batch_normalization",
-    "check_api",
-    "conv",
-    "div_integer",
-    "dropout",
-    "dtype_from_name",
-    "erf",
-    "feeds_in_order",
-    "gelu",
-    "layer_normalization",
-    "load_weights",
-    "log_softmax",
-    "reduce_max",
-    "reduce_mean",
-    "reduce_sum",
-    "reshape",
-    "max_pool",
-    "sigmoid",
-    "slice_",
-    "softmax",
-    "split",
-    "squeeze",
-    "unsqueeze",
-]

@@ -45,9 +45,7 @@ class InferenceSession:
 
     @staticmethod
     def _node_arg(name, dtype, shape) -> NodeArg:
-        return NodeArg(
-            name, _ORT_TYPES.get(dtype, dtype), None if shape is None else list(shape)
-        )
+        return NodeArg(name, _ORT_TYPES.get(dtype, dtype), None if shape is None else list(shape))
 
     def get_inputs(self) -> list[NodeArg]:
         return list(self._inputs)

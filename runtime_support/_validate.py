@@ -48,7 +48,9 @@ class InputChecker:
             return None if value is None else self._check(name, inner, shape, value, symbols)
         if form == "sequence":
             if not isinstance(value, (list, tuple)):
-                raise InvalidInput(f"input {name!r}: expected a list of arrays, got {type(value).__name__}")
+                raise InvalidInput(
+                    f"input {name!r}: expected a list of arrays, got {type(value).__name__}"
+                )
             return [self._check(f"{name}[{i}]", inner, None, v, {}) for i, v in enumerate(value)]
         dtype = inner
         if isinstance(value, np.generic):

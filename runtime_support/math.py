@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+__all__ = ["div_integer", "erf", "gelu", "sigmoid"]
+
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SERIES_LIMIT = 3.0  # below: power series; above: continued fraction for erfc
 _SATURATION = 6.0  # erfc(6) < 2**-54: erf rounds to +-1 in float64

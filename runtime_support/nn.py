@@ -9,6 +9,17 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+__all__ = [
+    "average_pool",
+    "batch_normalization",
+    "conv",
+    "dropout",
+    "layer_normalization",
+    "log_softmax",
+    "max_pool",
+    "softmax",
+]
+
 
 def _windows(x, kernel_shape, strides, dilations):
     """View of every pooling/convolution window: shape (N, C, *out, *kernel), no copy."""
@@ -35,9 +46,7 @@ def _pad_spatial(x, pads, value, extra=None):
     """Pad the spatial axes by `pads` (+ `extra` at the end of each), with `value`."""
     rank = x.ndim - 2
     extra = extra or (0,) * rank
-    widths = [(0, 0), (0, 0)] + [
-        (pads[i], pads[i + rank] + max(extra[i], 0)) for i in range(rank)
-    ]
+    widths = [(0, 0), (0, 0)] + [(pads[i], pads[i + rank] + max(extra[i], 0)) for i in range(rank)]
     if not any(b or e for b, e in widths):
         return x
     return np.pad(x, widths, mode="constant", constant_values=value)
@@ -74,8 +83,15 @@ def conv(X, W, B=None, *, pads, strides, dilations, group=1):
 def _pool_geometry(x, kernel_shape, pads, strides, dilations, ceil_mode):
     rank = len(kernel_shape)
     extents = [
-        _output_extent(x.shape[2 + i], pads[i], pads[i + rank], kernel_shape[i],
-                       strides[i], dilations[i], ceil_mode)
+        _output_extent(
+            x.shape[2 + i],
+            pads[i],
+            pads[i + rank],
+            kernel_shape[i],
+            strides[i],
+            dilations[i],
+            ceil_mode,
+        )
         for i in range(rank)
     ]
     return tuple(e[1] for e in extents)
@@ -85,13 +101,15 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def max_pool(X, *, kernel_shape, pads, strides, dilations, ceil_mode=0, storage_order=0,
-             with_indices=False):
+def max_pool(
+    X, *, kernel_shape, pads, strides, dilations, ceil_mode=0, storage_order=0, with_indices=False
+):
     """MaxPool; with `with_indices`, also the flat index of each maximum in X (int64)."""
     rank = len(kernel_shape)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
-    windows = _windows(_pad_spatial(X, pads, _lowest(X.dtype), extra), kernel_shape,
-                       strides, dilations)
+    windows = _windows(
+        _pad_spatial(X, pads, _lowest(X.dtype), extra), kernel_shape, strides, dilations
+    )
     axes = tuple(range(2 + rank, 2 + 2 * rank))
     Y = windows.max(axis=axes)
     if not with_indices:
@@ -118,8 +136,7 @@ def max_pool(X, *, kernel_shape, pads, strides, dilations, ceil_mode=0, storage_
     return Y, indices.astype(np.int64)
 
 
-def average_pool(X, *, kernel_shape, pads, strides, dilations, ceil_mode=0,
-                 count_include_pad=0):
+def average_pool(X, *, kernel_shape, pads, strides, dilations, ceil_mode=0, count_include_pad=0):
     """AveragePool. The divisor counts the window's taps inside X, or with `count_include_pad`
     inside X and its explicit pads (never the extra end room that ceil_mode adds)."""
     rank = len(kernel_shape)
@@ -143,7 +160,7 @@ def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon):
     they have X's non-batch shape (opset 7, spatial=0)."""
     shape = (-1,) + (1,) * (X.ndim - 2) if scale.ndim == 1 else scale.shape
     dtype = X.dtype
-    factor = (scale.reshape(shape) / np.sqrt(input_var.reshape(shape) + dtype.type(epsilon)))
+    factor = scale.reshape(shape) / np.sqrt(input_var.reshape(shape) + dtype.type(epsilon))
     return ((X - input_mean.reshape(shape)) * factor + B.reshape(shape)).astype(dtype, copy=False)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["lowest", "reduce_max", "reduce_mean", "reduce_sum"]
+
 
 def _reduce(function, data, axes, keepdims, noop_with_empty_axes, **extra):
     if axes is None or np.asarray(axes).size == 0:
@@ -21,7 +23,9 @@ def reduce_sum(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
 
 
 def reduce_mean(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
-    return _reduce(np.mean, data, axes, keepdims, noop_with_empty_axes).astype(data.dtype, copy=False)
+    return _reduce(np.mean, data, axes, keepdims, noop_with_empty_axes).astype(
+        data.dtype, copy=False
+    )
 
 
 def lowest(dtype: np.dtype):

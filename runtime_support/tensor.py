@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["clamp_bound", "reshape", "slice_", "split", "squeeze", "unsqueeze"]
+
 
 def reshape(data: np.ndarray, shape: np.ndarray, *, allowzero: int = 0) -> np.ndarray:
     """ONNX Reshape: a 0 copies the input's dim (unless allowzero), one -1 is inferred."""
@@ -40,7 +42,9 @@ def slice_(data, starts, ends, axes=None, steps=None) -> np.ndarray:
         dim, start, end, step = data.shape[axis], int(start), int(end), int(step)
         if step == 0:
             raise ValueError("Slice: a step cannot be 0")
-        index[axis] = slice(clamp_bound(start, dim, step, False), clamp_bound(end, dim, step, True), step)
+        index[axis] = slice(
+            clamp_bound(start, dim, step, False), clamp_bound(end, dim, step, True), step
+        )
     return data[tuple(index)]
 
 

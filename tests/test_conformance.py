@@ -20,7 +20,9 @@ def _params():
         for name in backend_cases.in_scope_names():
             marks = [pytest.mark.slow]
             if name not in expected:
-                marks.append(pytest.mark.xfail(reason="not in the expected-pass list", strict=False))
+                marks.append(
+                    pytest.mark.xfail(reason="not in the expected-pass list", strict=False)
+                )
             yield pytest.param(name, variant, id=f"{variant}-{name}", marks=marks)
 
 

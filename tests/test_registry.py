@@ -1,5 +1,6 @@
 """The operator registry: every registered operator is covered at every opset its schema exists
-at, from 7 to 28, in every variant it claims, and lookups fail with messages naming what is missing."""
+at, from 7 to 28, in every variant it claims, and lookups fail with messages naming what is missing.
+"""
 
 from __future__ import annotations
 

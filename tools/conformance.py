@@ -49,7 +49,11 @@ def expected_passes(variant: str) -> set[str]:
     path = expected_file(variant)
     if not path.exists():
         return set()
-    return {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    return {
+        line.strip()
+        for line in path.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
 
 
 def import_module_from(path: Path, module_name: str):
@@ -86,7 +90,11 @@ def compare(expected, actual, rtol: float, atol: float, where: str) -> str | Non
             bad = ~(close & same_nan)
             diff = np.abs(a64 - e64)[bad]
             diff = diff[~np.isnan(diff)]
-            largest = f"largest difference {diff.max():.3g}" if diff.size else "NaN where a number is expected"
+            largest = (
+                f"largest difference {diff.max():.3g}"
+                if diff.size
+                else "NaN where a number is expected"
+            )
             return f"{where}: {int(bad.sum())} of {e64.size} values differ ({largest})"
         return None
     if not np.array_equal(expected, actual):
@@ -130,15 +138,26 @@ def run_case(name: str, variant: str) -> Outcome:
                     warnings.simplefilter("ignore")
                     results = module.run(*inputs)
                 if len(results) != len(outputs):
-                    return Outcome(name, variant, "mismatch", f"{len(results)} outputs, expected {len(outputs)}")
+                    return Outcome(
+                        name,
+                        variant,
+                        "mismatch",
+                        f"{len(results)} outputs, expected {len(outputs)}",
+                    )
                 for position, (e, a) in enumerate(zip(outputs, results)):
-                    problem = compare(e, a, case.rtol, case.atol, f"data set {index}, output {position}")
+                    problem = compare(
+                        e, a, case.rtol, case.atol, f"data set {index}, output {position}"
+                    )
                     if problem:
                         return Outcome(name, variant, "mismatch", problem)
         except Exception as exc:
             frame = traceback.extract_tb(exc.__traceback__)[-1]
-            return Outcome(name, variant, "runtime error",
-                           f"{type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})")
+            return Outcome(
+                name,
+                variant,
+                "runtime error",
+                f"{type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})",
+            )
     return Outcome(name, variant, "pass")
 
 
@@ -173,12 +192,19 @@ def render_report(outcomes: list[Outcome], variants: list[str]) -> str:
         "|---|" + "---|" * len(variants),
     ]
     for status in STATUSES:
-        counts = [sum(1 for o in outcomes if o.variant == v and o.status == status) for v in variants]
+        counts = [
+            sum(1 for o in outcomes if o.variant == v and o.status == status) for v in variants
+        ]
         lines.append(f"| {status} | " + " | ".join(str(c) for c in counts) + " |")
-    lines += ["", "## By operator", "",
-              "A case counts for every operator its model uses.", "",
-              "| operator | cases | " + " | ".join(f"{v} pass" for v in variants) + " |",
-              "|---|---|" + "---|" * len(variants)]
+    lines += [
+        "",
+        "## By operator",
+        "",
+        "A case counts for every operator its model uses.",
+        "",
+        "| operator | cases | " + " | ".join(f"{v} pass" for v in variants) + " |",
+        "|---|---|" + "---|" * len(variants),
+    ]
     per_op: dict[str, list[str]] = collections.defaultdict(list)
     for name in names:
         for op in backend_cases.operators(name):
@@ -200,13 +226,23 @@ def render_report(outcomes: list[Outcome], variants: list[str]) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.conformance", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--variant", action="append", choices=("fast", "exact"),
-                        help="variant(s) to run (default: fast)")
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.conformance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        choices=("fast", "exact"),
+        help="variant(s) to run (default: fast)",
+    )
     parser.add_argument("--report", type=Path, help="write the markdown report here")
-    parser.add_argument("--update-expected", action="store_true",
-                        help="rewrite tests/conformance/expected_pass_<variant>.txt from this run")
+    parser.add_argument(
+        "--update-expected",
+        action="store_true",
+        help="rewrite tests/conformance/expected_pass_<variant>.txt from this run",
+    )
     parser.add_argument("-k", dest="pattern", help="only cases whose name contains this")
     parser.add_argument("-j", "--jobs", type=int, default=multiprocessing.cpu_count())
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case not passing")

@@ -7,6 +7,8 @@ numpy's transcendental functions are not (their bits vary with SIMD level and nu
 
 from __future__ import annotations
 
+import numpy as np
+
 from onemodel_compile.ops.code import dtype_expr, scalar
 from onemodel_compile.ops.common import is_float
 from onemodel_compile.ops.node import NodeView
@@ -93,9 +95,25 @@ def clip_attributes(view: NodeView) -> str:
     return f"np.clip({X}, {low}, {high})"
 
 
+def _type_limit(dtype, upper: bool):
+    """numeric_limits<T>::max() or ::lowest() of `dtype` (finite for floats)."""
+    if is_float(dtype):
+        import ml_dtypes  # knows bfloat16 as well as numpy's float types
+
+        info = ml_dtypes.finfo(dtype)
+    else:
+        info = np.iinfo(dtype)
+    return info.max if upper else info.min
+
+
 @emitter("Clip", since=11, exact=True)
 def clip(view: NodeView) -> str:
     X, low, high = view.inputs[0], view.input(1), view.input(2)
+    if (low is None or high is None) and X.dtype is not None:
+        # An absent bound is the type's lowest()/max() (finite), not infinity: -inf clips to
+        # lowest(). As onnxruntime; the backend data never clip an infinity.
+        low = scalar(_type_limit(X.dtype, False), X.dtype) if low is None else low
+        high = scalar(_type_limit(X.dtype, True), X.dtype) if high is None else high
     if low is not None and high is not None:
         return f"np.clip({X}, {low}, {high})"
     if low is not None:

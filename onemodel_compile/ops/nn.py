@@ -101,7 +101,9 @@ emitter("GlobalMaxPool", since=1, exact=True)(_global_rule("np.max"))
 def batch_normalization(view: NodeView) -> str:
     training = view.attr("training_mode", 0)
     if training or len([o for o in view.outputs if o is not None]) > 1:
-        raise UnsupportedError(f"{view.node.label}: BatchNormalization in training mode is not supported")
+        raise UnsupportedError(
+            f"{view.node.label}: BatchNormalization in training mode is not supported"
+        )
     X, scale, B, mean, var = view.inputs[:5]
     return f"rt.batch_normalization({X}, {scale}, {B}, {mean}, {var}, epsilon={view.attr('epsilon')!r})"
 

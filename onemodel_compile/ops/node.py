@@ -93,7 +93,9 @@ class NodeView:
     def require_const(self, index: int, what: str) -> np.ndarray:
         value = self.const(index)
         if value is None:
-            raise CompileError(f"{self.node.label}: input {index} ({what}) must be known at compile time")
+            raise CompileError(
+                f"{self.node.label}: input {index} ({what}) must be known at compile time"
+            )
         return value
 
     def temporary(self, hint: str) -> str:

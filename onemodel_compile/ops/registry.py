@@ -69,8 +69,19 @@ def emitter(
 
     def register(emit: Callable) -> Callable:
         for op_type in op_types:
-            entry = Emitter(op_type, domain, since, until, variant, exact, tuple(const_inputs),
-                            emit, infer, fold, foldable)
+            entry = Emitter(
+                op_type,
+                domain,
+                since,
+                until,
+                variant,
+                exact,
+                tuple(const_inputs),
+                emit,
+                infer,
+                fold,
+                foldable,
+            )
             for other in _REGISTRY.setdefault((domain, op_type), []):
                 if other.variant == variant and (other.covers(since) or entry.covers(other.since)):
                     raise ValueError(f"{op_type}: overlapping registrations at opset {since}")

@@ -81,7 +81,9 @@ def dropout(view: NodeView) -> str:
     # Training mode (opset 12+): the mask comes from numpy's seeded legacy generator.
     seed = view.attr("seed")
     mask = ", with_mask=True" if wants_mask else ""
-    return f"rt.dropout({X}, {ratio if ratio is not None else 'None'}, {training}, seed={seed}{mask})"
+    return (
+        f"rt.dropout({X}, {ratio if ratio is not None else 'None'}, {training}, seed={seed}{mask})"
+    )
 
 
 # --- shapes ------------------------------------------------------------------------------------
@@ -255,7 +257,9 @@ def slice_(view: NodeView) -> str:
     X = view.inputs[0]
     found = _slice_parts(view)
     if found is None:  # bounds known only at run time
-        operands = [str(view.input(i)) if view.input(i) is not None else "None" for i in range(1, 5)]
+        operands = [
+            str(view.input(i)) if view.input(i) is not None else "None" for i in range(1, 5)
+        ]
         while operands[-1] == "None":
             operands.pop()
         return f"rt.slice_({X}, {', '.join(operands)})"

@@ -93,7 +93,7 @@ def emitter(
 
 def lookup(op_type: str, domain: str, opset: int, variant: str, label: str) -> Emitter:
     entries = _REGISTRY.get((domain, op_type))
-    where = f"{domain}:{op_type}" if domain else op_type
+    where = f"{op_type} (domain {domain or 'ai.onnx'!r})"
     if not entries:
         raise UnsupportedError(f"{label}: operator {where} is not supported")
     matches = [e for e in entries if e.covers(opset) and e.variant in (None, variant)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from onemodel_compile.compiler import compile_model
 from onemodel_compile.errors import CompileError
@@ -38,17 +39,31 @@ def main(argv: list[str] | None = None) -> int:
     try:
         path = compile_model(args.model, args.output, args.variant, args.name)
     except CompileError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        _fail(args, f"error: {exc}")
         return 1
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # a bug of ours: one line, with what to report
-        print(
-            f"{PROG}: internal error: {type(exc).__name__}: {exc} "
-            f"(please report it with the model)",
-            file=sys.stderr,
+        _fail(
+            args,
+            f"internal error: {type(exc).__name__}: {exc} (please report it with the model)",
         )
         return 2
     print(path)
     return 0
+
+
+def _fail(args: argparse.Namespace, message: str) -> None:
+    """Print `message` as one line that names the file at fault: messages about a node name no
+    file, so they get the model's."""
+    files = [args.model, Path(args.model).name] + ([args.output] if args.output else [])
+    if not any(name and name in message for name in files):
+        kind, _, text = message.partition(": ")
+        message = f"{kind}: {args.model}: {text}"
+    print(f"{PROG}: {_one_line(message)}", file=sys.stderr)
+
+
+def _one_line(text: str) -> str:
+    """`text` with line breaks and other control characters (model text can hold any) escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

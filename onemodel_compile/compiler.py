@@ -47,16 +47,15 @@ def compile_model(
     ModelProto). Files are written atomically: a failed compile leaves existing files untouched.
     """
     output = _output_path(model, output, name)
-    if isinstance(model, (str, Path)) and Path(model).resolve() == output.resolve():
-        raise CompileError(f"{output}: the output would overwrite the model")
+    _refuse_overwriting_model(model, output)
     emitted = generate(model, variant, output.stem + WEIGHTS_SUFFIX)
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        if emitted.weights is not None:
-            _write_atomic(output.with_name(emitted.weights_name), emitted.weights)
-        _write_atomic(output, emitted.source.encode("utf-8"))
-    except OSError as exc:
-        raise CompileError(f"{exc.filename or output}: cannot write: {exc.strerror}") from None
+    files = [(output, emitted.source.encode("utf-8"))]
+    if emitted.weights is not None:
+        # The weights go in place first: should moving the module then fail, the earlier module
+        # refuses the new weights at import (their sha256 differs) instead of running with them.
+        files.insert(0, (output.with_name(emitted.weights_name), emitted.weights))
+        _refuse_overwriting_model(model, files[0][0])
+    _write_all(files)
     return output
 
 
@@ -84,13 +83,47 @@ def _output_path(model, output, name) -> Path:
     return folder / f"{sanitize(stem, 'model')}.py"
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def _refuse_overwriting_model(model, path: Path) -> None:
+    if isinstance(model, (str, Path)) and Path(model).resolve() == path.resolve():
+        raise CompileError(f"{path}: the output would overwrite the model")
+
+
+def _write_all(files: list[tuple[Path, bytes]]) -> None:
+    """Write every file or, as far as the file system allows, none: each content goes to a
+    temporary file beside its target first, and only then are they moved into place."""
+    folder = files[0][0].parent
+    for parent in (folder, *folder.parents):
+        if parent.exists():
+            if not parent.is_dir():
+                raise CompileError(
+                    f"{parent}: cannot write {files[-1][0].name} there: not a folder"
+                )
+            break
+    staged: list[tuple[str, Path]] = []
+    target = folder
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for target, _ in files:
+            if target.is_dir():
+                raise CompileError(f"{target}: cannot write: a folder is in the way")
+        for target, data in files:
+            staged.append((_write_temporary(target, data), target))
+        for temporary, target in staged:
+            os.replace(temporary, target)
+    except OSError as exc:
+        raise CompileError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        for temporary, _ in staged:
+            Path(temporary).unlink(missing_ok=True)
+
+
+def _write_temporary(path: Path, data: bytes) -> str:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
         os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return temporary

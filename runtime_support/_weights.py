@@ -33,7 +33,7 @@ SAFETENSORS_DTYPES = {
     "float64": "F64",
 }
 _NUMPY_NAMES = {tag: name for name, tag in SAFETENSORS_DTYPES.items()}
-_ALIGN = 64
+_ALIGN = 64  # the data section starts at a multiple of this
 
 
 class WeightsError(RuntimeError):
@@ -41,22 +41,27 @@ class WeightsError(RuntimeError):
 
 
 def encode_weights(tensors: dict[str, np.ndarray]) -> bytes:
-    """Serialise `tensors` (in the given order) to safetensors bytes; deterministic."""
+    """Serialise `tensors` to safetensors bytes; deterministic.
+
+    The format wants the tensors' byte ranges to cover the data section exactly, with no gaps. So
+    tensors are laid out by decreasing element size (in the given order within one size), after a
+    header padded to a multiple of 64 bytes: every tensor then starts at a multiple of its own
+    element size, and the memory-mapped arrays are aligned.
+    """
     header: dict[str, dict] = {}
     chunks: list[bytes] = []
     offset = 0
-    for name, array in tensors.items():
+    ordered = sorted(tensors.items(), key=lambda item: -np.asarray(item[1]).dtype.itemsize)
+    for name, array in ordered:
         array = np.ascontiguousarray(array)
         data = array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
         header[name] = {
             "dtype": SAFETENSORS_DTYPES[array.dtype.name],
             "shape": list(array.shape),
-            "data_offsets": [offset, offset + len(data)],
+            "data_offsets": [offset, offset + len(data)],  # relative to the data section
         }
-        padding = (-len(data)) % _ALIGN
-        chunks.append(data + b"\0" * padding)
-        # Offsets are relative to the data section; padding keeps every tensor aligned.
-        offset += len(data) + padding
+        chunks.append(data)
+        offset += len(data)
     header_bytes = json.dumps(header, sort_keys=False, separators=(",", ":")).encode()
     header_bytes += b" " * ((-(8 + len(header_bytes))) % _ALIGN)
     return len(header_bytes).to_bytes(8, "little") + header_bytes + b"".join(chunks)
@@ -87,6 +92,8 @@ def load_weights(path: str | Path, *, sha256: str) -> dict[str, np.ndarray]:
     data_start = 8 + header_length
     tensors = {}
     for name, entry in header.items():
+        if name == "__metadata__":  # the format's optional free-text entry
+            continue
         begin, end = entry["data_offsets"]
         dtype = dtype_from_name(_NUMPY_NAMES[entry["dtype"]]).newbyteorder("<")
         count = (end - begin) // dtype.itemsize

@@ -1,6 +1,7 @@
 """Operator emitters, one module per family. Importing this package registers all of them."""
 
 from onemodel_compile.ops import (  # noqa: F401  (imported to register their emitters)
+    activation,
     elementwise,
     linalg,
     nn,

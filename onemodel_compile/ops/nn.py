@@ -6,10 +6,8 @@ time, so the kernels in runtime_support receive explicit pads, strides and dilat
 
 from __future__ import annotations
 
-import numpy as np
-
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops.common import need_rank, normalize_axis
+from onemodel_compile.ops.common import along_axis_rule, need_rank
 from onemodel_compile.ops.code import py
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
@@ -120,25 +118,5 @@ def layer_normalization(view: NodeView) -> str:
     return f"{call}[0]" if count == 1 else call if count == 3 else f"{call}[:{count}]"
 
 
-def _softmax_rule(kernel: str):
-    def emit(view: NodeView) -> str:
-        X = view.inputs[0]
-        rank = need_rank(view)
-        axis = normalize_axis(view.attr("axis", 1 if view.opset < 13 else -1), rank, view)
-        if view.opset >= 13 or axis == rank - 1:
-            return f"rt.{kernel}({X}, axis={axis})"
-        # Before opset 13 the input is coerced to 2-D at `axis` and normalized along the rows.
-        shape = X.shape
-        if all(isinstance(d, int) for d in shape):
-            outer, inner = int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))
-            return f"rt.{kernel}({X}.reshape({outer}, {inner}), axis=1).reshape({py(tuple(shape))})"
-        return (
-            f"rt.{kernel}({X}.reshape(int(np.prod({X}.shape[:{axis}])), -1), axis=1)"
-            f".reshape({X}.shape)"
-        )
-
-    return emit
-
-
-emitter("Softmax", since=1, exact=False)(_softmax_rule("softmax"))
-emitter("LogSoftmax", since=1, exact=False)(_softmax_rule("log_softmax"))
+emitter("Softmax", since=1, exact=False)(along_axis_rule("softmax"))
+emitter("LogSoftmax", since=1, exact=False)(along_axis_rule("log_softmax"))

@@ -1,0 +1,106 @@
+"""Activation functions: the exponential linear units, the hard and soft variants, Swish and its
+gated form, Shrink, PRelu and Hardmax.
+
+Exactness: the piecewise-linear activations (comparisons, selections and one IEEE operation per
+step in a fixed order) are exact; those built on exp, log, tanh or sigmoid are not. Activations
+numpy has no function for run as kernels of runtime_support/activation.py, the others inline.
+"""
+
+from __future__ import annotations
+
+from onemodel_compile.errors import CompileError
+from onemodel_compile.ops.code import py, scalar
+from onemodel_compile.ops.common import along_axis_rule
+from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.registry import emitter
+
+
+def _keywords(view: NodeView, *names: str) -> str:
+    return "".join(f", {name}={py(view.attr(name))}" for name in names)
+
+
+def _kernel_rule(kernel: str, *attributes: str):
+    """`rt.<kernel>(inputs..., attribute=value...)`."""
+
+    def emit(view: NodeView) -> str:
+        operands = ", ".join(str(operand) for operand in view.inputs)
+        return f"rt.{kernel}({operands}{_keywords(view, *attributes)})"
+
+    return emit
+
+
+emitter("Elu", since=6, exact=False)(_kernel_rule("elu", "alpha"))
+emitter("Celu", since=12, exact=False)(_kernel_rule("celu", "alpha"))
+emitter("Selu", since=6, exact=False)(_kernel_rule("selu", "alpha", "gamma"))
+emitter("Mish", since=18, exact=False)(_kernel_rule("mish"))
+emitter("Swish", since=24, exact=False)(_kernel_rule("swish", "alpha"))
+emitter("SwiGLU", since=28, exact=False)(_kernel_rule("swiglu", "alpha"))
+emitter("Shrink", since=9, exact=True)(_kernel_rule("shrink", "bias", "lambd"))
+emitter("Hardmax", since=1, exact=True)(along_axis_rule("hardmax"))
+
+
+@emitter("Softplus", since=1, exact=False)
+def softplus(view: NodeView) -> str:
+    X = view.inputs[0]
+    return f"np.logaddexp({X}, {scalar(0, X.dtype)})"  # log(exp(x) + exp(0)) without overflow
+
+
+@emitter("Softsign", since=1, exact=True)
+def softsign(view: NodeView) -> str:
+    X = view.inputs[0]
+    return f"{X} / ({scalar(1, X.dtype)} + np.abs({X}))"
+
+
+@emitter("ThresholdedRelu", since=10, exact=True)
+def thresholded_relu(view: NodeView) -> str:
+    X = view.inputs[0]
+    return f"np.where({X} > {scalar(view.attr('alpha'), X.dtype)}, {X}, {scalar(0, X.dtype)})"
+
+
+def _clamp_unit(expr: str, dtype) -> str:
+    """min(max(expr, 0), 1). Not np.clip, which turns bfloat16 into float32."""
+    return f"np.minimum(np.maximum({expr}, {scalar(0, dtype)}), {scalar(1, dtype)})"
+
+
+@emitter("HardSigmoid", since=6, exact=True)
+def hard_sigmoid(view: NodeView) -> str:
+    X = view.inputs[0]
+    alpha, beta = scalar(view.attr("alpha"), X.dtype), scalar(view.attr("beta"), X.dtype)
+    return _clamp_unit(f"{X} * {alpha} + {beta}", X.dtype)
+
+
+@emitter("HardSwish", since=14, exact=True)
+def hard_swish(view: NodeView) -> str:
+    X = view.inputs[0]
+    six, half = scalar(6, X.dtype), scalar(0.5, X.dtype)
+    return f"{X} * {_clamp_unit(f'{X} / {six} + {half}', X.dtype)}"
+
+
+def _prelu_slope(view: NodeView) -> str:
+    """The slope, shaped to broadcast to X. ONNX broadcasts it unidirectionally (numpy's rule,
+    the result keeps X's shape). A 1-D slope that does not broadcast but whose length is the size
+    of exactly one axis of X is laid along that axis (per-channel slopes of old exporters, as the
+    onnx reference implementation accepts them)."""
+    X, slope = view.inputs[:2]
+    shapes = (X.shape, slope.shape)
+    if any(s is None or not all(isinstance(d, int) for d in s) for s in shapes):
+        return str(slope)
+    x_shape, slope_shape = shapes
+    if len(slope_shape) <= len(x_shape) and all(
+        s in (1, d) for s, d in zip(reversed(slope_shape), reversed(x_shape))
+    ):
+        return str(slope)
+    if len(slope_shape) == 1 and list(x_shape).count(slope_shape[0]) == 1:
+        axis = list(x_shape).index(slope_shape[0])
+        shape = tuple(d if i == axis else 1 for i, d in enumerate(x_shape))
+        return f"{slope}.reshape({py(shape)})"
+    raise CompileError(
+        f"{view.node.label}: slope of shape {py(tuple(slope_shape))} does not broadcast to the "
+        f"input's shape {py(tuple(x_shape))}"
+    )
+
+
+@emitter("PRelu", since=7, exact=True)
+def prelu(view: NodeView) -> str:
+    X = view.inputs[0]
+    return f"np.where({X} < {scalar(0, X.dtype)}, {X} * {_prelu_slope(view)}, {X})"

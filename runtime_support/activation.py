@@ -1,0 +1,84 @@
+"""Activation kernels numpy has no function for: the exponential linear units, Mish, Swish,
+SwiGLU, Shrink and Hardmax.
+
+The transcendental kernels compute float16 and bfloat16 inputs in float32 and round once to the
+input's type at the end (as numpy's own float16 functions do), so a composite formula does not pile
+up half-precision roundings. Expressions that cannot overflow are guarded so that the branch a
+`where` discards raises no floating-point warning.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from runtime_support.math import sigmoid
+
+__all__ = ["celu", "elu", "hardmax", "mish", "selu", "shrink", "swiglu", "swish"]
+
+
+def _widened(x: np.ndarray) -> np.ndarray:
+    """x in the type its arithmetic runs in: float32 for the half-precision types."""
+    return x.astype(np.float32) if x.dtype.itemsize < 4 else x
+
+
+def elu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+    """x for x > 0, alpha * (exp(x) - 1) otherwise."""
+    x = _widened(X)
+    negative = x.dtype.type(alpha) * np.expm1(np.minimum(x, 0))
+    return np.where(x > 0, x, negative).astype(X.dtype, copy=False)
+
+
+def celu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)), for either sign of alpha."""
+    x = _widened(X)
+    alpha = x.dtype.type(alpha)
+    with np.errstate(over="ignore"):  # exp overflows only where the min() discards it
+        negative = np.minimum(0, alpha * np.expm1(x / alpha))
+    return (np.maximum(x, 0) + negative).astype(X.dtype, copy=False)
+
+
+def selu(X: np.ndarray, *, alpha: float = 1.67326319, gamma: float = 1.05070102) -> np.ndarray:
+    """gamma * x for x > 0, gamma * alpha * (exp(x) - 1) otherwise."""
+    x = _widened(X)
+    negative = x.dtype.type(alpha) * np.expm1(np.minimum(x, 0))
+    return (x.dtype.type(gamma) * np.where(x > 0, x, negative)).astype(X.dtype, copy=False)
+
+
+def mish(X: np.ndarray) -> np.ndarray:
+    """x * tanh(softplus(x)), softplus(x) = log(1 + exp(x)) taken without overflow."""
+    x = _widened(X)
+    return (x * np.tanh(np.logaddexp(x, x.dtype.type(0)))).astype(X.dtype, copy=False)
+
+
+def swish(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+    """x * sigmoid(alpha * x)."""
+    x = _widened(X)
+    return (x * sigmoid(x.dtype.type(alpha) * x)).astype(X.dtype, copy=False)
+
+
+def swiglu(A: np.ndarray, B: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+    """swish(A, alpha) * B, the gate A and the value B of the same shape."""
+    a = _widened(A)
+    gate = a * sigmoid(a.dtype.type(alpha) * a)
+    return (gate * B.astype(a.dtype, copy=False)).astype(A.dtype, copy=False)
+
+
+def shrink(X: np.ndarray, *, bias: float = 0.0, lambd: float = 0.5) -> np.ndarray:
+    """x + bias where x < -lambd, x - bias where x > lambd, 0 elsewhere.
+
+    The float attributes are compared and added in float32 for the half-precision types, in
+    float64 for integers (the result truncated toward zero into the integer type), in the input's
+    own type otherwise: every step is a comparison or one correctly rounded addition."""
+    x = X.astype(np.float64) if X.dtype.kind in "iu" else _widened(X)
+    bias, lambd = x.dtype.type(bias), x.dtype.type(lambd)
+    y = np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, x.dtype.type(0)))
+    return y.astype(X.dtype, copy=False)
+
+
+def hardmax(X: np.ndarray, *, axis: int = -1) -> np.ndarray:
+    """1 at the first maximum along `axis`, 0 elsewhere (a NaN counts as the maximum)."""
+    y = np.zeros_like(X)
+    if X.size:
+        first = np.expand_dims(np.argmax(X, axis=axis), axis)
+        np.put_along_axis(y, first, 1, axis=axis)
+    return y

@@ -254,3 +254,8 @@ def header_comments(source: str) -> list[str]:
             break
         lines.append(line)
     return lines
+
+
+def module_docstring(source: str) -> str | None:
+    """The module docstring of `source`, without running it."""
+    return ast.get_docstring(ast.parse(source), clean=False)

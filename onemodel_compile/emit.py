@@ -91,7 +91,11 @@ def emit_module(
 
 
 class GraphBody:
-    """The statements of one graph's steps, with constants bound as literals or weights."""
+    """The statements of one graph's steps, with constants bound as literals or weights.
+
+    Subgraph bodies (If, Loop, Scan, ...) become nested functions defined just before their node's
+    statement; they read enclosing values through Python closures, so a value is only released
+    (`del`) in the graph that computes it, after its last use there or in any body."""
 
     def __init__(self, resolved: ResolvedGraph, variant: str, names: Namespace, weights: dict):
         self.resolved = resolved
@@ -102,11 +106,13 @@ class GraphBody:
     def lines(self) -> list[str]:
         graph = self.resolved.graph
         last_use = _last_uses(self.resolved)
-        keep = set(graph.outputs) | set(graph.inputs) | set(self.resolved.constants)
+        produced = {name for step in self.resolved.steps for name in step.node.outputs if name}
+        releasable = produced - set(graph.outputs)
         out: list[str] = []
         for index, step in enumerate(self.resolved.steps):
             node = step.node
-            view = self._view(node)
+            functions: list[str] = []
+            view = self._view(step, functions)
             try:
                 emitted = statements(view, step.emitter.emit(view))
             except CompileError:
@@ -114,24 +120,52 @@ class GraphBody:
             except Exception as exc:
                 raise CompileError(f"{node.label}: cannot emit: {exc}") from None
             out.append(f"# {_provenance(node)}")
+            out += functions
             out += emitted
+            used = node.inputs + node.outputs + sorted(_body_reads(node))
             dead = [
                 name
-                for name in dict.fromkeys(node.inputs + node.outputs)
-                if name and name not in keep and last_use.get(name, index) <= index
+                for name in dict.fromkeys(used)
+                if name in releasable and last_use.get(name, index) <= index
             ]
             if dead:
                 out.append("del " + ", ".join(self.names.name(n) for n in dead))
         return out
 
-    def _view(self, node: ir.Node) -> NodeView:
+    def function(self, body: ResolvedGraph, hint: str) -> tuple[str, list[str]]:
+        """A nested function computing `body`: parameters are the body's inputs, the result is the
+        tuple of its outputs."""
+        name = self.names.fresh(hint)
+        parameters = ", ".join(self.names.name(n) for n in body.graph.inputs)
+        inner = GraphBody(body, self.variant, self.names, self.weights)
+        results = [inner.value_expr(n) for n in body.graph.outputs]
+        lines = [f"def {name}({parameters}):"]
+        for statement in inner.lines():
+            lines += ["    " + line for line in statement.split("\n")]
+        lines.append(f"    return ({', '.join(results)}{',' if results else ''})")
+        return name, lines
+
+    def value_expr(self, name: str) -> str:
+        value = self.resolved.constants.get(name)
+        if value is None:
+            return self.names.name(name)
+        return constant_expr(name, value, self.names, self.weights)
+
+    def _view(self, step, functions: list[str]) -> NodeView:
+        node = step.node
         types = self.resolved.types
         inputs = [self._operand(name) if name else None for name in node.inputs]
         outputs = [
             Result(self.names.name(name), types.get(name, ir.UNKNOWN)) if name else None
             for name in node.outputs
         ]
-        return NodeView(node, inputs, outputs, self.variant, self.names.fresh)
+
+        def body(attr: str) -> str:
+            name, lines = self.function(step.bodies[attr], f"{node.op_type.lower()}_{attr}")
+            functions.extend(lines)
+            return name
+
+        return NodeView(node, inputs, outputs, self.variant, self.names.fresh, body)
 
     def _operand(self, name: str):
         types = self.resolved.types
@@ -139,6 +173,13 @@ class GraphBody:
         if value is None:
             return operand(self.names.name(name), types.get(name))
         return operand(constant_expr(name, value, self.names, self.weights), None, value)
+
+
+def _body_reads(node: ir.Node) -> set[str]:
+    reads: set[str] = set()
+    for sub in ir.subgraphs(node):
+        reads |= ir.free_names(sub)
+    return reads
 
 
 def constant_expr(name: str, value: np.ndarray, names: Namespace, weights: dict) -> str:
@@ -172,28 +213,10 @@ def _result_expr(name: str, resolved: ResolvedGraph, names: Namespace, weights: 
 def _last_uses(resolved: ResolvedGraph) -> dict[str, int]:
     last: dict[str, int] = {}
     for index, step in enumerate(resolved.steps):
-        for name in step.node.inputs:
+        for name in step.node.inputs + sorted(_body_reads(step.node)):
             if name:
                 last[name] = index
-        for value in step.node.attrs.values():  # outer-scope uses inside subgraphs
-            for sub in value if isinstance(value, list) else [value]:
-                if isinstance(sub, ir.Graph):
-                    for name in _free_names(sub):
-                        last[name] = index
     return last
-
-
-def _free_names(graph: ir.Graph) -> set[str]:
-    defined = set(graph.inputs) | set(graph.initializers)
-    used: set[str] = set()
-    for node in graph.nodes:
-        used.update(n for n in node.inputs if n)
-        for value in node.attrs.values():
-            for sub in value if isinstance(value, list) else [value]:
-                if isinstance(sub, ir.Graph):
-                    used |= _free_names(sub)
-        defined.update(node.outputs)
-    return (used | set(graph.outputs)) - defined
 
 
 def _provenance(node: ir.Node) -> str:

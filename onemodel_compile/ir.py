@@ -115,6 +115,28 @@ class Model:
     proto: onnx.ModelProto  # kept for onnx's shape inference in the resolve stage
 
 
+def subgraphs(node: Node) -> list[Graph]:
+    """The node's graph-valued attributes, in attribute order."""
+    found = []
+    for value in node.attrs.values():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, Graph):
+                found.append(item)
+    return found
+
+
+def free_names(graph: Graph) -> set[str]:
+    """Values a (sub)graph reads from enclosing scopes."""
+    defined = set(graph.inputs) | set(graph.initializers)
+    used: set[str] = set()
+    for node in graph.nodes:
+        used.update(n for n in node.inputs if n)
+        for sub in subgraphs(node):
+            used |= free_names(sub)
+        defined.update(node.outputs)
+    return (used | set(graph.outputs)) - defined
+
+
 def from_onnx(loaded: LoadedModel) -> Model:
     proto = loaded.proto
     opsets = {

@@ -28,6 +28,7 @@ FOLD_LIMIT = 1 << 20  # elements; larger results are computed at run time, not s
 class Step:
     node: ir.Node
     emitter: Emitter
+    bodies: dict[str, "ResolvedGraph"] = field(default_factory=dict)  # subgraph attributes
 
 
 @dataclass
@@ -67,7 +68,12 @@ def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> Resol
                 )
         values = _fold(node, emitter, view)
         if values is None:
-            steps.append(Step(node, emitter))
+            bodies = {
+                attr: _resolve_body(value, graph.types, constants, variant)
+                for attr, value in node.attrs.items()
+                if isinstance(value, ir.Graph)
+            }
+            steps.append(Step(node, emitter, bodies))
             _infer_node(node, graph.types, constants)
             if emitter.infer is not None:
                 for name, value_type in zip(node.outputs, emitter.infer(view)):
@@ -79,6 +85,14 @@ def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> Resol
                 constants[name] = value
                 graph.types[name] = ir.TensorType(value.dtype, tuple(value.shape))
     return ResolvedGraph(graph, steps, constants)
+
+
+def _resolve_body(body: ir.Graph, outer_types: dict, constants: dict, variant: str) -> ResolvedGraph:
+    """Resolve a subgraph, which sees the outer graph's values (types and constants)."""
+    for name in ir.free_names(body):
+        if name not in body.types and name in outer_types:
+            body.types[name] = outer_types[name]
+    return resolve_graph(body, variant, constants)
 
 
 def _infer_node(node: ir.Node, types: dict, constants: dict) -> None:
@@ -150,10 +164,10 @@ def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] |
             exec(compile(code, f"<fold {node.label}>", "exec"), namespace)  # emitter code only
     except Exception as exc:
         raise CompileError(f"{node.label}: evaluating it at compile time failed: {exc}") from None
-    values = [
-        np.asarray(namespace[f"out{i}"]) if out is not None else None
-        for i, out in enumerate(view.outputs)
-    ]
+    values = [namespace[f"out{i}"] if out is not None else None for i, out in enumerate(view.outputs)]
+    if not all(v is None or isinstance(v, (np.ndarray, np.generic)) for v in values):
+        return None  # sequences and optionals stay run-time values
+    values = [None if v is None else np.asarray(v) for v in values]
     if any(v is not None and v.size > FOLD_LIMIT for v in values):
         return None
     return values

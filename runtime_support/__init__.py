@@ -15,9 +15,12 @@ from runtime_support._session import InferenceSession, NodeArg
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order
 from runtime_support._weights import WeightsError, load_weights
 from runtime_support.activation import *  # noqa: F403
+from runtime_support.control import *  # noqa: F403
+from runtime_support.indexing import *  # noqa: F403
 from runtime_support.math import *  # noqa: F403
 from runtime_support.nn import *  # noqa: F403
 from runtime_support.reduction import *  # noqa: F403
+from runtime_support.sequence import *  # noqa: F403
 from runtime_support.tensor import *  # noqa: F403
 
 # Bumped whenever a generated module would need a changed runtime_support; modules check it at import.

@@ -2,10 +2,13 @@
 
 from onemodel_compile.ops import (  # noqa: F401  (imported to register their emitters)
     activation,
+    control,
     elementwise,
+    indexing,
     linalg,
     nn,
     reduction,
+    sequence,
     tensor,
 )
 from onemodel_compile.ops.registry import emitter, lookup, registered

@@ -58,12 +58,14 @@ class NodeView:
     """A node ready to emit. Inputs and outputs are indexed like the ONNX node's; absent ones
     (empty name or beyond the end) are None."""
 
-    def __init__(self, node: Node, inputs, outputs, variant: str, temporary: Callable[[str], str]):
+    def __init__(self, node: Node, inputs, outputs, variant: str, temporary: Callable[[str], str],
+                 body: Callable[[str], str] | None = None):
         self.node = node
         self.inputs: list[Operand | None] = inputs
         self.outputs: list[Result | None] = outputs
         self.variant = variant
         self._temporary = temporary
+        self._body = body
 
     @property
     def op_type(self) -> str:
@@ -101,6 +103,14 @@ class NodeView:
     def temporary(self, hint: str) -> str:
         """A fresh identifier for an intermediate inside this node's statements."""
         return self._temporary(hint)
+
+    def body(self, attr: str) -> str:
+        """The name of a nested function computing the subgraph in attribute `attr`; it takes the
+        subgraph's inputs and returns the tuple of its outputs. Its definition is emitted just
+        before this node's statements."""
+        if self._body is None:
+            raise CompileError(f"{self.node.label}: subgraphs cannot be evaluated at compile time")
+        return self._body(attr)
 
     @property
     def out(self) -> Result:

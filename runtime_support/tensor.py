@@ -1,10 +1,23 @@
-"""Tensor kernels for shapes only known at run time."""
+"""Tensor kernels: shapes only known at run time, padding, block rearrangements, Range, Cast."""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["clamp_bound", "reshape", "slice_", "split", "squeeze", "unsqueeze"]
+__all__ = [
+    "cast",
+    "center_crop_pad",
+    "clamp_bound",
+    "depth_to_space",
+    "pad",
+    "range_",
+    "reshape",
+    "slice_",
+    "space_to_depth",
+    "split",
+    "squeeze",
+    "unsqueeze",
+]
 
 
 def reshape(data: np.ndarray, shape: np.ndarray, *, allowzero: int = 0) -> np.ndarray:
@@ -73,3 +86,81 @@ def split(data: np.ndarray, split=None, *, axis: int, outputs: int) -> list[np.n
     else:
         sizes = [int(s) for s in np.asarray(split).reshape(-1)]
     return np.split(data, np.cumsum(sizes)[:-1], axis=axis)
+
+
+def pad(data: np.ndarray, pads, constant_value=None, axes=None, *, mode: str = "constant"):
+    """ONNX Pad with pads (begin values of the axes, then end values) or axes known only at run
+    time, or negative pads (which remove elements, before any padding)."""
+    rank = data.ndim
+    pads = [int(p) for p in np.asarray(pads).reshape(-1)]
+    axes = range(rank) if axes is None else _axes_unsorted(axes, rank)
+    widths = [(0, 0)] * rank
+    for i, axis in enumerate(axes):
+        widths[axis] = (pads[i], pads[len(pads) // 2 + i])
+    kept = tuple(slice(max(-b, 0), dim - max(-e, 0)) for (b, e), dim in zip(widths, data.shape))
+    widths = [(max(b, 0), max(e, 0)) for b, e in widths]
+    if mode == "constant":
+        value = 0 if constant_value is None else constant_value
+        return np.pad(data[kept], widths, mode="constant", constant_values=value)
+    return np.pad(data[kept], widths, mode=mode)
+
+
+def center_crop_pad(input_data: np.ndarray, shape, *, axes=None) -> np.ndarray:
+    """ONNX CenterCropPad: each of `axes` (default all) cropped or zero-padded to `shape`, the
+    window centred; an odd difference puts the extra element at the end."""
+    rank = input_data.ndim
+    axes = range(rank) if axes is None else [a % rank for a in axes]
+    kept = [slice(None)] * rank
+    widths = [(0, 0)] * rank
+    for axis, size in zip(axes, np.asarray(shape).reshape(-1)):
+        dim, size = input_data.shape[axis], int(size)
+        if size < dim:
+            begin = (dim - size) // 2
+            kept[axis] = slice(begin, begin + size)
+        elif size > dim:
+            begin = (size - dim) // 2
+            widths[axis] = (begin, size - dim - begin)
+    return np.pad(input_data[tuple(kept)], widths)
+
+
+def depth_to_space(input: np.ndarray, *, blocksize: int, mode: str = "DCR") -> np.ndarray:
+    """ONNX DepthToSpace: (N, C, H, W) to (N, C/b^2, H*b, W*b); the channel index splits as
+    (row, column, depth) in DCR mode, (depth, row, column) in CRD mode."""
+    n, c, h, w = input.shape
+    b = blocksize
+    if mode == "DCR":
+        blocks = input.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    else:
+        blocks = input.reshape(n, c // (b * b), b, b, h, w).transpose(0, 1, 4, 2, 5, 3)
+    return blocks.reshape(n, c // (b * b), h * b, w * b)
+
+
+def space_to_depth(input: np.ndarray, *, blocksize: int, mode: str = "DCR") -> np.ndarray:
+    """ONNX SpaceToDepth, the inverse of DepthToSpace: (N, C, H, W) to (N, C*b^2, H/b, W/b)."""
+    n, c, h, w = input.shape
+    b = blocksize
+    blocks = input.reshape(n, c, h // b, b, w // b, b)
+    order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    return blocks.transpose(order).reshape(n, c * b * b, h // b, w // b)
+
+
+def range_(start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """ONNX Range for floats, as the specification computes it in the inputs' type:
+    start + i * delta for i below max(ceil((limit - start) / delta), 0). (np.arange instead
+    steps by the difference of its first two values, which can differ from delta.)"""
+    count = max(int(np.ceil((limit - start) / delta)), 0)
+    return start + np.arange(count).astype(start.dtype) * delta
+
+
+def cast(x: np.ndarray, *, to) -> np.ndarray:
+    """ONNX Cast from a float type to an integer type with the conversions ONNX leaves undefined
+    defined, the same on every machine: truncation toward zero, NaN to 0, values beyond the
+    target's range to its minimum or maximum."""
+    info = np.iinfo(to)
+    whole = np.trunc(x.astype(np.float64))  # float64 holds every float16/bfloat16/float32
+    end = 2.0 ** (info.bits - (info.min < 0))  # one past the maximum, exact in float64
+    inside = (whole >= info.min) & (whole < end)
+    converted = np.where(inside, whole, 0).astype(to)
+    converted[whole >= end] = info.max
+    converted[whole < info.min] = info.min
+    return converted

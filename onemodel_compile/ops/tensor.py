@@ -1,4 +1,5 @@
-"""Tensor operators: shape manipulation, indexing, casts and constants. All exact (data movement)."""
+"""Tensor operators: shapes, slicing, padding and tiling, block rearrangements, triangles, casts
+and constants. All exact: data movement, and casts (correctly rounded conversions)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import numpy as np
 
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops.code import dtype_expr, literal, number, py
-from onemodel_compile.ops.common import RunTime, ints_from, need_rank, normalize_axis
-from runtime_support.tensor import clamp_bound
+from onemodel_compile.ops.code import dtype_expr, literal, number, py, scalar
+from onemodel_compile.ops.common import RunTime, ints_from, is_float, need_rank, normalize_axis
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
+from runtime_support.tensor import clamp_bound
 
 
 def _static(shape) -> bool:
@@ -58,15 +59,38 @@ def identity(view: NodeView) -> str:
     return str(view.inputs[0])
 
 
+# `saturate` and `round_mode` only concern float8 targets, which are out of scope. A float to
+# integer conversion out of the target's range (NaN and infinities included) is undefined in
+# ONNX: the fast variant gives numpy's (on x86-64 what onnxruntime gives too), the exact variant
+# defines it (rt.cast: truncation, NaN to 0, saturation) so that every machine agrees.
+
+
+def _cast(view: NodeView, target) -> str:
+    X = view.inputs[0]
+    if view.variant == "exact" and is_float(X.dtype) and target.kind in "iu":
+        return f"rt.cast({X}, to={dtype_expr(target)})"
+    return f"{X}.astype({dtype_expr(target)})"
+
+
 @emitter("Cast", since=6, exact=True)
 def cast(view: NodeView) -> str:
-    target = ir.element_dtype(view.attr("to"), view.node.label)
-    return f"{view.inputs[0]}.astype({dtype_expr(target)})"
+    return _cast(view, ir.element_dtype(view.attr("to"), view.node.label))
 
 
 @emitter("CastLike", since=15, exact=True)
 def cast_like(view: NodeView) -> str:
-    return f"{view.inputs[0]}.astype({dtype_expr(view.inputs[1].dtype)})"
+    return _cast(view, view.inputs[1].dtype)
+
+
+@emitter("BitCast", since=26, exact=True)
+def bit_cast(view: NodeView) -> str:
+    X = view.inputs[0]
+    target = ir.element_dtype(view.attr("to"), view.node.label)
+    if X.dtype is not None and X.dtype.itemsize != target.itemsize:
+        raise CompileError(
+            f"{view.node.label}: BitCast from {X.dtype} to {target} changes the element size"
+        )
+    return f"{X}.view({dtype_expr(target)})"
 
 
 @emitter("Dropout", since=7, exact=True, foldable=False)
@@ -282,14 +306,121 @@ def slice_(view: NodeView) -> str:
     return f"{X}[{', '.join(items)}]" if items else f"{X}[...]"
 
 
-@emitter("Gather", since=1, exact=True)
-def gather(view: NodeView) -> str:
-    data, indices = view.inputs[:2]
-    axis = normalize_axis(view.attr("axis", 0), need_rank(view), view)
-    return f"np.take({data}, {indices}, axis={axis})"
-
-
-@emitter("Range", since=11, exact=True)
-def range_(view: NodeView) -> str:
+def _range(view: NodeView, stash) -> str:
     start, limit, delta = view.inputs[:3]
-    return f"np.arange({start}, {limit}, {delta}, dtype={dtype_expr(start.dtype)})"
+    dtype = start.dtype
+    if not is_float(dtype):
+        return f"np.arange({start}, {limit}, {delta}, dtype={dtype_expr(dtype)})"
+    if stash is None:
+        return f"rt.range_({start}, {limit}, {delta})"
+    bounds = ", ".join(f"{x}.astype({dtype_expr(stash)})" for x in (start, limit, delta))
+    return f"rt.range_({bounds}).astype({dtype_expr(dtype)})"
+
+
+@emitter("Range", since=11, until=26, exact=True)
+def range_(view: NodeView) -> str:
+    return _range(view, None)
+
+
+@emitter("Range", since=27, exact=True)
+def range_stashed(view: NodeView) -> str:
+    """float16 and bfloat16 are computed in `stash_type` (float32 by default)."""
+    low_precision = view.inputs[0].dtype.name in ("float16", "bfloat16")
+    stash = ir.element_dtype(view.attr("stash_type"), view.node.label) if low_precision else None
+    return _range(view, stash)
+
+
+# --- tiling, padding, cropping -----------------------------------------------------------------
+
+
+@emitter("Tile", since=6, exact=True)
+def tile(view: NodeView) -> str:
+    X, repeats = view.inputs[:2]
+    if repeats.const is not None:
+        return f"np.tile({X}, {py(tuple(int(r) for r in repeats.const.reshape(-1)))})"
+    return f"np.tile({X}, {repeats})"
+
+
+def _pad_widths(pads: list[int], axes: list[int] | None, rank: int, view: NodeView):
+    """numpy's pad widths [(begin, end)] per axis; None when a pad is negative (a crop)."""
+    if min(pads, default=0) < 0:
+        return None
+    axes = range(rank) if axes is None else [normalize_axis(a, rank, view) for a in axes]
+    widths = [(0, 0)] * rank
+    for i, axis in enumerate(axes):
+        widths[axis] = (pads[i], pads[len(pads) // 2 + i])
+    return widths
+
+
+@emitter("Pad", since=2, exact=True)
+def pad(view: NodeView) -> str:
+    X = view.inputs[0]
+    mode = view.attr("mode", "constant")
+    if view.opset < 11:
+        pads, axes = list(view.attr("pads")), None
+        value = scalar(view.attr("value", 0.0), X.dtype)
+    else:
+        pads = ints_from(view, "pads", 1, since=11)
+        axes = ints_from(view, "axes", 3, since=18)
+        value = str(view.input(2)) if view.input(2) is not None else None
+    static = not isinstance(pads, RunTime) and not isinstance(axes, RunTime)
+    widths = _pad_widths(pads, axes, need_rank(view), view) if static else None
+    if widths is not None:
+        if mode != "constant":
+            return f"np.pad({X}, {py(widths)}, mode={py(mode)})"
+        return f"np.pad({X}, {py(widths)}" + (f", constant_values={value})" if value else ")")
+    operands = [str(X), str(pads) if isinstance(pads, RunTime) else py(pads)]
+    if axes is not None:
+        operands += [value or "None", str(axes) if isinstance(axes, RunTime) else py(axes)]
+    elif value:
+        operands.append(value)
+    return f"rt.pad({', '.join(operands)}, mode={py(mode)})"
+
+
+@emitter("CenterCropPad", since=18, exact=True)
+def center_crop_pad(view: NodeView) -> str:
+    X, shape = view.inputs[:2]
+    axes = view.attr("axes")
+    keyword = f", axes={py(tuple(axes))}" if axes is not None else ""
+    return f"rt.center_crop_pad({X}, {shape}{keyword})"
+
+
+# --- block rearrangements, triangles, identity matrices ----------------------------------------
+
+
+@emitter("DepthToSpace", since=1, exact=True)
+def depth_to_space(view: NodeView) -> str:
+    mode = view.attr("mode") or "DCR"
+    blocksize = view.attr("blocksize")
+    return f"rt.depth_to_space({view.inputs[0]}, blocksize={blocksize}, mode={py(mode)})"
+
+
+@emitter("SpaceToDepth", since=1, exact=True)
+def space_to_depth(view: NodeView) -> str:
+    mode = view.attr("mode") or "DCR"  # an attribute from opset 28; DCR before
+    blocksize = view.attr("blocksize")
+    return f"rt.space_to_depth({view.inputs[0]}, blocksize={blocksize}, mode={py(mode)})"
+
+
+@emitter("Trilu", since=14, exact=True)
+def trilu(view: NodeView) -> str:
+    X, k = view.inputs[0], view.input(1)
+    function = "np.triu" if view.attr("upper", 1) else "np.tril"
+    if k is None:
+        return f"{function}({X})"
+    if k.const is not None:
+        return f"{function}({X}, {int(k.const)})"
+    return f"{function}({X}, int({k}))"
+
+
+@emitter("EyeLike", since=9, exact=True)
+def eye_like(view: NodeView) -> str:
+    X = view.inputs[0]
+    code = view.attr("dtype")
+    dtype = X.dtype if code is None else ir.element_dtype(code, view.node.label)
+    shape = X.shape
+    rows, columns = (
+        (shape[0], shape[1]) if _static(shape) else (f"{X}.shape[0]", f"{X}.shape[1]")
+    )
+    k = view.attr("k", 0)
+    return f"np.eye({rows}, {columns}, k={k}, dtype={dtype_expr(dtype)})"

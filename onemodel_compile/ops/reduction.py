@@ -1,21 +1,60 @@
-"""Reductions. Axes come from an attribute before the opset where they became an input (13 for
-ReduceSum, 18 for the others). numpy's float reductions sum pairwise in an order that depends on
-memory layout and SIMD width, so they are not exact."""
+"""Reductions: the ten Reduce* operators (one table), ArgMax/ArgMin, CumSum/CumProd and TopK.
+
+Axes come from an attribute before the opset where they became an input (13 for ReduceSum, 18 for
+the others); axes known only at run time go to the runtime_support kernel named after the
+operator, which follows the same conventions as the numpy code emitted for known axes (see
+runtime_support/reduction.py): float16 and bfloat16 accumulate in float32, integers in their own
+type; reducing nothing gives the reduction's identity (the mean of nothing is 0, as onnxruntime
+gives; the backend data have no case); `noop_with_empty_axes` keeps the elementwise part.
+
+Exactness: max, min, ArgMax/ArgMin and TopK compare and move data; integer sums and products are
+integer arithmetic (and the integer ReduceL2 a correctly rounded sqrt of an exact integer).
+numpy's float reductions sum pairwise in an order that depends on memory layout and SIMD width,
+so they are not exact.
+"""
 
 from __future__ import annotations
 
-from runtime_support.reduction import lowest
+from dataclasses import dataclass
+
+import numpy as np
+
+from runtime_support.reduction import highest, lowest
 
 from onemodel_compile.ops.code import dtype_expr, number, py
 from onemodel_compile.ops.common import RunTime, ints_from, is_float, need_rank, normalize_axis
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 
-# op type -> (numpy function, runtime_support kernel for run-time axes, opset of the axes input)
+
+@dataclass(frozen=True)
+class Reduction:
+    """How one Reduce* operator is computed: after(reduce(before(data))) over the axes."""
+
+    reduce: str | None  # the numpy reduction; None: the kernel computes it in every case
+    kernel: str  # the runtime_support kernel, for axes known only at run time
+    axes_input_since: int  # the opset where `axes` moved from an attribute to an input
+    before: str | None = None  # elementwise step on the data
+    after: str | None = None  # elementwise step on the reduced values
+    exact_kinds: str = ""  # dtype kinds (numpy's) the computation is exact for
+
+
+_INTEGERS = "iu"
 REDUCTIONS = {
-    "ReduceSum": ("np.sum", "rt.reduce_sum", 13),
-    "ReduceMean": ("np.mean", "rt.reduce_mean", 18),
-    "ReduceMax": ("np.max", "rt.reduce_max", 18),
+    "ReduceSum": Reduction("np.sum", "rt.reduce_sum", 13, exact_kinds=_INTEGERS),
+    "ReduceSumSquare": Reduction(
+        "np.sum", "rt.reduce_sum_square", 18, before="np.square", exact_kinds=_INTEGERS
+    ),
+    "ReduceL1": Reduction("np.sum", "rt.reduce_l1", 18, before="np.abs", exact_kinds=_INTEGERS),
+    "ReduceL2": Reduction(
+        "np.sum", "rt.reduce_l2", 18, before="np.square", after="np.sqrt", exact_kinds=_INTEGERS
+    ),
+    "ReduceLogSum": Reduction("np.sum", "rt.reduce_log_sum", 18, after="np.log"),
+    "ReduceLogSumExp": Reduction(None, "rt.reduce_log_sum_exp", 18),
+    "ReduceMean": Reduction("np.mean", "rt.reduce_mean", 18),
+    "ReduceProd": Reduction("np.prod", "rt.reduce_prod", 18, exact_kinds=_INTEGERS),
+    "ReduceMax": Reduction("np.max", "rt.reduce_max", 18, exact_kinds="biufV"),
+    "ReduceMin": Reduction("np.min", "rt.reduce_min", 18, exact_kinds="biufV"),
 }
 
 
@@ -30,29 +69,8 @@ def reduce_axes(view: NodeView, axes_input_since: int):
     return tuple(sorted(normalize_axis(a, rank, view) for a in axes))
 
 
-def _rule(function: str, kernel: str, since: int):
-    def emit(view: NodeView) -> str:
-        X = view.inputs[0]
-        axes = reduce_axes(view, since)
-        if isinstance(axes, RunTime):
-            return (
-                f"{kernel}({X}, {axes}, keepdims={view.attr('keepdims', 1)}, "
-                f"noop_with_empty_axes={view.attr('noop_with_empty_axes', 0)})"
-            )
-        if axes == ():
-            return f"{X}.copy()"
-        keepdims = bool(view.attr("keepdims", 1))
-        extra = ""
-        if function == "np.sum" and not is_float(X.dtype):
-            extra = f", dtype={dtype_expr(X.dtype)}"  # numpy widens small integer sums
-        if function == "np.max" and _may_be_empty(X.shape, axes):
-            extra = f", initial={number(lowest(X.dtype))}"
-        call = f"{function}({X}, axis={py(axes)}, keepdims={keepdims}{extra})"
-        if function == "np.mean" and not is_float(X.dtype):
-            call += f".astype({dtype_expr(X.dtype)})"
-        return call
-
-    return emit
+def _is_half(dtype) -> bool:
+    return dtype is not None and is_float(dtype) and np.dtype(dtype).itemsize == 2
 
 
 def _may_be_empty(shape, axes) -> bool:
@@ -62,5 +80,124 @@ def _may_be_empty(shape, axes) -> bool:
     return any(not isinstance(shape[a], int) or shape[a] == 0 for a in selected)
 
 
-for _op, (_function, _kernel, _since) in REDUCTIONS.items():
-    emitter(_op, since=1, exact=False)(_rule(_function, _kernel, _since))
+def _exactness(spec: Reduction):
+    def refusal(view: NodeView) -> str | None:
+        dtype = view.inputs[0].dtype
+        if dtype is not None and np.dtype(dtype).kind in spec.exact_kinds:
+            return None
+        return (
+            f"of {getattr(dtype, 'name', 'unknown')} values has no exact implementation "
+            "(numpy reduces floats in a machine-dependent order)"
+        )
+
+    return refusal
+
+
+def _kernel_call(spec: Reduction, view: NodeView, axes) -> str:
+    X = view.inputs[0]
+    keepdims = view.attr("keepdims", 1)
+    if isinstance(axes, RunTime):
+        noop = view.attr("noop_with_empty_axes", 0)
+        return f"{spec.kernel}({X}, {axes}, keepdims={keepdims}, noop_with_empty_axes={noop})"
+    if axes is None:
+        return f"{spec.kernel}({X}, keepdims={keepdims})"
+    return f"{spec.kernel}({X}, {py(axes)}, keepdims={keepdims})"
+
+
+def _rule(spec: Reduction):
+    def emit(view: NodeView) -> str:
+        X = view.inputs[0]
+        axes = reduce_axes(view, spec.axes_input_since)
+        if axes == () and spec.before is None and spec.after is None:
+            return f"{X}.copy()"
+        if (
+            isinstance(axes, RunTime)
+            or spec.reduce is None
+            or (spec.reduce == "np.mean" and _may_be_empty(X.shape, axes))
+        ):
+            return _kernel_call(spec, view, axes)
+        integer = not is_float(X.dtype)
+        widen = _is_half(X.dtype) and spec.reduce not in ("np.max", "np.min")
+        data = f"{X}.astype(np.float32)" if widen else str(X)
+        if spec.before:
+            data = f"{spec.before}({data})"
+        if axes == ():  # noop_with_empty_axes: only the elementwise part
+            result = data
+        else:
+            extra = ""
+            if integer and spec.reduce in ("np.sum", "np.prod"):
+                extra = f", dtype={dtype_expr(X.dtype)}"  # numpy widens small integers
+            elif spec.reduce in ("np.max", "np.min") and _may_be_empty(X.shape, axes):
+                identity = lowest if spec.reduce == "np.max" else highest
+                extra = f", initial={number(identity(np.dtype(X.dtype)))}"
+            keepdims = bool(view.attr("keepdims", 1))
+            result = f"{spec.reduce}({data}, axis={py(axes)}, keepdims={keepdims}{extra})"
+        if spec.after:
+            result = f"{spec.after}({result})"
+        if widen or (integer and (spec.after or spec.reduce == "np.mean")):
+            result = f"{result}.astype({dtype_expr(X.dtype)})"
+        return result
+
+    return emit
+
+
+for _op, _spec in REDUCTIONS.items():
+    emitter(_op, since=1, exact=_exactness(_spec))(_rule(_spec))
+
+
+# --- ArgMax, ArgMin ------------------------------------------------------------------------------
+
+
+@emitter("ArgMax", "ArgMin", since=1, exact=True)
+def arg_extreme(view: NodeView) -> str:
+    X = view.inputs[0]
+    axis = normalize_axis(view.attr("axis", 0), need_rank(view), view)
+    keepdims = view.attr("keepdims", 1)
+    function = view.op_type.lower()
+    if view.attr("select_last_index", 0):
+        return f"rt.{function}({X}, axis={axis}, keepdims={keepdims}, select_last_index=1)"
+    return f"np.{function}({X}, axis={axis}, keepdims={bool(keepdims)})"
+
+
+# --- CumSum, CumProd -----------------------------------------------------------------------------
+
+
+def _integers_only(view: NodeView) -> str | None:
+    dtype = view.inputs[0].dtype
+    if dtype is not None and not is_float(dtype):
+        return None
+    return (
+        f"of {getattr(dtype, 'name', 'unknown')} values has no exact implementation "
+        "(float rounding depends on the machine's summation order)"
+    )
+
+
+@emitter("CumSum", since=11, exact=_integers_only)
+@emitter("CumProd", since=26, exact=_integers_only)
+def cumulative(view: NodeView) -> str:
+    X, axis = view.inputs[0], view.inputs[1]
+    function = "cumsum" if view.op_type == "CumSum" else "cumprod"
+    exclusive, reverse = view.attr("exclusive", 0), view.attr("reverse", 0)
+    if axis.const is not None:
+        axis = normalize_axis(int(np.asarray(axis.const).reshape(-1)[0]), need_rank(view), view)
+        if not (exclusive or reverse or _is_half(X.dtype)):
+            dtype = "" if is_float(X.dtype) else f", dtype={dtype_expr(X.dtype)}"
+            return f"np.{function}({X}, axis={axis}{dtype})"
+    return f"rt.{function}({X}, {axis}, exclusive={exclusive}, reverse={reverse})"
+
+
+# --- TopK ----------------------------------------------------------------------------------------
+
+
+@emitter("TopK", since=1, exact=True)
+def top_k(view: NodeView) -> str:
+    """Values and indices, always sorted (`sorted`=0 allows any order); ties by lower index."""
+    X = view.inputs[0]
+    axis = normalize_axis(view.attr("axis", -1), need_rank(view), view)
+    if view.opset < 10:
+        k = str(view.attr("k"))
+    elif view.const(1) is not None:
+        k = str(int(np.asarray(view.const(1)).reshape(-1)[0]))
+    else:
+        k = str(view.inputs[1])
+    return f"rt.top_k({X}, {k}, axis={axis}, largest={view.attr('largest', 1)})"

@@ -142,7 +142,7 @@ class GraphBody:
         lines = [f"def {name}({parameters}):"]
         for statement in inner.lines():
             lines += ["    " + line for line in statement.split("\n")]
-        lines.append(f"    return ({', '.join(results)}{',' if results else ''})")
+        lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
         return name, lines
 
     def value_expr(self, name: str) -> str:

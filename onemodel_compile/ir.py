@@ -11,6 +11,7 @@ from typing import Union
 
 import numpy as np
 import onnx
+import onnx.inliner
 from onnx import numpy_helper
 
 from onemodel_compile.errors import ModelError, UnsupportedError, node_label
@@ -139,11 +140,17 @@ def free_names(graph: Graph) -> set[str]:
 
 def from_onnx(loaded: LoadedModel) -> Model:
     proto = loaded.proto
+    if proto.functions:
+        # Model-local functions are expanded in place (values renamed apart, attribute references
+        # bound), so the rest of the pipeline only sees standard operators.
+        try:
+            proto = onnx.inliner.inline_local_functions(proto)
+        except Exception as exc:
+            raise ModelError(f"{loaded.source_name}: cannot expand its local functions: {exc}") from None
     opsets = {
         ("" if e.domain in DEFAULT_DOMAINS else e.domain): e.version for e in proto.opset_import
     }
-    functions = {(f.domain, f.name) for f in proto.functions}
-    graph = _graph(proto.graph, opsets, functions)
+    graph = _graph(proto.graph, opsets)
     return Model(graph, loaded.opset, opsets, loaded.source_name, loaded.sha256, proto)
 
 
@@ -206,7 +213,7 @@ def tensor_value(tensor: onnx.TensorProto, where: str) -> np.ndarray:
         raise ModelError(f"{where}: cannot read tensor {tensor.name!r}: {exc}") from None
 
 
-def _graph(proto: onnx.GraphProto, opsets: dict[str, int], functions: set) -> Graph:
+def _graph(proto: onnx.GraphProto, opsets: dict[str, int]) -> Graph:
     types: dict[str, ValueType] = {}
     for info in list(proto.input) + list(proto.value_info) + list(proto.output):
         if info.type.WhichOneof("value"):
@@ -216,7 +223,7 @@ def _graph(proto: onnx.GraphProto, opsets: dict[str, int], functions: set) -> Gr
         raise UnsupportedError(f"sparse initializer {sparse.values.name!r} is not supported")
     for name, value in initializers.items():
         types.setdefault(name, TensorType(value.dtype, value.shape))
-    nodes = [_node(n, opsets, functions) for n in proto.node]
+    nodes = [_node(n, opsets) for n in proto.node]
     inputs = [i.name for i in proto.input if i.name not in initializers]
     return Graph(
         name=proto.name,
@@ -229,13 +236,9 @@ def _graph(proto: onnx.GraphProto, opsets: dict[str, int], functions: set) -> Gr
     )
 
 
-def _node(proto: onnx.NodeProto, opsets: dict[str, int], functions: set) -> Node:
+def _node(proto: onnx.NodeProto, opsets: dict[str, int]) -> Node:
     domain = "" if proto.domain in DEFAULT_DOMAINS else proto.domain
     label = node_label(proto.op_type, proto.name)
-    if (proto.domain, proto.op_type) in functions:
-        raise UnsupportedError(
-            f"{label}: model-local function {proto.domain}:{proto.op_type} is not supported yet"
-        )
     if domain not in opsets:
         raise UnsupportedError(f"{label}: domain {proto.domain!r} is not imported by the model")
     opset = opsets[domain]
@@ -243,7 +246,7 @@ def _node(proto: onnx.NodeProto, opsets: dict[str, int], functions: set) -> Node
     for attribute in proto.attribute:
         if attribute.ref_attr_name:
             raise UnsupportedError(f"{label}: attribute references outside functions")
-        attrs[attribute.name] = _attribute(attribute, opsets, functions, label)
+        attrs[attribute.name] = _attribute(attribute, opsets, label)
     return Node(
         proto.op_type,
         domain,
@@ -278,7 +281,7 @@ def _text(value):
     return value
 
 
-def _attribute(attribute: onnx.AttributeProto, opsets, functions, label: str):
+def _attribute(attribute: onnx.AttributeProto, opsets, label: str):
     kind = attribute.type
     where = f"{label}, attribute {attribute.name!r}"
     if kind == onnx.AttributeProto.TENSOR:
@@ -286,9 +289,9 @@ def _attribute(attribute: onnx.AttributeProto, opsets, functions, label: str):
     if kind == onnx.AttributeProto.TENSORS:
         return [tensor_value(t, where) for t in attribute.tensors]
     if kind == onnx.AttributeProto.GRAPH:
-        return _graph(attribute.g, opsets, functions)
+        return _graph(attribute.g, opsets)
     if kind == onnx.AttributeProto.GRAPHS:
-        return [_graph(g, opsets, functions) for g in attribute.graphs]
+        return [_graph(g, opsets) for g in attribute.graphs]
     if kind in (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS):
         raise UnsupportedError(f"{where}: sparse tensors are not supported")
     if kind == onnx.AttributeProto.TYPE_PROTO:

@@ -16,9 +16,12 @@ from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order
 from runtime_support._weights import WeightsError, load_weights
 from runtime_support.activation import *  # noqa: F403
 from runtime_support.control import *  # noqa: F403
+from runtime_support.conv import *  # noqa: F403
 from runtime_support.indexing import *  # noqa: F403
+from runtime_support.linalg import *  # noqa: F403
 from runtime_support.math import *  # noqa: F403
-from runtime_support.nn import *  # noqa: F403
+from runtime_support.normalization import *  # noqa: F403
+from runtime_support.pool import *  # noqa: F403
 from runtime_support.reduction import *  # noqa: F403
 from runtime_support.sequence import *  # noqa: F403
 from runtime_support.tensor import *  # noqa: F403

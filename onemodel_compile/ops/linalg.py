@@ -1,8 +1,13 @@
-"""Matrix products. BLAS sums in an order that depends on the build and the CPU: not exact."""
+"""Matrix products, Einsum, Det, MatMulInteger. BLAS sums in an order that depends on the build
+and the CPU: float products are not exact; integer ones are (integer arithmetic, or float64 sums of
+integers that stay below 2**53)."""
 
 from __future__ import annotations
 
-from onemodel_compile.ops.code import scalar
+import numpy as np
+
+from onemodel_compile.ops.code import dtype_expr, py, scalar
+from onemodel_compile.ops.common import is_float
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 
@@ -25,3 +30,48 @@ def gemm(view: NodeView) -> str:
         return product
     addend = str(C) if beta == 1.0 else f"{scalar(beta, A.dtype)} * {C}"
     return f"{product} + {addend}"
+
+
+def _half(dtype) -> bool:
+    return is_float(dtype) and np.dtype(dtype).itemsize == 2
+
+
+def _integers_only(view: NodeView) -> str | None:
+    dtype = view.inputs[0].dtype
+    if dtype is not None and not is_float(dtype):
+        return None
+    return (
+        f"of {getattr(dtype, 'name', 'unknown')} values has no exact implementation "
+        "(BLAS sums in a machine-dependent order)"
+    )
+
+
+@emitter("Einsum", since=12, exact=_integers_only)
+def einsum(view: NodeView) -> str:
+    """numpy's einsum with its contraction-order optimizer (BLAS where it can); float16 and
+    bfloat16 operands are computed in float32 and rounded back."""
+    equation = view.attr("equation").replace(" ", "")
+    dtype = view.inputs[0].dtype
+    operands = [str(x) for x in view.inputs]
+    if _half(dtype):
+        operands = [f"{x}.astype(np.float32)" for x in operands]
+    call = f"np.einsum({py(equation)}, {', '.join(operands)}, optimize=True)"
+    return f"{call}.astype({dtype_expr(dtype)})" if _half(dtype) else call
+
+
+@emitter("Det", since=11, exact=False)
+def det(view: NodeView) -> str:
+    X = view.inputs[0]
+    if _half(X.dtype):
+        return f"np.linalg.det({X}.astype(np.float32)).astype({dtype_expr(X.dtype)})"
+    return f"np.linalg.det({X})"
+
+
+@emitter("MatMulInteger", since=10, exact=True)
+def matmul_integer(view: NodeView) -> str:
+    """Exact: the kernel's float64 products and sums stay integers below 2**53."""
+    args = [str(view.inputs[0]), str(view.inputs[1])]
+    for index, name in ((2, "a_zero_point"), (3, "b_zero_point")):
+        if view.input(index) is not None:
+            args.append(f"{name}={view.input(index)}")
+    return f"rt.matmul_integer({', '.join(args)})"

@@ -221,11 +221,16 @@ def _mapping_of(array: np.ndarray):
 
 
 def _weight_arrays(module) -> dict[str, np.ndarray]:
-    return {
-        name: value
-        for name, value in vars(module).items()
-        if isinstance(value, np.ndarray) and _mapping_of(value) is not None
-    }
+    """Arrays of the module backed by a memory map: globals, or values of global dicts."""
+    found: dict[tuple, tuple[str, np.ndarray]] = {}
+    for name, value in vars(module).items():
+        candidates = value.items() if isinstance(value, dict) else [(name, value)]
+        for key, array in candidates:
+            if isinstance(array, np.ndarray) and _mapping_of(array) is not None:
+                # a global and its dict entry are the same data: count it once
+                where = (array.__array_interface__["data"][0], array.shape, array.dtype.str)
+                found.setdefault(where, (str(key), array))
+    return dict(found.values())
 
 
 def test_module_weights_are_read_only_zero_copy_views_of_the_file(compiled):

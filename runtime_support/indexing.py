@@ -144,7 +144,7 @@ def unique(X: np.ndarray, *, axis=None, sorted: int = 1):
         X, axis = X.reshape(-1), 0
     rows = np.moveaxis(X, axis, 0)
     count = rows.shape[0]
-    table = rows.reshape(count, -1)
+    table = rows.reshape(count, int(np.prod(rows.shape[1:], dtype=np.int64)))
     keys = table.astype(np.float32) if table.dtype.name == "bfloat16" else table
     # Stable lexicographic sort (last key primary): equal slices keep their input order.
     order = np.lexsort(keys.T[::-1]) if keys.shape[1] else np.arange(count)

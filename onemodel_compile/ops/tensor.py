@@ -364,7 +364,7 @@ def pad(view: NodeView) -> str:
         axes = ints_from(view, "axes", 3, since=18)
         value = str(view.input(2)) if view.input(2) is not None else None
     static = not isinstance(pads, RunTime) and not isinstance(axes, RunTime)
-    widths = _pad_widths(pads, axes, need_rank(view), view) if static else None
+    widths = _pad_widths(pads, axes, X.rank, view) if static and X.rank is not None else None
     if widths is not None:
         if mode != "constant":
             return f"np.pad({X}, {py(widths)}, mode={py(mode)})"
@@ -409,7 +409,7 @@ def trilu(view: NodeView) -> str:
     if k is None:
         return f"{function}({X})"
     if k.const is not None:
-        return f"{function}({X}, {int(k.const)})"
+        return f"{function}({X}, {int(k.const.reshape(-1)[0])})"
     return f"{function}({X}, int({k}))"
 
 
@@ -423,4 +423,5 @@ def eye_like(view: NodeView) -> str:
         (shape[0], shape[1]) if _static(shape) else (f"{X}.shape[0]", f"{X}.shape[1]")
     )
     k = view.attr("k", 0)
-    return f"np.eye({rows}, {columns}, k={k}, dtype={dtype_expr(dtype)})"
+    diagonal = f", k={k}" if k else ""
+    return f"np.eye({rows}, {columns}{diagonal}, dtype={dtype_expr(dtype)})"

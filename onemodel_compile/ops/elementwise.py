@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from onemodel_compile.errors import CompileError
 from onemodel_compile.ops.code import dtype_expr, scalar
 from onemodel_compile.ops.common import is_float
 from onemodel_compile.ops.node import NodeView
@@ -20,22 +21,45 @@ UNARY = {
     "Neg": ("np.negative", True, 6),
     "Sqrt": ("np.sqrt", True, 6),
     "Reciprocal": ("np.reciprocal", True, 6),
+    "Ceil": ("np.ceil", True, 6),
+    "Floor": ("np.floor", True, 6),
+    "Round": ("np.rint", True, 11),  # halves to even, as rint
+    "Sign": ("np.sign", True, 9),
+    "IsNaN": ("np.isnan", True, 9),
     "Exp": ("np.exp", False, 6),
     "Log": ("np.log", False, 6),
     "Tanh": ("np.tanh", False, 6),
     "Erf": ("rt.erf", False, 9),
     "Sigmoid": ("rt.sigmoid", False, 6),
+    "Sin": ("np.sin", False, 7),
+    "Cos": ("np.cos", False, 7),
+    "Tan": ("np.tan", False, 7),
+    "Asin": ("np.arcsin", False, 7),
+    "Acos": ("np.arccos", False, 7),
+    "Atan": ("np.arctan", False, 7),
+    "Sinh": ("np.sinh", False, 9),
+    "Cosh": ("np.cosh", False, 9),
+    "Asinh": ("np.arcsinh", False, 9),
+    "Acosh": ("np.arccosh", False, 9),
+    "Atanh": ("np.arctanh", False, 9),
     "Not": ("np.logical_not", True, 1),
+    "BitwiseNot": ("np.invert", True, 18),
 }
 BINARY = {
-    "Add": ("np.add", True),
-    "Sub": ("np.subtract", True),
-    "Mul": ("np.multiply", True),
-    "Equal": ("np.equal", True),
-    "Less": ("np.less", True),
-    "Greater": ("np.greater", True),
-    "And": ("np.logical_and", True),
-    "Or": ("np.logical_or", True),
+    "Add": ("np.add", True, 7),
+    "Sub": ("np.subtract", True, 7),
+    "Mul": ("np.multiply", True, 7),
+    "Equal": ("np.equal", True, 7),
+    "Less": ("np.less", True, 7),
+    "Greater": ("np.greater", True, 7),
+    "LessOrEqual": ("np.less_equal", True, 12),
+    "GreaterOrEqual": ("np.greater_equal", True, 12),
+    "And": ("np.logical_and", True, 7),
+    "Or": ("np.logical_or", True, 7),
+    "Xor": ("np.logical_xor", True, 7),
+    "BitwiseAnd": ("np.bitwise_and", True, 18),
+    "BitwiseOr": ("np.bitwise_or", True, 18),
+    "BitwiseXor": ("np.bitwise_xor", True, 18),
 }
 
 
@@ -55,8 +79,8 @@ def _binary_rule(function: str):
 
 for _op, (_function, _exact, _since) in UNARY.items():
     emitter(_op, since=_since, exact=_exact)(_unary_rule(_function))
-for _op, (_function, _exact) in BINARY.items():
-    emitter(_op, since=7, exact=_exact)(_binary_rule(_function))
+for _op, (_function, _exact, _since) in BINARY.items():
+    emitter(_op, since=_since, exact=_exact)(_binary_rule(_function))
 
 
 @emitter("Div", since=7, exact=True)
@@ -67,12 +91,88 @@ def div(view: NodeView) -> str:
     return f"rt.div_integer({A}, {B})"  # ONNX integer division truncates toward zero
 
 
-@emitter("Pow", since=7, exact=False)
+def _pow_exactness(view: NodeView) -> str | None:
+    X, Y = view.inputs[:2]
+    if is_float(X.dtype) or is_float(Y.dtype):
+        return "of float values has no exact implementation (numpy's pow differs across machines)"
+    return None
+
+
+@emitter("Pow", since=7, exact=_pow_exactness)
 def pow_(view: NodeView) -> str:
     X, Y = view.inputs[:2]
     if X.dtype == Y.dtype:
         return f"np.power({X}, {Y})"
     return f"np.power({X}, {Y}).astype({dtype_expr(X.dtype)})"  # Pow's result has the base's type
+
+
+@emitter("Mod", since=10, exact=True)
+def mod(view: NodeView) -> str:
+    A, B = view.inputs[:2]
+    if view.attr("fmod"):
+        return f"np.fmod({A}, {B})"  # truncated quotient: the sign of A, as C's fmod
+    return f"np.mod({A}, {B})"  # floored quotient: the sign of B, as Python's %
+
+
+@emitter("BitShift", since=11, exact=True)
+def bit_shift(view: NodeView) -> str:
+    # numpy shifts by a negative amount or by the bit width or more give 0 (-1 for a negative X
+    # shifted right), and a signed left shift drops the bits shifted past the sign: as opset 28.
+    X, Y = view.inputs[:2]
+    direction = view.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise CompileError(f"{view.node.label}: direction must be LEFT or RIGHT, not {direction!r}")
+    function = "np.left_shift" if direction == "LEFT" else "np.right_shift"
+    return f"{function}({X}, {Y})"
+
+
+@emitter("IsInf", since=10, exact=True)
+def is_inf(view: NodeView) -> str:
+    X = view.inputs[0]
+    positive, negative = view.attr("detect_positive"), view.attr("detect_negative")
+    if positive and negative:
+        return f"np.isinf({X})"
+    if positive:
+        return f"np.isposinf({X})"
+    if negative:
+        return f"np.isneginf({X})"
+    return f"np.zeros_like({X}, dtype=np.bool_)"
+
+
+# --- variadic operators: one to many inputs, multidirectional broadcasting ----------------------
+
+
+def _variadic(view: NodeView) -> list[str]:
+    return [str(operand) for operand in view.inputs if operand is not None]
+
+
+@emitter("Sum", since=6, exact=True)
+def sum_(view: NodeView) -> str:
+    operands = _variadic(view)
+    if len(operands) == 1:
+        return f"{operands[0]}.copy()"
+    return " + ".join(operands)  # added left to right
+
+
+@emitter("Mean", since=6, exact=True)
+def mean(view: NodeView) -> str:
+    operands = _variadic(view)
+    if len(operands) == 1:
+        return f"{operands[0]}.copy()"
+    return f"({' + '.join(operands)}) / {scalar(len(operands), view.inputs[0].dtype)}"
+
+
+@emitter("Max", "Min", since=6, exact=True)
+def extreme(view: NodeView) -> str:
+    # np.maximum and np.minimum propagate NaN, as onnxruntime and the backend data do.
+    operands = _variadic(view)
+    function = "np.maximum" if view.op_type == "Max" else "np.minimum"
+    expr = operands[0]
+    if len(operands) == 1:
+        return f"{expr}.copy()"
+    for operand in operands[1:]:
+        expr = f"{function}({expr}, {operand})"
+    return expr
 
 
 @emitter("Relu", since=6, exact=True)

@@ -40,9 +40,9 @@ def load(model: str | Path | onnx.ModelProto) -> LoadedModel:
             if _has_external_data(proto):
                 onnx.load_external_data_for_model(proto, str(path.parent))
         except (OSError, ValueError, onnx.onnx_cpp2py_export.checker.ValidationError) as exc:
-            raise ModelError(f"{path}: cannot read the model: {_first_line(exc)}") from None
+            raise ModelError(f"{path}: cannot read the model: {_one_line(exc)}") from None
         except Exception as exc:  # protobuf's DecodeError and friends
-            raise ModelError(f"{path}: not an ONNX model ({_first_line(exc)})") from None
+            raise ModelError(f"{path}: not an ONNX model ({_one_line(exc)})") from None
         source_name = path.name
     label = source_name
     if not proto.HasField("graph"):
@@ -51,7 +51,7 @@ def load(model: str | Path | onnx.ModelProto) -> LoadedModel:
     try:
         onnx.checker.check_model(proto)
     except onnx.checker.ValidationError as exc:
-        raise ModelError(f"{label}: invalid model: {_first_line(exc)}") from None
+        raise ModelError(f"{label}: invalid model: {_one_line(exc)}") from None
     return LoadedModel(proto, source_name, hashlib.sha256(serialized).hexdigest(), opset)
 
 
@@ -75,6 +75,6 @@ def _has_external_data(proto: onnx.ModelProto) -> bool:
     )
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+def _one_line(exc: BaseException) -> str:
+    """The exception's message on one line (checker messages span several)."""
+    return " ".join(str(exc).split()) or type(exc).__name__

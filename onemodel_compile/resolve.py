@@ -9,6 +9,7 @@ Nodes that remain become the module's steps.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ from onemodel_compile.ops import lookup
 from onemodel_compile.ops.node import NodeView, Result, operand, statements
 from onemodel_compile.ops.registry import Emitter
 
+INVENTED_DIM = re.compile(r"unk__\d+")
 FOLD_LIMIT = 1 << 20  # elements; larger results are computed at run time, not stored
 
 
@@ -204,7 +206,19 @@ def _merge_graph(graph: ir.Graph, proto: onnx.GraphProto) -> None:
                     _merge_graph(sub, sub_proto)
 
 
+def _forget_invented_dims(value_type: ir.ValueType) -> ir.ValueType:
+    """onnx's inference names dims it cannot determine `unk__N`: they are unknown, not symbols."""
+    if isinstance(value_type, ir.TensorType) and value_type.shape is not None:
+        shape = tuple(None if isinstance(d, str) and INVENTED_DIM.fullmatch(d) else d
+                      for d in value_type.shape)
+        return ir.TensorType(value_type.dtype, shape)
+    if isinstance(value_type, (ir.SequenceType, ir.OptionalType)):
+        return type(value_type)(_forget_invented_dims(value_type.elem))
+    return value_type
+
+
 def _more_precise(known: ir.ValueType, found: ir.ValueType) -> ir.ValueType:
+    found = _forget_invented_dims(found)
     if not isinstance(known, ir.TensorType) or not isinstance(found, ir.TensorType):
         return known if known != ir.UNKNOWN else found
     dtype = known.dtype if known.dtype is not None else found.dtype

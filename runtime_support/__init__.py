@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._session import InferenceSession, NodeArg
-from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order
+from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order, owned
 from runtime_support._weights import WeightsError, load_weights
 from runtime_support.activation import *  # noqa: F403
 from runtime_support.control import *  # noqa: F403

@@ -100,3 +100,14 @@ def feeds_in_order(inputs, feeds) -> list:
             parts.append(f"unknown input(s) {unknown}")
         raise InvalidInput("; ".join(parts) + f"; the model's inputs are {names}")
     return [feeds[name] for name in names]
+
+
+def owned(value, *sources):
+    """`value` as an array the caller may keep and modify: a copy when it is read-only (a weight,
+    a broadcast view) or shares memory with one of `sources` (the caller's inputs)."""
+    value = np.asarray(value)
+    if not value.flags.writeable or any(
+        isinstance(source, np.ndarray) and np.may_share_memory(value, source) for source in sources
+    ):
+        return value.copy()
+    return value

@@ -349,11 +349,6 @@ def test_unsupported_default_domain_operator_names_its_domain(tmp_path):
     assert "ai.onnx" in message or "default domain" in message, message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (load.py _first_line): only the checker's first line is kept; it ends in "
-    "'of node:' and the node's name, on the next line, is lost",
-)
 def test_invalid_model_message_names_the_node(tmp_path):
     """The checker's message spans several lines; the one line we print must keep the node."""
     argv, _ = _invalid(tmp_path)

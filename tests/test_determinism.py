@@ -64,16 +64,6 @@ def test_path_and_proto_give_identical_weights_and_code(tmp_path):
     assert without_source_name(from_path[0]) == without_source_name(from_proto[0])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (emit.py _header/_describe): the module names its source, 'net.onnx' from a path "
-    "but '<ModelProto>' from a ModelProto, so the two compiles differ in two lines",
-)
-def test_path_and_proto_give_byte_identical_modules(tmp_path):
-    model = models.conv_model()
-    path = models.save(model, tmp_path / "net.onnx")
-    assert compile_to(path, tmp_path / "a") == compile_to(model, tmp_path / "b")
-
 
 def test_independent_of_hash_seed_and_working_folder(tmp_path):
     """Two processes with different hash seeds (set and dict-of-str order) and working folders."""
@@ -224,11 +214,6 @@ def test_py_compile_command_line(tmp_path):
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (emit.py IMPORTS): a module without weights still imports pathlib.Path, which "
-    "pyflakes reports as unused",
-)
 def test_module_without_weights_is_pyflakes_clean(tmp_path):
     path = onemodel_compile.compile_model(models.two_input_model(), tmp_path / "net.py")
     assert not path.with_name("net" + WEIGHTS).exists()

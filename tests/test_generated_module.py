@@ -136,12 +136,6 @@ def test_inputs_and_outputs_tuples(tmp_path):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (resolve.py _more_precise): an output dim the model leaves unknown takes the "
-    "placeholder name onnx's shape inference invents ('unk__0'); OUTPUTS and "
-    "InferenceSession.get_outputs() should say None, as the model and onnxruntime do",
-)
 def test_unknown_dims_stay_unknown(tmp_path):
     model = typed_model(unknown_dim=True)
     _, module = compile_and_import(model, tmp_path)
@@ -318,11 +312,6 @@ def test_dead_intermediates_are_released(tmp_path, build):
 
 
 @pytest.mark.parametrize("op", ["Identity", "Reshape", "Transpose"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (emit.py _result_expr): an output computed by Identity, Reshape or Transpose of an "
-    "input is the caller's array or a view of it (onnxruntime returns new arrays)",
-)
 def test_outputs_do_not_alias_the_callers_inputs(tmp_path, op):
     node = {
         "Identity": helper.make_node("Identity", ["x"], ["y"], name="op"),

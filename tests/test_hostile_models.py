@@ -523,11 +523,6 @@ def test_hostile_attribute_strings(tmp_path, attribute):
         assert not marker.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (emit.py _header): opset_import domains are written into the header comment "
-    "unescaped, so a domain holding a line break injects code into the module",
-)
 def test_hostile_opset_domain_stays_in_the_comment(tmp_path):
     marker = tmp_path / "pwned"
     for i, payload in enumerate(payloads(marker)):

@@ -13,7 +13,18 @@ import numpy as np
 
 from runtime_support.math import sigmoid
 
-__all__ = ["celu", "elu", "hardmax", "mish", "selu", "shrink", "swiglu", "swish"]
+__all__ = [
+    "celu",
+    "elu",
+    "hardmax",
+    "log_softmax",
+    "mish",
+    "selu",
+    "shrink",
+    "softmax",
+    "swiglu",
+    "swish",
+]
 
 
 def _widened(x: np.ndarray) -> np.ndarray:
@@ -82,3 +93,16 @@ def hardmax(X: np.ndarray, *, axis: int = -1) -> np.ndarray:
         first = np.expand_dims(np.argmax(X, axis=axis), axis)
         np.put_along_axis(y, first, 1, axis=axis)
     return y
+
+
+def softmax(x, *, axis=-1):
+    """exp(x - max) / sum(exp(x - max)) along `axis`."""
+    shifted = x - x.max(axis=axis, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def log_softmax(x, *, axis=-1):
+    """x - max - log(sum(exp(x - max))) along `axis`."""
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = [
+    "dropout",
     "cast",
     "center_crop_pad",
     "clamp_bound",
@@ -164,3 +165,17 @@ def cast(x: np.ndarray, *, to) -> np.ndarray:
     converted[whole >= end] = info.max
     converted[whole < info.min] = info.min
     return converted
+
+
+def dropout(X, ratio=None, training_mode=None, *, seed=None, with_mask=False):
+    """Dropout. In inference (training_mode false or absent) the identity with an all-true mask;
+    in training, a mask drawn from numpy's legacy RandomState(seed) stream, which numpy keeps
+    stable across versions: keep where uniform(0, 1) >= ratio, scale kept values by 1/(1-ratio)."""
+    ratio = 0.5 if ratio is None else float(ratio)
+    if training_mode is None or not bool(training_mode) or ratio == 0:
+        Y = X
+        mask = np.ones(X.shape, dtype=bool)
+    else:
+        mask = np.random.RandomState(seed).uniform(0, 1.0, X.shape) >= ratio
+        Y = (mask * X * X.dtype.type(1.0 / (1.0 - ratio))).astype(X.dtype, copy=False)
+    return (Y, mask) if with_mask else Y

@@ -3,10 +3,12 @@
 from onemodel_compile.ops import (  # noqa: F401  (imported to register their emitters)
     activation,
     control,
+    conv,
     elementwise,
     indexing,
     linalg,
-    nn,
+    normalization,
+    pool,
     reduction,
     sequence,
     tensor,

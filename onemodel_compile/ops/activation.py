@@ -104,3 +104,7 @@ def _prelu_slope(view: NodeView) -> str:
 def prelu(view: NodeView) -> str:
     X = view.inputs[0]
     return f"np.where({X} < {scalar(0, X.dtype)}, {X} * {_prelu_slope(view)}, {X})"
+
+
+emitter("Softmax", since=1, exact=False)(along_axis_rule("softmax"))
+emitter("LogSoftmax", since=1, exact=False)(along_axis_rule("log_softmax"))

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-__all__ = ["div_integer", "erf", "gelu", "sigmoid"]
+__all__ = ["div_integer", "erf", "gelu", "pow_integer", "sigmoid"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SERIES_LIMIT = 3.0  # below: power series; above: continued fraction for erfc
@@ -73,3 +73,23 @@ def div_integer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     quotient = np.floor_divide(a, b)
     inexact = (np.remainder(a, b) != 0) & ((a < 0) != (b < 0))
     return np.where(inexact, quotient + 1, quotient).astype(np.result_type(a, b), copy=False)
+
+
+def pow_integer(base: np.ndarray, exponent: np.ndarray) -> np.ndarray:
+    """Integer Pow in the base's type, wrapping on overflow; exponents may be negative.
+
+    The power is taken on the bits as uint64 (wrapping products agree with every narrower type).
+    A negative exponent gives 1 / base**n truncated toward zero: 1 for base 1, +-1 for base -1,
+    0 for any other base but 0, which gives the type's minimum (as onnxruntime).
+    """
+    base, exponent = np.asarray(base), np.asarray(exponent)
+    dtype = base.dtype
+    negative = exponent < 0
+    magnitude = np.where(negative, 0, exponent).astype(np.uint64)
+    result = np.power(base.astype(np.uint64), magnitude).astype(dtype)
+    if not negative.any():
+        return result
+    minus_one = np.where(exponent % 2 == 0, 1, -1)
+    reciprocal = np.where(base == 1, 1, np.where(base == -1, minus_one, 0)).astype(dtype)
+    reciprocal[np.broadcast_to(base == 0, reciprocal.shape)] = np.iinfo(dtype).min
+    return np.where(negative, reciprocal, result)

@@ -3,6 +3,8 @@
 Rules are data where they can be: a table maps each simple operator to its numpy ufunc. Exactness:
 IEEE + - * / and sqrt are correctly rounded on every machine, comparisons and selections are exact;
 numpy's transcendental functions are not (their bits vary with SIMD level and numpy version).
+Floor, ceil, rint and fmod are exact (fmod's remainder is always representable); Mod's floored
+form adds the divisor once to fmod's remainder, a correctly rounded addition.
 """
 
 from __future__ import annotations
@@ -91,6 +93,10 @@ def div(view: NodeView) -> str:
     return f"rt.div_integer({A}, {B})"  # ONNX integer division truncates toward zero
 
 
+def _is_integer(dtype) -> bool:
+    return dtype is not None and np.dtype(dtype).kind in "iu"
+
+
 def _pow_exactness(view: NodeView) -> str | None:
     X, Y = view.inputs[:2]
     if is_float(X.dtype) or is_float(Y.dtype):
@@ -101,6 +107,10 @@ def _pow_exactness(view: NodeView) -> str | None:
 @emitter("Pow", since=7, exact=_pow_exactness)
 def pow_(view: NodeView) -> str:
     X, Y = view.inputs[:2]
+    if _is_integer(X.dtype) and _is_integer(Y.dtype):
+        non_negative = Y.dtype.kind == "u" or (Y.const is not None and (Y.const >= 0).all())
+        if X.dtype != Y.dtype or not non_negative:
+            return f"rt.pow_integer({X}, {Y})"  # numpy refuses negative integer exponents
     if X.dtype == Y.dtype:
         return f"np.power({X}, {Y})"
     return f"np.power({X}, {Y}).astype({dtype_expr(X.dtype)})"  # Pow's result has the base's type
@@ -140,6 +150,7 @@ def is_inf(view: NodeView) -> str:
 
 
 # --- variadic operators: one to many inputs, multidirectional broadcasting ----------------------
+# One input is passed through, as Identity (the module never writes into an array it computed).
 
 
 def _variadic(view: NodeView) -> list[str]:
@@ -148,31 +159,25 @@ def _variadic(view: NodeView) -> list[str]:
 
 @emitter("Sum", since=6, exact=True)
 def sum_(view: NodeView) -> str:
-    operands = _variadic(view)
-    if len(operands) == 1:
-        return f"{operands[0]}.copy()"
-    return " + ".join(operands)  # added left to right
+    return " + ".join(_variadic(view))  # added left to right
 
 
 @emitter("Mean", since=6, exact=True)
 def mean(view: NodeView) -> str:
     operands = _variadic(view)
     if len(operands) == 1:
-        return f"{operands[0]}.copy()"
+        return operands[0]
     return f"({' + '.join(operands)}) / {scalar(len(operands), view.inputs[0].dtype)}"
 
 
 @emitter("Max", "Min", since=6, exact=True)
 def extreme(view: NodeView) -> str:
     # np.maximum and np.minimum propagate NaN, as onnxruntime and the backend data do.
-    operands = _variadic(view)
     function = "np.maximum" if view.op_type == "Max" else "np.minimum"
-    expr = operands[0]
-    if len(operands) == 1:
-        return f"{expr}.copy()"
-    for operand in operands[1:]:
-        expr = f"{function}({expr}, {operand})"
-    return expr
+    first, *others = _variadic(view)
+    for operand in others:
+        first = f"{function}({first}, {operand})"
+    return first
 
 
 @emitter("Relu", since=6, exact=True)

@@ -9,6 +9,7 @@ provenance comment; values are released with `del` after their last use. The tem
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from dataclasses import dataclass
 from importlib import resources
@@ -23,7 +24,7 @@ from onemodel_compile.errors import CompileError
 from onemodel_compile.names import Namespace
 from onemodel_compile.ops.code import literal, py
 from onemodel_compile.ops.node import NodeView, Result, operand, statements
-from onemodel_compile.resolve import ResolvedGraph
+from onemodel_compile.resolve import ResolvedGraph, is_uniform
 from onemodel_compile.version import __version__
 from runtime_support._weights import encode_weights
 
@@ -53,20 +54,21 @@ def emit_module(
 
     weight_lines = []
     weights_bytes = None
-    if weights:
-        weights_bytes = encode_weights(weights)
+    stored = {key: value for key, value in weights.items() if not is_uniform(value)}
+    if stored:
+        weights_bytes = encode_weights(stored)
         digest = hashlib.sha256(weights_bytes).hexdigest()
         weight_lines.append(
             f"_WEIGHTS = rt.load_weights(Path(__file__).with_name({weights_name!r}), "
             f"sha256={digest!r})"
         )
-        weight_lines += [f"{key} = _WEIGHTS[{key!r}]" for key in weights]
+    weight_lines += [_module_constant(key, value) for key, value in weights.items()]
 
     fields = Namespace(taken={"count", "index"})
     source = _template().render(
         header=_header(model, variant),
         docstring=_docstring(_describe(model, graph)),
-        imports=_imports(bool(weights)),
+        imports=_imports(bool(stored)),
         api_version=runtime_support.API_VERSION,
         inputs=_signature(graph, graph.inputs),
         outputs=_signature(graph, graph.outputs),
@@ -82,7 +84,7 @@ def emit_module(
         source = black.format_str(source, mode=BLACK_MODE)
     except (SyntaxError, black.InvalidInput) as exc:  # an emitter bug, never the model's
         raise CompileError(f"internal error: generated code does not parse: {exc}") from None
-    return EmittedModule(source, weights_bytes, weights_name if weights else None)
+    return EmittedModule(source, weights_bytes, weights_name if stored else None)
 
 
 class GraphBody:
@@ -178,12 +180,20 @@ def _body_reads(node: ir.Node) -> set[str]:
 
 
 def constant_expr(name: str, value: np.ndarray, names: Namespace, weights: dict) -> str:
-    """A literal for a small constant; for a large one, the module-level weight bound to it."""
+    """A literal for a small constant; for a large one, the module-level name bound to it: a
+    weight, or for a uniform one (every element the same, as ConstantOfShape makes) a read-only
+    broadcast view built at import, which costs neither file space nor memory."""
     if value.size <= INLINE_LIMIT:
         return literal(value)
     key = names.name(name)
     weights[key] = value
     return key
+
+
+def _module_constant(key: str, value: np.ndarray) -> str:
+    if is_uniform(value):
+        return f"{key} = rt.filled({py(value.shape)}, {literal(value.flat[0])})"
+    return f"{key} = _WEIGHTS[{key!r}]"
 
 
 def _result_expr(name: str, resolved: ResolvedGraph, names: Namespace, weights: dict) -> str:
@@ -275,6 +285,7 @@ def _signature(graph: ir.Graph, names: list[str]) -> str:
     return py(entries)
 
 
+@functools.cache
 def _template() -> jinja2.Template:
     text = resources.files("onemodel_compile.templates").joinpath("module.py.j2").read_text()
     env = jinja2.Environment(

@@ -146,7 +146,7 @@ def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] |
     if emitter.fold is not None:
         values = emitter.fold(view)
         if values is not None:
-            return [np.asarray(v) for v in values]
+            return [np.asarray(v) for v in values]  # fold rules may return uniform views
     if not emitter.foldable or not all(
         operand is None or operand.const is not None for operand in view.inputs
     ):
@@ -155,9 +155,10 @@ def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] |
         return None
     for out in view.outputs:
         shape = getattr(out.type, "shape", None) if out is not None else None
-        if shape is not None and all(isinstance(d, int) for d in shape):
-            if np.prod(shape, dtype=np.int64) > FOLD_LIMIT:
-                return None
+        large = shape is not None and all(isinstance(d, int) for d in shape)
+        if large and np.prod(shape, dtype=np.int64) > FOLD_LIMIT:
+            if not all(o is None or o.const is None or is_uniform(o.const) for o in view.inputs):
+                return None  # data movement of uniform views stays cheap: try it
     namespace = {"np": np, "rt": runtime_support}
     namespace.update({f"in{i}": o.const for i, o in enumerate(view.inputs) if o is not None})
     code = "\n".join(statements(view, emitter.emit(view)))
@@ -170,9 +171,14 @@ def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] |
     if not all(v is None or isinstance(v, (np.ndarray, np.generic)) for v in values):
         return None  # sequences and optionals stay run-time values
     values = [None if v is None else np.asarray(v) for v in values]
-    if any(v is not None and v.size > FOLD_LIMIT for v in values):
+    if any(v is not None and v.size > FOLD_LIMIT and not is_uniform(v) for v in values):
         return None
     return values
+
+
+def is_uniform(value: np.ndarray) -> bool:
+    """A broadcast view of one value (every stride 0): free to keep whatever its size."""
+    return value.size > 1 and not any(value.strides)
 
 
 def _merge_inferred_types(model: ir.Model) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._session import InferenceSession, NodeArg
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order, owned
-from runtime_support._weights import WeightsError, load_weights
+from runtime_support._weights import WeightsError, filled, load_weights
 from runtime_support.activation import *  # noqa: F403
 from runtime_support.control import *  # noqa: F403
 from runtime_support.conv import *  # noqa: F403
@@ -22,8 +22,12 @@ from runtime_support.linalg import *  # noqa: F403
 from runtime_support.math import *  # noqa: F403
 from runtime_support.normalization import *  # noqa: F403
 from runtime_support.pool import *  # noqa: F403
+from runtime_support.quantization import *  # noqa: F403
 from runtime_support.reduction import *  # noqa: F403
+from runtime_support.resize import *  # noqa: F403
+from runtime_support.sampling import *  # noqa: F403
 from runtime_support.sequence import *  # noqa: F403
+from runtime_support.signal import *  # noqa: F403
 from runtime_support.tensor import *  # noqa: F403
 
 # Bumped whenever a generated module would need a changed runtime_support; modules check it at import.

@@ -100,3 +100,9 @@ def load_weights(path: str | Path, *, sha256: str) -> dict[str, np.ndarray]:
         array = np.frombuffer(buffer, dtype=dtype, count=count, offset=data_start + begin)
         tensors[name] = array.reshape(entry["shape"])
     return tensors
+
+
+def filled(shape: tuple, value: np.ndarray) -> np.ndarray:
+    """A read-only array of `shape` whose elements all equal the 0-d `value`: a broadcast view,
+    so a large uniform constant costs no memory."""
+    return np.broadcast_to(value, shape)

@@ -42,10 +42,23 @@ def constant(view: NodeView) -> str:
     return literal(_constant_value(view))  # never reached: the fold rule always applies
 
 
-@emitter("ConstantOfShape", since=9, exact=True)
-def constant_of_shape(view: NodeView) -> str:
+def _fill_value(view: NodeView) -> np.ndarray:
     value = view.attr("value")
-    value = np.zeros(1, dtype=np.float32) if value is None else np.asarray(value).reshape(-1)
+    return np.zeros(1, dtype=np.float32) if value is None else np.asarray(value).reshape(-1)
+
+
+def _fold_constant_of_shape(view: NodeView):
+    """A known shape folds to a broadcast view of the one value: no memory, however large (the
+    emit stage rebuilds it the same way instead of storing it)."""
+    shape = view.const(0)
+    if shape is None:
+        return None
+    return [np.broadcast_to(_fill_value(view)[0], tuple(int(d) for d in shape))]
+
+
+@emitter("ConstantOfShape", since=9, exact=True, fold=_fold_constant_of_shape)
+def constant_of_shape(view: NodeView) -> str:
+    value = _fill_value(view)
     shape = view.const(0)
     target = py(tuple(int(d) for d in shape)) if shape is not None else f"tuple({view.inputs[0]})"
     return f"np.full({target}, {number(value[0].item())}, dtype={dtype_expr(value.dtype)})"
@@ -113,29 +126,28 @@ def dropout(view: NodeView) -> str:
 # --- shapes ------------------------------------------------------------------------------------
 
 
-def _shape_range(view: NodeView):
-    rank = need_rank(view)
-    start = view.attr("start", 0)
-    end = view.attr("end", rank)
-    start, end = (max(0, min(rank, i + rank if i < 0 else i)) for i in (start, end))
-    return start, end
+def _shape_bounds(view: NodeView) -> tuple[int, int | None]:
+    """Shape's `start` and `end` (from opset 15). ONNX clamps them as a Python slice does."""
+    if view.opset < 15:
+        return 0, None
+    return view.attr("start", 0), view.attr("end")
 
 
 def _fold_shape(view: NodeView):
     shape = view.inputs[0].shape
     if not _static(shape):
         return None
-    start, end = _shape_range(view) if view.opset >= 15 else (0, len(shape))
+    start, end = _shape_bounds(view)
     return [np.array(shape[start:end], dtype=np.int64)]
 
 
 @emitter("Shape", since=1, exact=True, fold=_fold_shape)
 def shape(view: NodeView) -> str:
     X = view.inputs[0]
-    if view.opset >= 15:
-        start, end = _shape_range(view)
-        return f"np.array({X}.shape[{start}:{end}], dtype=np.int64)"
-    return f"np.array({X}.shape, dtype=np.int64)"
+    start, end = _shape_bounds(view)
+    if start == 0 and end is None:
+        return f"np.array({X}.shape, dtype=np.int64)"
+    return f"np.array({X}.shape[{start or ''}:{'' if end is None else end}], dtype=np.int64)"
 
 
 def _fold_size(view: NodeView):
@@ -184,8 +196,10 @@ def flatten(view: NodeView) -> str:
 @emitter("Transpose", since=1, exact=True)
 def transpose(view: NodeView) -> str:
     X = view.inputs[0]
-    rank = need_rank(view)
-    perm = view.attr("perm") or list(reversed(range(rank)))
+    perm = view.attr("perm")
+    if not perm and X.rank is None:
+        return f"{X}.transpose()"  # numpy's default, as ONNX's: the axes reversed
+    perm = perm or list(reversed(range(X.rank)))
     return f"{X}.transpose({py(tuple(int(p) for p in perm))})"
 
 
@@ -240,13 +254,14 @@ def _split_sizes(view: NodeView, dim, count: int) -> list[int] | RunTime:
 @emitter("Split", since=2, exact=True)
 def split(view: NodeView) -> str:
     X = view.inputs[0]
-    rank = need_rank(view)
-    axis = normalize_axis(view.attr("axis", 0), rank, view)
+    axis = view.attr("axis", 0)
+    if X.rank is not None:
+        axis = normalize_axis(axis, X.rank, view)
     count = len(view.outputs)
     if count == 1:
         return f"{X}.copy()"
     sizes = ints_from(view, "split", 1, since=13)
-    dim = X.shape[axis]
+    dim = X.shape[axis] if X.shape is not None else None
     if isinstance(sizes, RunTime) or (not sizes and not isinstance(dim, int)):
         split_sizes = f"{sizes}" if sizes else "None"
         return f"rt.split({X}, {split_sizes}, axis={axis}, outputs={count})"
@@ -279,11 +294,12 @@ def _bound(value) -> str:
 @emitter("Slice", since=1, exact=True)
 def slice_(view: NodeView) -> str:
     X = view.inputs[0]
-    found = _slice_parts(view)
-    if found is None:  # bounds known only at run time
-        operands = [
-            str(view.input(i)) if view.input(i) is not None else "None" for i in range(1, 5)
-        ]
+    found = _slice_parts(view) if X.rank is not None else None
+    if found is None:  # bounds or rank known only at run time
+        if view.opset < 10:
+            operands = [py(view.attr(name)) for name in ("starts", "ends", "axes")]
+        else:
+            operands = [str(view.input(i)) for i in range(1, 5)]
         while operands[-1] == "None":
             operands.pop()
         return f"rt.slice_({X}, {', '.join(operands)})"
@@ -309,7 +325,7 @@ def slice_(view: NodeView) -> str:
 def _range(view: NodeView, stash) -> str:
     start, limit, delta = view.inputs[:3]
     dtype = start.dtype
-    if not is_float(dtype):
+    if not is_float(dtype) and all(x.rank == 0 for x in (start, limit, delta)):
         return f"np.arange({start}, {limit}, {delta}, dtype={dtype_expr(dtype)})"
     if stash is None:
         return f"rt.range_({start}, {limit}, {delta})"

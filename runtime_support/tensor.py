@@ -145,12 +145,16 @@ def space_to_depth(input: np.ndarray, *, blocksize: int, mode: str = "DCR") -> n
     return blocks.transpose(order).reshape(n, c * b * b, h // b, w // b)
 
 
-def range_(start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """ONNX Range for floats, as the specification computes it in the inputs' type:
-    start + i * delta for i below max(ceil((limit - start) / delta), 0). (np.arange instead
-    steps by the difference of its first two values, which can differ from delta.)"""
-    count = max(int(np.ceil((limit - start) / delta)), 0)
-    return start + np.arange(count).astype(start.dtype) * delta
+def range_(start, limit, delta) -> np.ndarray:
+    """ONNX Range as the specification computes it, in the inputs' type: start + i * delta for i
+    below max(ceil((limit - start) / delta), 0). (np.arange steps floats by the difference of its
+    first two values, which can differ from delta.) Inputs are scalars or one-element tensors."""
+    start, limit, delta = (np.asarray(v).reshape(()) for v in (start, limit, delta))
+    if start.dtype.kind in "iu":
+        count = -(-(int(limit) - int(start)) // int(delta))
+    else:
+        count = int(np.ceil((limit - start) / delta))
+    return start + np.arange(max(count, 0)).astype(start.dtype) * delta
 
 
 def cast(x: np.ndarray, *, to) -> np.ndarray:

@@ -95,14 +95,18 @@ def hardmax(X: np.ndarray, *, axis: int = -1) -> np.ndarray:
     return y
 
 
+def _shifted(x, axis):
+    """x minus its maximum along `axis` (an empty axis has nothing to shift)."""
+    return x - x.max(axis=axis, keepdims=True, initial=-np.inf)
+
+
 def softmax(x, *, axis=-1):
     """exp(x - max) / sum(exp(x - max)) along `axis`."""
-    shifted = x - x.max(axis=axis, keepdims=True)
-    e = np.exp(shifted)
+    e = np.exp(_shifted(x, axis))
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def log_softmax(x, *, axis=-1):
     """x - max - log(sum(exp(x - max))) along `axis`."""
-    shifted = x - x.max(axis=axis, keepdims=True)
+    shifted = _shifted(x, axis)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast conformance-report bench clean
+.PHONY: demo test test-fast conformance-report coverage-report clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ test-fast: $(STAMP)
 # Regenerates docs/conformance.md from a real run (both variants once exact exists).
 conformance-report: $(STAMP)
 	$(BIN)/python -m tools.conformance --report docs/conformance.md
+
+# Regenerates docs/ops-coverage.md from a real oracle run against onnxruntime.
+coverage-report: $(STAMP)
+	$(BIN)/python -m tools.ops_coverage_oracle --report docs/ops-coverage.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info examples/build

@@ -190,8 +190,8 @@ def tfidfvectorizer(
     The pool holds the n-grams of each length n (from ngram_counts[n-1] on); pool n-gram i is
     counted in column ngram_indexes[i]. The n-grams of X are n items taken every d-th position
     from any start, for d from 1 to max_skip_count + 1 (d = 1 only for 1-grams) and n from
-    min_gram_length to max_gram_length. TF gives the counts, IDF weights[column] (or 1) where
-    the count is non-zero, TFIDF the counts times weights[column] (or 1), as onnxruntime does.
+    min_gram_length to max_gram_length. TF gives the counts, IDF weights[i] (or 1) where the
+    count of n-gram i is non-zero, TFIDF the counts times weights[i] (or 1).
     """
     rows = X.reshape(1, -1) if X.ndim < 2 else X
     columns = np.asarray(ngram_indexes, dtype=np.int64)
@@ -219,10 +219,9 @@ def tfidfvectorizer(
             hit = keys[position] == found
             row = np.nonzero(hit)[0]
             np.add.at(frequencies, (row, columns[ids[order[position[hit]]]]), 1)
+    scale = np.ones(width, dtype=np.float32)
     if weights:
-        scale = np.asarray(weights, dtype=np.float32)[:width]
-    else:
-        scale = np.ones(width, dtype=np.float32)
+        scale[columns] = np.asarray(weights, dtype=np.float32)
     if mode == "TF":
         Y = frequencies.astype(np.float32)
     elif mode == "IDF":

@@ -1,35 +1,158 @@
-"""Normalization kernels."""
+"""Normalization kernels (inference).
+
+float16 and bfloat16 inputs are computed in float32 and rounded once to the input's type at the end,
+unless an operator's `stash_type` says otherwise: LayerNormalization, GroupNormalization (opset 21)
+and RMSNormalization compute their statistics in the type `stash_type` names (an ONNX element type
+number: 1 float32, 10 float16, 11 float64, 16 bfloat16).
+
+A normalization whose norm is zero gives zeros (LpNormalization: an all-zero slice;
+MeanVarianceNormalization: a constant slice), never NaN.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["batch_normalization", "layer_normalization"]
+from runtime_support._dtypes import dtype_from_name
+
+__all__ = [
+    "batch_normalization",
+    "group_normalization",
+    "instance_normalization",
+    "layer_normalization",
+    "lp_normalization",
+    "lrn",
+    "mean_variance_normalization",
+    "rms_normalization",
+]
+
+_STASH_TYPES = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}
+
+# MeanVarianceNormalization's epsilon (the constant of its ONNX function body), added to the
+# standard deviation.
+_MVN_EPSILON = 1e-9
+
+
+def _compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The type arithmetic on `dtype` runs in: float32 for float16 and bfloat16."""
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
+def _stash_dtype(stash_type: int) -> np.dtype:
+    return dtype_from_name(_STASH_TYPES[stash_type])
 
 
 def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon):
-    """Inference BatchNormalization: statistics per channel (axis 1), or per activation when
-    they have X's non-batch shape (opset 7, spatial=0)."""
+    """Inference BatchNormalization: (X - mean) * (scale / sqrt(var + epsilon)) + B, statistics per
+    channel (axis 1), or per activation when they have X's non-batch shape (opset 7, spatial=0).
+
+    Elementwise IEEE operations in a fixed order, in the widest of the operands' types: exact."""
     shape = (-1,) + (1,) * (X.ndim - 2) if scale.ndim == 1 else scale.shape
-    dtype = X.dtype
-    factor = scale.reshape(shape) / np.sqrt(input_var.reshape(shape) + dtype.type(epsilon))
-    return ((X - input_mean.reshape(shape)) * factor + B.reshape(shape)).astype(dtype, copy=False)
+    dtype = np.result_type(X.dtype, scale.dtype, input_mean.dtype)
+    scale, B, mean, var = (
+        a.astype(dtype, copy=False).reshape(shape) for a in (scale, B, input_mean, input_var)
+    )
+    factor = scale / np.sqrt(var + dtype.type(epsilon))
+    return ((X.astype(dtype, copy=False) - mean) * factor + B).astype(X.dtype, copy=False)
+
+
+def _standardize(x, axes, epsilon):
+    """(x - mean) / sqrt(variance + epsilon) over `axes`, with the mean and 1 / sqrt(...)."""
+    mean = x.mean(axis=axes, keepdims=True)
+    centered = x - mean
+    variance = (centered * centered).mean(axis=axes, keepdims=True)
+    inv_std = x.dtype.type(1) / np.sqrt(variance + x.dtype.type(epsilon))
+    return centered * inv_std, mean, inv_std
+
+
+def instance_normalization(input, scale, B, *, epsilon=1e-5):
+    """scale * (x - mean) / sqrt(variance + epsilon) + B, the statistics of each (batch, channel)
+    over the spatial axes, scale and B per channel."""
+    dtype = _compute_dtype(input.dtype)
+    shape = (-1,) + (1,) * (input.ndim - 2)
+    normalized, _, _ = _standardize(
+        input.astype(dtype, copy=False), tuple(range(2, input.ndim)), epsilon
+    )
+    y = normalized * scale.astype(dtype).reshape(shape) + B.astype(dtype).reshape(shape)
+    return y.astype(input.dtype, copy=False)
+
+
+def group_normalization(X, scale, bias, *, num_groups, epsilon=1e-5, stash_type=1):
+    """The channels (axis 1) split into `num_groups` groups; each (batch, group) standardized over
+    its channels and spatial positions (in the stash type), then scale and bias per channel."""
+    stash = _stash_dtype(stash_type)
+    dtype = np.result_type(stash, _compute_dtype(X.dtype))
+    grouped = X.reshape(X.shape[0], num_groups, -1).astype(stash, copy=False)
+    normalized, _, _ = _standardize(grouped, (2,), epsilon)
+    shape = (-1,) + (1,) * (X.ndim - 2)
+    y = normalized.astype(dtype, copy=False).reshape(X.shape) * scale.astype(dtype).reshape(shape)
+    return (y + bias.astype(dtype).reshape(shape)).astype(X.dtype, copy=False)
 
 
 def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
     """LayerNormalization over the axes from `axis` on; returns (Y, Mean, InvStdDev).
 
-    stash_type 1 computes the statistics in float32 (float64 input stays float64)."""
-    axis = axis % X.ndim
-    dtype = X.dtype
-    compute = np.float32 if stash_type == 1 and dtype.itemsize < 4 else dtype
-    x = X.astype(compute, copy=False)
-    axes = tuple(range(axis, X.ndim))
-    mean = x.mean(axis=axes, keepdims=True)
-    centered = x - mean
-    variance = (centered * centered).mean(axis=axes, keepdims=True)
-    inv_std = 1 / np.sqrt(variance + np.asarray(epsilon, dtype=compute))
-    Y = centered * inv_std * Scale.astype(compute, copy=False)
+    The statistics (Mean, InvStdDev) are computed in and returned as the stash type; Scale and B
+    are applied in the wider of the stash type and X's type."""
+    stash = _stash_dtype(stash_type)
+    dtype = np.result_type(stash, _compute_dtype(X.dtype))
+    axes = tuple(range(axis % X.ndim, X.ndim))
+    normalized, mean, inv_std = _standardize(X.astype(stash, copy=False), axes, epsilon)
+    Y = normalized.astype(dtype, copy=False) * Scale.astype(dtype, copy=False)
     if B is not None:
-        Y = Y + B.astype(compute, copy=False)
-    return Y.astype(dtype, copy=False), mean, inv_std
+        Y = Y + B.astype(dtype, copy=False)
+    return Y.astype(X.dtype, copy=False), mean, inv_std
+
+
+def rms_normalization(X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
+    """x / sqrt(mean(x * x) + epsilon) * scale, the mean over the axes from `axis` on (in the
+    stash type)."""
+    stash = _stash_dtype(stash_type)
+    dtype = np.result_type(stash, _compute_dtype(X.dtype))
+    x = X.astype(stash, copy=False)
+    mean_square = (x * x).mean(axis=tuple(range(axis % X.ndim, X.ndim)), keepdims=True)
+    normalized = x * (stash.type(1) / np.sqrt(mean_square + stash.type(epsilon)))
+    y = normalized.astype(dtype, copy=False) * scale.astype(dtype, copy=False)
+    return y.astype(X.dtype, copy=False)
+
+
+def lp_normalization(input, *, axis=-1, p=2):
+    """x / norm(x) along `axis`, the L1 (p=1) or L2 (p=2) norm; an all-zero slice gives zeros."""
+    x = input.astype(_compute_dtype(input.dtype), copy=False)
+    if p == 1:
+        norm = np.abs(x).sum(axis=axis, keepdims=True)
+    else:
+        norm = np.sqrt((x * x).sum(axis=axis, keepdims=True))
+    zero = norm == 0
+    y = np.where(zero, x.dtype.type(0), x / np.where(zero, x.dtype.type(1), norm))
+    return y.astype(input.dtype, copy=False)
+
+
+def mean_variance_normalization(X, *, axes=(0, 2, 3)):
+    """(x - mean) / (sqrt(variance) + 1e-9) over `axes`. A constant slice gives zeros: its mean
+    is taken to be its value, not a rounded sum divided by the count."""
+    x = X.astype(_compute_dtype(X.dtype), copy=False)
+    axes = tuple(axes)
+    mean = x.mean(axis=axes, keepdims=True)
+    low, high = x.min(axis=axes, keepdims=True), x.max(axis=axes, keepdims=True)
+    centered = x - np.where(low == high, high, mean)
+    std = np.sqrt((centered * centered).mean(axis=axes, keepdims=True))
+    return (centered / (std + x.dtype.type(_MVN_EPSILON))).astype(X.dtype, copy=False)
+
+
+def lrn(X, *, size, alpha=0.0001, beta=0.75, bias=1.0):
+    """Local response normalization across channels (axis 1):
+    x / (bias + alpha / size * sum of x * x over the window of `size` channels around c) ** beta,
+    the window reaching floor((size - 1) / 2) channels before c and ceil((size - 1) / 2) after."""
+    x = X.astype(_compute_dtype(X.dtype), copy=False)
+    before = (size - 1) // 2
+    pads = [(0, 0)] * x.ndim
+    pads[1] = (before, size - 1 - before)
+    squares = np.pad(x * x, pads)
+    channels = x.shape[1]
+    square_sum = squares[:, :channels].copy()
+    for offset in range(1, size):
+        square_sum += squares[:, offset : offset + channels]
+    dtype = x.dtype.type
+    denominator = (dtype(bias) + dtype(alpha) / dtype(size) * square_sum) ** dtype(beta)
+    return (x / denominator).astype(X.dtype, copy=False)

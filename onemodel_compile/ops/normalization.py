@@ -1,30 +1,113 @@
-"""Normalizations (inference). Their means and variances are float reductions: not exact."""
+"""Normalizations (inference): BatchNormalization, InstanceNormalization, GroupNormalization,
+LayerNormalization, RMSNormalization, LpNormalization, MeanVarianceNormalization and LRN.
+
+Exactness: inference BatchNormalization is elementwise IEEE arithmetic in a fixed order (exact);
+the others take means, sums or powers (float reductions, `**`): not exact. Every one runs as a
+kernel of runtime_support/normalization.py.
+"""
 
 from __future__ import annotations
 
-from onemodel_compile.errors import UnsupportedError
+from onemodel_compile.errors import CompileError, UnsupportedError
+from onemodel_compile.ops.code import py
+from onemodel_compile.ops.common import need_rank, normalize_axis
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 
+# The element types a `stash_type` attribute may name (TensorProto numbers): float32, float16,
+# float64, bfloat16.
+_STASH_TYPES = (1, 10, 11, 16)
 
-@emitter("BatchNormalization", since=7, exact=False)
+
+def _stash_type(view: NodeView) -> int:
+    stash_type = view.attr("stash_type")
+    if stash_type not in _STASH_TYPES:
+        raise CompileError(
+            f"{view.node.label}: stash_type {stash_type} is not a floating-point element type"
+        )
+    return stash_type
+
+
+def _operands(view: NodeView) -> str:
+    """The node's inputs as call arguments (an absent optional input is None)."""
+    operands = [str(o) if o is not None else "None" for o in view.inputs]
+    while operands and operands[-1] == "None":
+        operands.pop()
+    return ", ".join(operands)
+
+
+@emitter("BatchNormalization", since=7, exact=True)
 def batch_normalization(view: NodeView) -> str:
-    training = view.attr("training_mode", 0)
-    if training or len([o for o in view.outputs if o is not None]) > 1:
+    if view.attr("training_mode", 0) or any(o is not None for o in view.outputs[1:]):
         raise UnsupportedError(
             f"{view.node.label}: BatchNormalization in training mode is not supported"
         )
-    X, scale, B, mean, var = view.inputs[:5]
-    return f"rt.batch_normalization({X}, {scale}, {B}, {mean}, {var}, epsilon={view.attr('epsilon')!r})"
+    return f"rt.batch_normalization({_operands(view)}, epsilon={py(view.attr('epsilon'))})"
+
+
+@emitter("InstanceNormalization", since=6, exact=False)
+def instance_normalization(view: NodeView) -> str:
+    return f"rt.instance_normalization({_operands(view)}, epsilon={py(view.attr('epsilon'))})"
+
+
+@emitter("GroupNormalization", since=18, until=20, exact=False)
+def group_normalization_18(view: NodeView) -> str:
+    """Opset 18: scale and bias hold one value per group, repeated here over its channels."""
+    X, scale, bias = view.inputs
+    groups = view.attr("num_groups")
+    channels = X.shape[1] if X.shape is not None and isinstance(X.shape[1], int) else None
+    per_group = py(channels // groups) if channels is not None else f"{X}.shape[1] // {groups}"
+    return (
+        f"rt.group_normalization({X}, np.repeat({scale}, {per_group}), "
+        f"np.repeat({bias}, {per_group}), num_groups={groups}, "
+        f"epsilon={py(view.attr('epsilon'))})"
+    )
+
+
+@emitter("GroupNormalization", since=21, exact=False)
+def group_normalization(view: NodeView) -> str:
+    """Opset 21: scale and bias per channel; statistics in the stash type."""
+    return (
+        f"rt.group_normalization({_operands(view)}, num_groups={view.attr('num_groups')}, "
+        f"epsilon={py(view.attr('epsilon'))}, stash_type={_stash_type(view)})"
+    )
+
+
+def _axis_keywords(view: NodeView) -> str:
+    axis = normalize_axis(view.attr("axis"), need_rank(view), view)
+    return f"axis={axis}, epsilon={py(view.attr('epsilon'))}, stash_type={_stash_type(view)}"
 
 
 @emitter("LayerNormalization", since=17, exact=False)
 def layer_normalization(view: NodeView) -> str:
-    X, scale, B = view.inputs[0], view.inputs[1], view.input(2)
-    bias = f", {B}" if B is not None else ""
-    call = (
-        f"rt.layer_normalization({X}, {scale}{bias}, axis={view.attr('axis')}, "
-        f"epsilon={view.attr('epsilon')!r}, stash_type={view.attr('stash_type')})"
-    )
+    """The kernel returns (Y, Mean, InvStdDev); the node may list fewer outputs."""
+    call = f"rt.layer_normalization({_operands(view)}, {_axis_keywords(view)})"
     count = len(view.outputs)
     return f"{call}[0]" if count == 1 else call if count == 3 else f"{call}[:{count}]"
+
+
+@emitter("RMSNormalization", since=23, exact=False)
+def rms_normalization(view: NodeView) -> str:
+    return f"rt.rms_normalization({_operands(view)}, {_axis_keywords(view)})"
+
+
+@emitter("LpNormalization", since=1, exact=False)
+def lp_normalization(view: NodeView) -> str:
+    p = view.attr("p")
+    if p not in (1, 2):
+        raise CompileError(f"{view.node.label}: LpNormalization supports p 1 and 2, not {p}")
+    axis = normalize_axis(view.attr("axis"), need_rank(view), view)
+    return f"rt.lp_normalization({view.inputs[0]}, axis={axis}, p={p})"
+
+
+@emitter("MeanVarianceNormalization", since=9, exact=False)
+def mean_variance_normalization(view: NodeView) -> str:
+    rank = need_rank(view)
+    axes = tuple(sorted({normalize_axis(a, rank, view) for a in view.attr("axes")}))
+    return f"rt.mean_variance_normalization({view.inputs[0]}, axes={py(axes)})"
+
+
+@emitter("LRN", since=1, exact=False)
+def lrn(view: NodeView) -> str:
+    keywords = ", ".join(f"{name}={py(view.attr(name))}" for name in ("size", "alpha", "beta", "bias"))
+    return f"rt.lrn({view.inputs[0]}, {keywords})"

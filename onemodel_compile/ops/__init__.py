@@ -9,8 +9,10 @@ from onemodel_compile.ops import (  # noqa: F401  (imported to register their em
     linalg,
     normalization,
     pool,
+    quantization,
     reduction,
     sequence,
+    signal,
     tensor,
 )
 from onemodel_compile.ops.registry import emitter, lookup, registered

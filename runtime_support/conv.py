@@ -1,20 +1,37 @@
-"""Convolution kernels (see runtime_support._windows for the geometry conventions)."""
+"""Convolution kernels (see runtime_support._windows for the geometry conventions).
+
+- `conv`: im2col and one matrix product (BLAS), or an einsum per group.
+- `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
+  accumulation; with three spatial axes, direct loops in a fixed order (input element, output
+  channel, kernel tap) with no matrix product, so its bits are the same on every machine.
+- `col2im`: additions in a fixed order (exact).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from runtime_support._windows import pad_spatial, window_view
+from runtime_support._windows import (
+    SAME,
+    add_windows,
+    explicit_pads,
+    pad_spatial,
+    tap_slices,
+    taps,
+    window_view,
+)
 
-__all__ = ["conv"]
+__all__ = ["col2im", "conv", "conv_transpose"]
 
 
-def conv(X, W, B=None, *, pads, strides, dilations, group=1):
-    """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out)."""
+def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTSET"):
+    """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
+    `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it."""
     batch, channels = X.shape[:2]
     maps = W.shape[0]
     kernel_shape = W.shape[2:]
     rank = len(kernel_shape)
+    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     windows = window_view(pad_spatial(X, pads, 0), kernel_shape, strides, dilations)
     out_shape = windows.shape[2 : 2 + rank]
     out_size = int(np.prod(out_shape))
@@ -26,7 +43,7 @@ def conv(X, W, B=None, *, pads, strides, dilations, group=1):
     filters = W.reshape(group, maps_per_group, in_per_group, kernel_size)
     if group == 1:
         # im2col: (N*O, C*K) @ (C*K, M)
-        matrix = cols[:, 0].transpose(0, 2, 1, 3).reshape(batch * out_size, -1)
+        matrix = cols[:, 0].transpose(0, 2, 1, 3).reshape(batch * out_size, channels * kernel_size)
         Y = matrix @ filters[0].reshape(maps, -1).T
         Y = Y.reshape(batch, out_size, maps).transpose(0, 2, 1)
     else:
@@ -35,3 +52,138 @@ def conv(X, W, B=None, *, pads, strides, dilations, group=1):
     if B is not None:
         Y = Y + B.reshape((maps,) + (1,) * rank)
     return np.ascontiguousarray(Y, dtype=X.dtype)
+
+
+def _accumulator(dtype) -> np.dtype:
+    """The type sums run in: float32 for the narrower floats (float16, bfloat16), else `dtype`."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
+def _transpose_geometry(in_spatial, kernel_shape, *, strides, dilations, pads, output_padding,
+                       output_shape, auto_pad):
+    """(begins, out): where ConvTranspose's output starts inside the full result (the padding
+    removed at the beginning of each axis) and the output's spatial shape.
+
+    The full result has (in - 1) * stride + (kernel - 1) * dilation + 1 + output_padding positions.
+    With `output_shape`, or auto_pad SAME_* (output in * stride), the difference between the full
+    size and the output is the total padding: SAME_UPPER removes total // 2 at the beginning, the
+    other modes the larger half; an output larger than the full result gets zeros at the end
+    (as onnxruntime does; the ONNX backend data agree). Otherwise `pads` (zeros with VALID) are
+    removed."""
+    rank = len(kernel_shape)
+    full = [
+        (n - 1) * s + (k - 1) * d + 1 + p
+        for n, k, s, d, p in zip(in_spatial, kernel_shape, strides, dilations, output_padding)
+    ]
+    if output_shape is not None or auto_pad in SAME:
+        if output_shape is not None:
+            out = [int(v) for v in output_shape][-rank:]  # the spatial dims (N, C may lead)
+        else:
+            out = [n * s for n, s in zip(in_spatial, strides)]
+        begins = []
+        for f, o in zip(full, out):
+            total = f - o
+            if total <= 0:
+                begins.append(0)
+            else:
+                begins.append(total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
+        return begins, out
+    if auto_pad == "VALID" or pads is None:
+        pads = [0] * (2 * rank)
+    out = [f - pads[i] - pads[i + rank] for i, f in enumerate(full)]
+    if min(out, default=1) < 0:
+        raise ValueError(f"ConvTranspose: pads {list(pads)} leave a negative output shape {out}")
+    return list(pads[:rank]), out
+
+
+def conv_transpose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
+                   output_padding=None, output_shape=None, pads=None, strides=None):
+    """ConvTranspose of X (N, C, *in) with W (C, M/group, *k); Y (N, M, *out). Geometry as ONNX
+    (see `_transpose_geometry`). Float16 and bfloat16 accumulate in float32."""
+    rank = X.ndim - 2
+    kernel_shape = W.shape[2:]
+    strides = tuple(strides or (1,) * rank)
+    dilations = tuple(dilations or (1,) * rank)
+    begins, out = _transpose_geometry(
+        X.shape[2:],
+        kernel_shape,
+        strides=strides,
+        dilations=dilations,
+        pads=pads,
+        output_padding=tuple(output_padding or (0,) * rank),
+        output_shape=output_shape,
+        auto_pad=auto_pad,
+    )
+    batch, channels = X.shape[:2]
+    maps = W.shape[1] * group
+    acc = _accumulator(X.dtype)
+    Y = np.zeros((batch, maps, *out), dtype=acc)
+    if rank == 3:
+        _conv_transpose_direct(Y, X, W, group, strides, dilations, begins)
+    else:
+        # (G, M/G * K, C/G) @ (N, G, C/G, L): every input element times every filter tap.
+        in_per_group = channels // group
+        filters = W.astype(acc).reshape(group, in_per_group, -1).transpose(0, 2, 1)
+        products = filters @ X.astype(acc).reshape(batch, group, in_per_group, -1)
+        columns = products.reshape((batch, maps) + kernel_shape + X.shape[2:])
+        add_windows(Y, columns, strides, dilations, begins)
+    if B is not None:
+        Y += B.astype(acc).reshape((maps,) + (1,) * rank)
+    return Y.astype(X.dtype, copy=False)
+
+
+def _conv_transpose_direct(Y, X, W, group, strides, dilations, begins):
+    """Y += every input element times every filter tap, as direct loops in a fixed order: input
+    element, then output channel, then kernel tap, each product (one IEEE multiplication) added
+    (one IEEE addition) to the output element it lands on.
+
+    Vectorized over the batch, the output channels of the group and the input positions: for
+    each input channel, the taps run in reverse C order, so that each output element receives its
+    terms in increasing C order of the input elements (c, i1, i2, i3), the order the loops give."""
+    channels = X.shape[1]
+    in_per_group = channels // group
+    maps_per_group = W.shape[1]
+    spatial = X.shape[2:]
+    acc = Y.dtype
+    every = (slice(None), slice(None))
+    reversed_taps = taps(W.shape[2:])[::-1]
+    for c in range(channels):
+        g = c // in_per_group
+        maps = slice(g * maps_per_group, (g + 1) * maps_per_group)
+        x = X[:, c : c + 1].astype(acc)  # (N, 1, *in)
+        for tap in reversed_taps:
+            where = tap_slices(tap, spatial, Y.shape[2:], strides, dilations, begins)
+            if where is None:
+                continue
+            inputs, outputs = where
+            w = W[(c, slice(None)) + tap].astype(acc).reshape((maps_per_group, 1, 1, 1))
+            Y[(slice(None), maps) + outputs] += x[every + inputs] * w
+
+
+def col2im(data, image_shape, block_shape, *, dilations=None, pads=None, strides=None):
+    """Col2Im: data (N, C * prod(block_shape), L), one column per block position, summed into an
+    image (N, C, *image_shape). L must be the number of block positions the image, its pads, the
+    strides and dilations allow."""
+    image_shape = tuple(int(v) for v in np.asarray(image_shape).reshape(-1))
+    block_shape = tuple(int(v) for v in np.asarray(block_shape).reshape(-1))
+    rank = len(image_shape)
+    strides = tuple(strides or (1,) * rank)
+    dilations = tuple(dilations or (1,) * rank)
+    pads = tuple(pads or (0,) * (2 * rank))
+    batch, rows, length = data.shape
+    kernel_size = int(np.prod(block_shape))
+    blocks = tuple(
+        (image_shape[i] + pads[i] + pads[i + rank] - (block_shape[i] - 1) * dilations[i] - 1)
+        // strides[i]
+        + 1
+        for i in range(rank)
+    )
+    if rows % kernel_size or length != int(np.prod(blocks)) or min(blocks) < 1:
+        raise ValueError(
+            f"Col2Im: input of shape {data.shape} does not hold blocks {block_shape} at the "
+            f"{blocks} positions that image {image_shape} allows"
+        )
+    columns = data.reshape((batch, rows // kernel_size) + block_shape + blocks)
+    image = np.zeros((batch, rows // kernel_size) + image_shape, dtype=data.dtype)
+    return add_windows(image, columns, strides, dilations, pads[:rank])

@@ -1,15 +1,29 @@
-"""Pooling kernels (see runtime_support._windows for the geometry conventions)."""
+"""Pooling kernels (see runtime_support._windows for the geometry conventions).
+
+Max pooling, MaxUnpool and MaxRoiPool select and move values (exact); average and Lp pooling sum
+in numpy's order (not exact).
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from runtime_support._windows import output_extent, pad_spatial, window_view
+from runtime_support._windows import explicit_pads, output_extent, pad_spatial, window_view
 
-__all__ = ["average_pool", "max_pool"]
+__all__ = [
+    "average_pool",
+    "global_lp_pool",
+    "lp_pool",
+    "max_pool",
+    "max_roi_pool",
+    "max_unpool",
+]
 
 
 def _pool_geometry(x, kernel_shape, pads, strides, dilations, ceil_mode):
+    """The room ceil_mode adds at the end of each spatial axis (0 without ceil_mode)."""
     rank = len(kernel_shape)
     extents = [
         output_extent(
@@ -30,11 +44,14 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def max_pool(
-    X, *, kernel_shape, pads, strides, dilations, ceil_mode=0, storage_order=0, with_indices=False
-):
-    """MaxPool; with `with_indices`, also the flat index of each maximum in X (int64)."""
+def max_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, storage_order=0,
+             with_indices=False, auto_pad="NOTSET"):
+    """MaxPool; with `with_indices`, also the flat index in X (int64) of each window's maximum:
+    its first occurrence inside X in window order (padding never counts), the spatial part of
+    the index in row-major order, or column-major with `storage_order` 1. A window holding NaN
+    gives NaN, and the index of its first NaN."""
     rank = len(kernel_shape)
+    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     windows = window_view(
         pad_spatial(X, pads, _lowest(X.dtype), extra), kernel_shape, strides, dilations
@@ -43,32 +60,33 @@ def max_pool(
     Y = windows.max(axis=axes)
     if not with_indices:
         return Y
-    flat = windows.reshape(windows.shape[: 2 + rank] + (-1,))
-    arg = np.unravel_index(flat.argmax(axis=-1), tuple(kernel_shape))
-    batch, channels = X.shape[:2]
     spatial = X.shape[2:]
-    out = Y.shape[2:]
-    grids = np.meshgrid(*[np.arange(n) for n in out], indexing="ij")
-    coords = [grids[i] * strides[i] + arg[i] * dilations[i] - pads[i] for i in range(rank)]
-    if storage_order:
-        # column-major over the spatial axes
-        spatial_index = np.zeros(Y.shape, dtype=np.int64)
-        for i in reversed(range(rank)):
-            spatial_index = spatial_index * spatial[i] + coords[i]
-    else:
-        spatial_index = np.zeros(Y.shape, dtype=np.int64)
-        for i in range(rank):
-            spatial_index = spatial_index * spatial[i] + coords[i]
-    plane = int(np.prod(spatial))
-    base = (np.arange(batch)[:, None] * channels + np.arange(channels)[None, :]) * plane
-    indices = spatial_index + base.reshape((batch, channels) + (1,) * rank)
-    return Y, indices.astype(np.int64)
+    plane = math.prod(spatial)
+    grid = np.arange(plane, dtype=np.int64)
+    grid = grid.reshape(spatial[::-1]).transpose() if storage_order else grid.reshape(spatial)
+    # Each window's positions in X; -1 in the padding.
+    positions = window_view(
+        pad_spatial(grid[None, None], pads, -1, extra), kernel_shape, strides, dilations
+    )
+    peak = Y.reshape(Y.shape + (1,) * rank)
+    hit = windows == peak
+    if X.dtype.kind == "f":
+        hit |= np.isnan(windows) & np.isnan(peak)
+    hit &= positions >= 0
+    first = hit.reshape(Y.shape + (-1,)).argmax(axis=-1)
+    flat_positions = positions.reshape(positions.shape[: 2 + rank] + (-1,))
+    spatial_index = np.take_along_axis(flat_positions, first[..., None], axis=-1)[..., 0]
+    batch, channels = X.shape[:2]
+    base = np.arange(batch * channels, dtype=np.int64).reshape((batch, channels) + (1,) * rank)
+    return Y, spatial_index + base * plane
 
 
-def average_pool(X, *, kernel_shape, pads, strides, dilations, ceil_mode=0, count_include_pad=0):
+def average_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0,
+                 count_include_pad=0, auto_pad="NOTSET"):
     """AveragePool. The divisor counts the window's taps inside X, or with `count_include_pad`
     inside X and its explicit pads (never the extra end room that ceil_mode adds)."""
     rank = len(kernel_shape)
+    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     axes = tuple(range(2 + rank, 2 + 2 * rank))
     windows = window_view(pad_spatial(X, pads, 0, extra), kernel_shape, strides, dilations)
@@ -82,3 +100,127 @@ def average_pool(X, *, kernel_shape, pads, strides, dilations, ceil_mode=0, coun
         mask = pad_spatial(inside, pads, 0, extra)
     counts = window_view(mask, kernel_shape, strides, dilations).sum(axis=axes, dtype=X.dtype)
     return (total / counts).astype(X.dtype, copy=False)
+
+
+def _lp_power(x, p):
+    """|x| ** p (x * x for p = 2)."""
+    if p == 1:
+        return np.abs(x)
+    if p == 2:
+        return x * x
+    return np.power(np.abs(x), x.dtype.type(p))
+
+
+def _lp_root(total, p):
+    """total ** (1 / p) (sqrt for p = 2)."""
+    if p == 1:
+        return total
+    if p == 2:
+        return np.sqrt(total)
+    return np.power(total, total.dtype.type(1 / p))
+
+
+def lp_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2,
+            auto_pad="NOTSET"):
+    """LpPool: (sum of |x| ** p over each window) ** (1 / p); padding adds nothing."""
+    rank = len(kernel_shape)
+    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
+    extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
+    windows = window_view(
+        pad_spatial(_lp_power(X, p), pads, 0, extra), kernel_shape, strides, dilations
+    )
+    total = windows.sum(axis=tuple(range(2 + rank, 2 + 2 * rank)), dtype=X.dtype)
+    return _lp_root(total, p).astype(X.dtype, copy=False)
+
+
+def global_lp_pool(X, *, p=2):
+    """GlobalLpPool: (sum of |x| ** p over the spatial axes) ** (1 / p), spatial dims kept as 1."""
+    total = _lp_power(X, p).sum(axis=tuple(range(2, X.ndim)), dtype=X.dtype, keepdims=True)
+    return _lp_root(total, p).astype(X.dtype, copy=False)
+
+
+def max_unpool(X, I, output_shape=None, *, kernel_shape, pads=None, strides=None):
+    """MaxUnpool: zeros, with each value of X put at its index in I.
+
+    An index is a flat position in the shape the pooling implies, (N, C, *spatial) with spatial
+    (in - 1) * stride + kernel - pad begin - pad end. With `output_shape` it is re-based: the same
+    coordinates in `output_shape` (as the ONNX backend data; onnxruntime reads it as a flat
+    position in `output_shape`). An index outside either shape is an error. Where several values
+    share an index, the last one (in C order) stays."""
+    rank = len(kernel_shape)
+    strides = tuple(strides or (1,) * rank)
+    pads = tuple(pads or (0,) * (2 * rank))
+    implied = tuple(X.shape[:2]) + tuple(
+        (X.shape[2 + i] - 1) * strides[i] + kernel_shape[i] - pads[i] - pads[i + rank]
+        for i in range(rank)
+    )
+    indices = np.asarray(I, dtype=np.int64).reshape(-1)
+    values = X.reshape(-1)
+    if indices.size != values.size:
+        raise ValueError(f"MaxUnpool: {indices.size} indices for {values.size} values")
+    size = math.prod(implied)
+    outside = (indices < 0) | (indices >= size)
+    if outside.any():
+        raise ValueError(
+            f"MaxUnpool: index {int(indices[outside][0])} is outside the pooled shape {implied}"
+        )
+    shape = implied
+    if output_shape is not None:
+        shape = tuple(int(v) for v in np.asarray(output_shape).reshape(-1))
+        if len(shape) != X.ndim:
+            raise ValueError(f"MaxUnpool: output_shape {shape} is not of rank {X.ndim}")
+        coordinates = np.unravel_index(indices, implied)
+        beyond = np.zeros(indices.shape, dtype=bool)
+        for axis, dim in zip(coordinates, shape):
+            beyond |= axis >= dim
+        if beyond.any():
+            where = tuple(int(axis[beyond][0]) for axis in coordinates)
+            raise ValueError(f"MaxUnpool: position {where} is outside output_shape {shape}")
+        indices = np.ravel_multi_index(coordinates, shape)
+    # The last occurrence of each index wins: keep those only, so the assignment is ordered.
+    last = indices.size - 1 - np.unique(indices[::-1], return_index=True)[1]
+    Y = np.zeros(math.prod(shape), dtype=X.dtype)
+    Y[indices[last]] = values[last]
+    return Y.reshape(shape)
+
+
+def _round_half_away(value) -> int:
+    """C's round(): to the nearest integer, halves away from zero (the fraction is exact)."""
+    magnitude = abs(float(value))
+    whole = math.floor(magnitude)
+    whole += magnitude - whole >= 0.5
+    return int(whole if value >= 0 else -whole)
+
+
+def max_roi_pool(X, rois, *, pooled_shape, spatial_scale=1.0):
+    """MaxRoiPool over X (N, C, H, W) for rois (R, 5) rows [batch index, x1, y1, x2, y2]:
+    Y (R, C, *pooled_shape).
+
+    Corners are scaled by `spatial_scale` and rounded half away from zero (one multiplication in
+    the rois' type); the region spans the rounded corners inclusive, at least one position. Bin
+    (i, j) covers rows floor(i * h) to ceil((i + 1) * h) (h = region height / pooled height, one
+    division in the rois' type), columns likewise, offset by the region's start and clipped to X.
+    An empty bin gives 0, any other its maximum (what onnxruntime computes, except that it starts
+    every maximum from the smallest positive float, so it never returns a negative maximum)."""
+    pooled_h, pooled_w = (int(v) for v in pooled_shape)
+    height, width = X.shape[2:]
+    rois = np.asarray(rois)
+    real = rois.dtype.type
+    scale = real(spatial_scale)
+    Y = np.zeros((rois.shape[0], X.shape[1], pooled_h, pooled_w), dtype=X.dtype)
+    for r, roi in enumerate(rois):
+        batch = int(roi[0])
+        if not 0 <= batch < X.shape[0]:
+            raise ValueError(f"MaxRoiPool: roi {r} names batch {batch} of {X.shape[0]}")
+        x1, y1, x2, y2 = (_round_half_away(v * scale) for v in roi[1:5])
+        bin_h = real(max(y2 - y1 + 1, 1)) / real(pooled_h)
+        bin_w = real(max(x2 - x1 + 1, 1)) / real(pooled_w)
+        for i in range(pooled_h):
+            top = min(max(int(np.floor(real(i) * bin_h)) + y1, 0), height)
+            bottom = min(max(int(np.ceil(real(i + 1) * bin_h)) + y1, 0), height)
+            for j in range(pooled_w):
+                left = min(max(int(np.floor(real(j) * bin_w)) + x1, 0), width)
+                right = min(max(int(np.ceil(real(j + 1) * bin_w)) + x1, 0), width)
+                if bottom > top and right > left:
+                    Y[r, :, i, j] = X[batch, :, top:bottom, left:right].max(axis=(1, 2))
+    return Y

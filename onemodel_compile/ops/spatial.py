@@ -1,41 +1,71 @@
 """Spatial geometry shared by convolution and pooling: auto_pad, strides and dilations are settled
-at compile time, so runtime_support kernels receive explicit pads (all begins, then all ends, as in
-ONNX), strides and dilations."""
+at compile time when the input's spatial dims are known, so runtime_support kernels receive
+explicit pads (all begins, then all ends, as in ONNX), strides and dilations. When an auto_pad
+SAME_* input has spatial dims known only at run time, the kernel receives `auto_pad` instead of
+`pads` and settles it with the same rule (runtime_support._windows.same_pads)."""
 
 from __future__ import annotations
 
 from onemodel_compile.errors import CompileError
 from onemodel_compile.ops.code import py
 from onemodel_compile.ops.node import NodeView
+from runtime_support._windows import SAME, same_pads
+
+
+def kernel_shape_of(view: NodeView, weights: int = 1) -> list[int]:
+    """The `kernel_shape` attribute, else the spatial dims of the weights input."""
+    W = view.inputs[weights]
+    shape = view.attr("kernel_shape") or (W.shape[2:] if W.shape is not None else None)
+    if shape is None or not all(isinstance(k, int) for k in shape):
+        raise CompileError(f"{view.node.label}: the kernel shape must be static")
+    return list(shape)
+
+
+def _strides_dilations(view: NodeView, rank: int) -> tuple[list[int], list[int]]:
+    return list(view.attr("strides") or [1] * rank), list(view.attr("dilations") or [1] * rank)
+
+
+def _static_spatial(view: NodeView):
+    shape = view.inputs[0].shape
+    spatial = shape[2:] if shape is not None else None
+    if spatial is None or not all(isinstance(d, int) for d in spatial):
+        return None
+    return spatial
+
+
+def _auto_pad(view: NodeView) -> str:
+    auto_pad = view.attr("auto_pad", "NOTSET") or "NOTSET"
+    if auto_pad not in ("NOTSET", "VALID") + SAME:
+        raise CompileError(f"{view.node.label}: unknown auto_pad {auto_pad!r}")
+    return auto_pad
 
 
 def spatial_geometry(view: NodeView, kernel_shape) -> tuple[list[int], list[int], list[int]]:
     """(pads, strides, dilations) with auto_pad resolved against the input's spatial shape."""
-    X = view.inputs[0]
     rank = len(kernel_shape)
-    strides = list(view.attr("strides") or [1] * rank)
-    dilations = list(view.attr("dilations") or [1] * rank)
-    auto_pad = view.attr("auto_pad", "NOTSET")
-    if auto_pad in ("NOTSET", ""):
+    strides, dilations = _strides_dilations(view, rank)
+    auto_pad = _auto_pad(view)
+    if auto_pad == "NOTSET":
         pads = list(view.attr("pads") or [0] * (2 * rank))
     elif auto_pad == "VALID":
         pads = [0] * (2 * rank)
-    elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        spatial = X.shape[2:] if X.shape is not None else None
-        if spatial is None or not all(isinstance(d, int) for d in spatial):
-            raise CompileError(f"{view.node.label}: auto_pad {auto_pad} needs static spatial dims")
-        begins, ends = [], []
-        for size, k, s, d in zip(spatial, kernel_shape, strides, dilations):
-            out = -(-size // s)
-            total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
-            small, large = total // 2, total - total // 2
-            begins.append(small if auto_pad == "SAME_UPPER" else large)
-            ends.append(large if auto_pad == "SAME_UPPER" else small)
-        pads = begins + ends
     else:
-        raise CompileError(f"{view.node.label}: unknown auto_pad {auto_pad!r}")
+        spatial = _static_spatial(view)
+        if spatial is None:
+            raise CompileError(f"{view.node.label}: auto_pad {auto_pad} needs static spatial dims")
+        pads = same_pads(spatial, kernel_shape, strides, dilations, auto_pad)
     return pads, strides, dilations
 
 
 def geometry_keywords(pads, strides, dilations) -> str:
     return f"pads={py(pads)}, strides={py(strides)}, dilations={py(dilations)}"
+
+
+def window_keywords(view: NodeView, kernel_shape) -> str:
+    """`pads=..., strides=..., dilations=...` for a window kernel; `auto_pad=...` in place of
+    `pads` when auto_pad is SAME_* and the spatial dims are known only at run time."""
+    auto_pad = _auto_pad(view)
+    if auto_pad in SAME and _static_spatial(view) is None:
+        strides, dilations = _strides_dilations(view, len(kernel_shape))
+        return f"auto_pad={py(auto_pad)}, strides={py(strides)}, dilations={py(dilations)}"
+    return geometry_keywords(*spatial_geometry(view, kernel_shape))

@@ -28,7 +28,10 @@ from onemodel_compile.resolve import ResolvedGraph, is_uniform
 from onemodel_compile.version import __version__
 from runtime_support._weights import encode_weights
 
-INLINE_LIMIT = 16  # constants with at most this many elements are written as literals
+# Constants are written inline when small: at most this many elements and this many characters
+# (scalars, shape vectors, short lists); anything longer goes to the weights file.
+INLINE_LIMIT = 16
+INLINE_WIDTH = 72
 BLACK_MODE = black.Mode(line_length=100)
 def _imports(has_weights: bool) -> list[str]:
     standard = ["import typing"] + (["from pathlib import Path"] if has_weights else [])
@@ -184,7 +187,9 @@ def constant_expr(name: str, value: np.ndarray, names: Namespace, weights: dict)
     weight, or for a uniform one (every element the same, as ConstantOfShape makes) a read-only
     broadcast view built at import, which costs neither file space nor memory."""
     if value.size <= INLINE_LIMIT:
-        return literal(value)
+        text = literal(value)
+        if len(text) <= INLINE_WIDTH or is_uniform(value):
+            return text
     key = names.name(name)
     weights[key] = value
     return key

@@ -60,26 +60,38 @@ def py(value) -> str:
     return number(value)
 
 
-def _nested(values) -> str:
+def element(value, dtype) -> str:
+    """A literal for one element of `dtype`, as short as round-tripping allows: the shortest
+    decimal that turns back into the same bits when parsed as a float and cast to `dtype`
+    (0.1 for float32's 0.100000001490116...), float64's repr otherwise."""
+    dtype = np.dtype(dtype)
+    is_float = dtype.kind == "f" or dtype.name == "bfloat16"
+    if not is_float or dtype.itemsize == 8:
+        return number(np.asarray(value).item())
+    typed = np.asarray(value, dtype=dtype).reshape(())
+    if not np.isfinite(typed.astype(np.float32)):
+        return number(float(typed.astype(np.float32)))
+    text = str(typed[()])
+    if np.asarray(float(text), dtype=dtype).tobytes() == typed.tobytes():
+        return text
+    return number(float(typed.astype(np.float64)))
+
+
+def _nested(values, dtype) -> str:
     if isinstance(values, list):
-        return "[" + ", ".join(_nested(v) for v in values) + "]"
-    return number(values)
+        return "[" + ", ".join(_nested(v, dtype) for v in values) + "]"
+    return element(values, dtype)
 
 
 def scalar(value, dtype) -> str:
     """A numpy scalar of `dtype`: `np.float32(0.5)`."""
-    return f"{dtype_expr(dtype)}({number(np.asarray(value).item())})"
+    return f"{dtype_expr(dtype)}({element(value, dtype)})"
 
 
 def literal(array: np.ndarray) -> str:
     """An ndarray constructor that rebuilds `array` exactly: `np.array([1, 2], dtype=np.int64)`."""
     array = np.asarray(array)
-    if array.dtype.name == "bfloat16":
-        values = _nested(array.astype(np.float32).tolist())
-    elif array.dtype.kind == "f":
-        values = _nested(array.astype(np.float64).tolist())
-    else:
-        values = _nested(array.tolist())
+    values = _nested(array.tolist(), array.dtype)
     if array.size == 0:
         return f"np.zeros({py(array.shape)}, dtype={dtype_expr(array.dtype)})"
     return f"np.array({values}, dtype={dtype_expr(array.dtype)})"

@@ -15,10 +15,12 @@ from runtime_support._session import InferenceSession, NodeArg
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order, owned
 from runtime_support._weights import WeightsError, filled, load_weights
 from runtime_support.activation import *  # noqa: F403
+from runtime_support.attention import *  # noqa: F403
 from runtime_support.control import *  # noqa: F403
 from runtime_support.conv import *  # noqa: F403
 from runtime_support.indexing import *  # noqa: F403
 from runtime_support.linalg import *  # noqa: F403
+from runtime_support.loss import *  # noqa: F403
 from runtime_support.math import *  # noqa: F403
 from runtime_support.normalization import *  # noqa: F403
 from runtime_support.pool import *  # noqa: F403

@@ -2,11 +2,13 @@
 
 from onemodel_compile.ops import (  # noqa: F401  (imported to register their emitters)
     activation,
+    attention,
     control,
     conv,
     elementwise,
     indexing,
     linalg,
+    loss,
     normalization,
     pool,
     quantization,

@@ -1,12 +1,14 @@
 """Matrix products, Einsum, Det, MatMulInteger. BLAS sums in an order that depends on the build
 and the CPU: float products are not exact; integer ones are (integer arithmetic, or float64 sums of
-integers that stay below 2**53)."""
+integers that stay below 2**53). The exact variant's float MatMul and Gemm run through
+runtime_support.exact (an error-free splitting into integer-valued float64 slices whose BLAS
+products are exact; see docs/exact-kernels.md)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from onemodel_compile.ops.code import dtype_expr, py, scalar
+from onemodel_compile.ops.code import dtype_expr, element, py, scalar
 from onemodel_compile.ops.common import is_float
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
@@ -14,7 +16,11 @@ from onemodel_compile.ops.registry import emitter
 
 @emitter("MatMul", since=1, exact=False)
 def matmul(view: NodeView) -> str:
-    return f"np.matmul({view.inputs[0]}, {view.inputs[1]})"
+    A, B = view.inputs[:2]
+    product = f"np.matmul({A}, {B})"
+    if A.dtype is not None and A.dtype.name == "bfloat16":  # numpy multiplies bfloat16 in float32
+        return f"{product}.astype({dtype_expr(A.dtype)})"
+    return product
 
 
 @emitter("Gemm", since=7, exact=False)
@@ -30,6 +36,31 @@ def gemm(view: NodeView) -> str:
         return product
     addend = str(C) if beta == 1.0 else f"{scalar(beta, A.dtype)} * {C}"
     return f"{product} + {addend}"
+
+
+@emitter("MatMul", since=1, variant="exact", exact=True)
+def matmul_exact(view: NodeView) -> str:
+    """Floats through rt.exact_matmul; integers are integer arithmetic already."""
+    A, B = view.inputs[0], view.inputs[1]
+    if is_float(A.dtype):
+        return f"rt.exact_matmul({A}, {B})"
+    return matmul(view)
+
+
+@emitter("Gemm", since=7, variant="exact", exact=True)
+def gemm_exact(view: NodeView) -> str:
+    """Floats through rt.exact_gemm (one rounding of alpha * A'B' + beta * C); integers as in the
+    fast variant."""
+    A, B, C = view.inputs[0], view.inputs[1], view.input(2)
+    if not is_float(A.dtype):
+        return gemm(view)
+    operands = [str(A), str(B)] + ([str(C)] if C is not None else [])
+    keywords = [
+        f"{name}={element(view.attr(name), np.float32)}"
+        for name in ("alpha", "beta")
+        if view.attr(name) != 1.0
+    ] + [f"{name}=1" for name in ("transA", "transB") if view.attr(name)]
+    return f"rt.exact_gemm({', '.join(operands + keywords)})"
 
 
 def _half(dtype) -> bool:

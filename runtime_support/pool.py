@@ -200,8 +200,7 @@ def max_roi_pool(X, rois, *, pooled_shape, spatial_scale=1.0):
     the rois' type); the region spans the rounded corners inclusive, at least one position. Bin
     (i, j) covers rows floor(i * h) to ceil((i + 1) * h) (h = region height / pooled height, one
     division in the rois' type), columns likewise, offset by the region's start and clipped to X.
-    An empty bin gives 0, any other its maximum (what onnxruntime computes, except that it starts
-    every maximum from the smallest positive float, so it never returns a negative maximum)."""
+    An empty bin gives 0, any other its maximum (as onnxruntime)."""
     pooled_h, pooled_w = (int(v) for v in pooled_shape)
     height, width = X.shape[2:]
     rois = np.asarray(rois)

@@ -27,7 +27,7 @@ def conv(view: NodeView) -> str:
 def _conv_transpose_exactness(view: NodeView) -> str | None:
     if view.inputs[1].rank == 5:
         return None
-    return "sums through a matrix product unless it has three spatial axes"
+    return "with fewer than three spatial axes sums through a matrix product"
 
 
 def _ints(values) -> str:

@@ -25,6 +25,7 @@ from runtime_support.math import *  # noqa: F403
 from runtime_support.normalization import *  # noqa: F403
 from runtime_support.pool import *  # noqa: F403
 from runtime_support.quantization import *  # noqa: F403
+from runtime_support.recurrent import *  # noqa: F403
 from runtime_support.reduction import *  # noqa: F403
 from runtime_support.resize import *  # noqa: F403
 from runtime_support.sampling import *  # noqa: F403

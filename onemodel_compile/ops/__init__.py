@@ -12,6 +12,7 @@ from onemodel_compile.ops import (  # noqa: F401  (imported to register their em
     normalization,
     pool,
     quantization,
+    recurrent,
     reduction,
     sequence,
     signal,

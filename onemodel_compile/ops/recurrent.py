@@ -1,0 +1,84 @@
+"""Recurrent layers: RNN, GRU and LSTM (opsets 7 to 22; `layout` from 14), as kernels of
+runtime_support/recurrent.py, which documents their semantics.
+
+The emitter checks at compile time what the model fixes: the direction, the activation functions
+(names normalized to their canonical spelling) and their count, hidden_size against R's shape.
+Not exact: matrix products and tanh / sigmoid.
+"""
+
+from __future__ import annotations
+
+from onemodel_compile.errors import CompileError
+from onemodel_compile.ops.code import py
+from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.registry import emitter
+from runtime_support.recurrent import ACTIVATIONS
+
+_CANONICAL = {name.lower(): name for name in ACTIVATIONS}
+
+# op type: (kernel, its default activation functions of one direction, outputs, its own flag)
+_LAYERS = {
+    "RNN": ("rnn", ("Tanh",), 2, None),
+    "GRU": ("gru", ("Sigmoid", "Tanh"), 2, "linear_before_reset"),
+    "LSTM": ("lstm", ("Sigmoid", "Tanh", "Tanh"), 3, "input_forget"),
+}
+_DIRECTIONS = ("forward", "reverse", "bidirectional")
+
+
+def _activations(view: NodeView, per_direction: int, directions: int) -> tuple[str, ...]:
+    """The activation functions the node uses, canonically spelled: one set for all directions or
+    one per direction. A full bidirectional set on a one-direction node (RNN's schema default
+    is Tanh, Tanh) uses its first set."""
+    names = []
+    for name in view.attr("activations"):
+        canonical = _CANONICAL.get(name.lower())
+        if canonical is None:
+            raise CompileError(
+                f"{view.node.label}: unknown activation function {name!r} (expected one of "
+                f"{', '.join(_CANONICAL.values())})"
+            )
+        names.append(canonical)
+    if len(names) not in (per_direction, per_direction * directions, per_direction * 2):
+        raise CompileError(
+            f"{view.node.label}: {len(names)} activation functions given, {view.op_type} takes "
+            f"{per_direction} per direction"
+        )
+    return tuple(names[: per_direction * directions])
+
+
+def _check_hidden_size(view: NodeView) -> None:
+    hidden_size, R = view.attr("hidden_size"), view.inputs[2]
+    known = R.shape[-1] if R.shape is not None else None
+    if hidden_size is not None and isinstance(known, int) and known != hidden_size:
+        raise CompileError(
+            f"{view.node.label}: hidden_size {hidden_size} does not match R's last dim {known}"
+        )
+
+
+@emitter("RNN", "GRU", "LSTM", since=7, exact=False)
+def recurrent(view: NodeView) -> str:
+    kernel, defaults, total, flag = _LAYERS[view.op_type]
+    direction = view.attr("direction")
+    if direction not in _DIRECTIONS:
+        raise CompileError(
+            f"{view.node.label}: direction {direction!r} is not one of {', '.join(_DIRECTIONS)}"
+        )
+    _check_hidden_size(view)
+    keywords = [f"direction={py(direction)}"]
+    if view.attr("activations") is not None:
+        directions = 2 if direction == "bidirectional" else 1
+        activations = _activations(view, len(defaults), directions)
+        if activations not in (defaults, defaults * directions):
+            keywords.append(f"activations={py(activations)}")
+    for name in ("activation_alpha", "activation_beta", "clip"):
+        if view.attr(name) is not None:
+            keywords.append(f"{name}={py(view.attr(name))}")
+    for name in ("layout", flag):
+        if name is not None and view.attr(name, 0):
+            keywords.append(f"{name}={py(view.attr(name))}")
+    operands = [str(o) if o is not None else "None" for o in view.inputs]
+    while operands[-1] == "None":
+        operands.pop()
+    call = f"rt.{kernel}({', '.join(operands + keywords)})"
+    count = len(view.outputs)
+    return f"{call}[0]" if count == 1 else call if count == total else f"{call}[:{count}]"

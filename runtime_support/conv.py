@@ -60,8 +60,9 @@ def _accumulator(dtype) -> np.dtype:
     return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
 
-def _transpose_geometry(in_spatial, kernel_shape, *, strides, dilations, pads, output_padding,
-                       output_shape, auto_pad):
+def _transpose_geometry(
+    in_spatial, kernel_shape, *, strides, dilations, pads, output_padding, output_shape, auto_pad
+):
     """(begins, out): where ConvTranspose's output starts inside the full result (the padding
     removed at the beginning of each axis) and the output's spatial shape.
 
@@ -97,8 +98,19 @@ def _transpose_geometry(in_spatial, kernel_shape, *, strides, dilations, pads, o
     return list(pads[:rank]), out
 
 
-def conv_transpose(X, W, B=None, *, auto_pad="NOTSET", dilations=None, group=1,
-                   output_padding=None, output_shape=None, pads=None, strides=None):
+def conv_transpose(
+    X,
+    W,
+    B=None,
+    *,
+    auto_pad="NOTSET",
+    dilations=None,
+    group=1,
+    output_padding=None,
+    output_shape=None,
+    pads=None,
+    strides=None,
+):
     """ConvTranspose of X (N, C, *in) with W (C, M/group, *k); Y (N, M, *out). Geometry as ONNX
     (see `_transpose_geometry`). Float16 and bfloat16 accumulate in float32."""
     rank = X.ndim - 2

@@ -44,8 +44,18 @@ def _lowest(dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def max_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, storage_order=0,
-             with_indices=False, auto_pad="NOTSET"):
+def max_pool(
+    X,
+    *,
+    kernel_shape,
+    pads=None,
+    strides,
+    dilations,
+    ceil_mode=0,
+    storage_order=0,
+    with_indices=False,
+    auto_pad="NOTSET",
+):
     """MaxPool; with `with_indices`, also the flat index in X (int64) of each window's maximum:
     its first occurrence inside X in window order (padding never counts), the spatial part of
     the index in row-major order, or column-major with `storage_order` 1. A window holding NaN
@@ -81,8 +91,17 @@ def max_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, sto
     return Y, spatial_index + base * plane
 
 
-def average_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0,
-                 count_include_pad=0, auto_pad="NOTSET"):
+def average_pool(
+    X,
+    *,
+    kernel_shape,
+    pads=None,
+    strides,
+    dilations,
+    ceil_mode=0,
+    count_include_pad=0,
+    auto_pad="NOTSET",
+):
     """AveragePool. The divisor counts the window's taps inside X, or with `count_include_pad`
     inside X and its explicit pads (never the extra end room that ceil_mode adds)."""
     rank = len(kernel_shape)
@@ -120,8 +139,7 @@ def _lp_root(total, p):
     return np.power(total, total.dtype.type(1 / p))
 
 
-def lp_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2,
-            auto_pad="NOTSET"):
+def lp_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"):
     """LpPool: (sum of |x| ** p over each window) ** (1 / p); padding adds nothing."""
     rank = len(kernel_shape)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)

@@ -10,7 +10,8 @@ gives; the backend data have no case); `noop_with_empty_axes` keeps the elementw
 Exactness: max, min, ArgMax/ArgMin and TopK compare and move data; integer sums and products are
 integer arithmetic (and the integer ReduceL2 a correctly rounded sqrt of an exact integer).
 numpy's float reductions sum pairwise in an order that depends on memory layout and SIMD width,
-so they are not exact.
+so they are not exact: the exact variant computes float sums, means, products and CumSum with
+runtime_support.exact's kernels (float64 in a fixed pairwise order, one rounding at the end).
 """
 
 from __future__ import annotations
@@ -37,22 +38,45 @@ class Reduction:
     before: str | None = None  # elementwise step on the data
     after: str | None = None  # elementwise step on the reduced values
     exact_kinds: str = ""  # dtype kinds (numpy's) the computation is exact for
+    exact_kernel: str | None = None  # the exact variant's kernel for floats (every axes form)
 
 
 _INTEGERS = "iu"
 REDUCTIONS = {
-    "ReduceSum": Reduction("np.sum", "rt.reduce_sum", 13, exact_kinds=_INTEGERS),
-    "ReduceSumSquare": Reduction(
-        "np.sum", "rt.reduce_sum_square", 18, before="np.square", exact_kinds=_INTEGERS
+    "ReduceSum": Reduction(
+        "np.sum", "rt.reduce_sum", 13, exact_kinds=_INTEGERS, exact_kernel="rt.exact_reduce_sum"
     ),
-    "ReduceL1": Reduction("np.sum", "rt.reduce_l1", 18, before="np.abs", exact_kinds=_INTEGERS),
+    "ReduceSumSquare": Reduction(
+        "np.sum",
+        "rt.reduce_sum_square",
+        18,
+        before="np.square",
+        exact_kinds=_INTEGERS,
+        exact_kernel="rt.exact_reduce_sum_square",
+    ),
+    "ReduceL1": Reduction(
+        "np.sum",
+        "rt.reduce_l1",
+        18,
+        before="np.abs",
+        exact_kinds=_INTEGERS,
+        exact_kernel="rt.exact_reduce_l1",
+    ),
     "ReduceL2": Reduction(
-        "np.sum", "rt.reduce_l2", 18, before="np.square", after="np.sqrt", exact_kinds=_INTEGERS
+        "np.sum",
+        "rt.reduce_l2",
+        18,
+        before="np.square",
+        after="np.sqrt",
+        exact_kinds=_INTEGERS,
+        exact_kernel="rt.exact_reduce_l2",
     ),
     "ReduceLogSum": Reduction("np.sum", "rt.reduce_log_sum", 18, after="np.log"),
     "ReduceLogSumExp": Reduction(None, "rt.reduce_log_sum_exp", 18),
-    "ReduceMean": Reduction("np.mean", "rt.reduce_mean", 18),
-    "ReduceProd": Reduction("np.prod", "rt.reduce_prod", 18, exact_kinds=_INTEGERS),
+    "ReduceMean": Reduction("np.mean", "rt.reduce_mean", 18, exact_kernel="rt.exact_reduce_mean"),
+    "ReduceProd": Reduction(
+        "np.prod", "rt.reduce_prod", 18, exact_kinds=_INTEGERS, exact_kernel="rt.exact_reduce_prod"
+    ),
     "ReduceMax": Reduction("np.max", "rt.reduce_max", 18, exact_kinds="biufV"),
     "ReduceMin": Reduction("np.min", "rt.reduce_min", 18, exact_kinds="biufV"),
 }
@@ -93,15 +117,15 @@ def _exactness(spec: Reduction):
     return refusal
 
 
-def _kernel_call(spec: Reduction, view: NodeView, axes) -> str:
+def _kernel_call(kernel: str, view: NodeView, axes) -> str:
     X = view.inputs[0]
     keepdims = view.attr("keepdims", 1)
     if isinstance(axes, RunTime):
         noop = view.attr("noop_with_empty_axes", 0)
-        return f"{spec.kernel}({X}, {axes}, keepdims={keepdims}, noop_with_empty_axes={noop})"
+        return f"{kernel}({X}, {axes}, keepdims={keepdims}, noop_with_empty_axes={noop})"
     if axes is None:
-        return f"{spec.kernel}({X}, keepdims={keepdims})"
-    return f"{spec.kernel}({X}, {py(axes)}, keepdims={keepdims})"
+        return f"{kernel}({X}, keepdims={keepdims})"
+    return f"{kernel}({X}, {py(axes)}, keepdims={keepdims})"
 
 
 def _rule(spec: Reduction):
@@ -115,7 +139,7 @@ def _rule(spec: Reduction):
             or spec.reduce is None
             or (spec.reduce == "np.mean" and _may_be_empty(X.shape, axes))
         ):
-            return _kernel_call(spec, view, axes)
+            return _kernel_call(spec.kernel, view, axes)
         integer = not is_float(X.dtype)
         widen = _is_half(X.dtype) and spec.reduce not in ("np.max", "np.min")
         data = f"{X}.astype(np.float32)" if widen else str(X)
@@ -141,8 +165,36 @@ def _rule(spec: Reduction):
     return emit
 
 
+def _exact_rule(spec: Reduction):
+    """The exact variant: floats through the exact kernel, other types as in the fast variant."""
+    fast = _rule(spec)
+
+    def emit(view: NodeView) -> str:
+        X = view.inputs[0]
+        if not is_float(X.dtype):
+            return fast(view)
+        axes = reduce_axes(view, spec.axes_input_since)
+        if axes == () and spec.before is None and spec.after is None:
+            return f"{X}.copy()"
+        return _kernel_call(spec.exact_kernel, view, axes)
+
+    return emit
+
+
+def _float_exactness(spec: Reduction):
+    """Floats are exact through the exact kernel; other types as the fast rule says."""
+    integers = _exactness(spec)
+
+    def refusal(view: NodeView) -> str | None:
+        return None if is_float(view.inputs[0].dtype) else integers(view)
+
+    return refusal
+
+
 for _op, _spec in REDUCTIONS.items():
     emitter(_op, since=1, exact=_exactness(_spec))(_rule(_spec))
+    if _spec.exact_kernel is not None:
+        emitter(_op, since=1, variant="exact", exact=_float_exactness(_spec))(_exact_rule(_spec))
 
 
 # --- ArgMax, ArgMin ------------------------------------------------------------------------------
@@ -184,6 +236,19 @@ def cumulative(view: NodeView) -> str:
             dtype = "" if is_float(X.dtype) else f", dtype={dtype_expr(X.dtype)}"
             return f"np.{function}({X}, axis={axis}{dtype})"
     return f"rt.{function}({X}, {axis}, exclusive={exclusive}, reverse={reverse})"
+
+
+@emitter("CumSum", since=11, variant="exact", exact=True)
+def cumsum_exact(view: NodeView) -> str:
+    """Floats through rt.exact_cumsum (float64 doubling-step sums, one rounding); integers as in
+    the fast variant."""
+    X, axis = view.inputs[0], view.inputs[1]
+    if not is_float(X.dtype):
+        return cumulative(view)
+    if axis.const is not None:
+        axis = normalize_axis(int(np.asarray(axis.const).reshape(-1)[0]), need_rank(view), view)
+    keywords = [f"{name}=1" for name in ("exclusive", "reverse") if view.attr(name, 0)]
+    return f"rt.exact_cumsum({', '.join([str(X), str(axis)] + keywords)})"
 
 
 # --- TopK ----------------------------------------------------------------------------------------

@@ -1,0 +1,524 @@
+"""Exact kernels: results whose bits depend only on the input bits.
+
+The exact variant's matrix products, reductions, cumulative sums, softmax and convolution. Every
+kernel here is built from operations whose result does not depend on the machine, the SIMD level,
+the BLAS build, the thread count or the numpy version (DESIGN.md "Exactness"):
+- IEEE-754 elementwise `+ - * /` and `sqrt` (correctly rounded), in an order written in each
+  kernel's docstring; comparisons, `abs`, `max`, `trunc`, `ldexp`, `frexp`, data movement;
+- BLAS and numpy sums only over integer-valued float64 operands whose every partial result is an
+  integer below 2**53: such sums are exact, so their order does not matter.
+
+Conventions shared by all kernels:
+- arithmetic runs in float64 and the result is rounded once to the input's type at the end
+  (bfloat16 through float32, a second deterministic rounding);
+- a zero result is +0.0 (the sign of a zero sum is not kept);
+- every NaN in a result is numpy's `np.nan` (positive quiet NaN), whatever NaN produced it, so
+  NaN payloads and signs cannot differ between machines.
+
+The matrix product (`exact_matmul`) is an error-free splitting in the manner of Ozaki, Ogita, Oishi
+and Rump: each row of A and column of B is scaled by a power of two, cut into integer-valued
+float64 slices, the slice products run through BLAS exactly, and the slice results are combined
+in a fixed order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "exact_conv",
+    "exact_cumsum",
+    "exact_gemm",
+    "exact_log_softmax",
+    "exact_matmul",
+    "exact_mean",
+    "exact_reduce_l1",
+    "exact_reduce_l2",
+    "exact_reduce_mean",
+    "exact_reduce_prod",
+    "exact_reduce_sum",
+    "exact_reduce_sum_square",
+    "exact_softmax",
+    "exact_standardize",
+    "exact_sum",
+    "exact_var",
+]
+
+# The inner dimension of a matrix product is cut into blocks of at most this many terms; with it
+# each slice is at least 21 bits wide (see _slice_width).
+MATMUL_BLOCK = 2048
+
+
+# --- shared helpers -------------------------------------------------------------------------------
+
+
+def _float64(x) -> np.ndarray:
+    """`x` as float64 (every supported float type converts exactly)."""
+    return np.asarray(x).astype(np.float64)
+
+
+def _rounded(values: np.ndarray, dtype) -> np.ndarray:
+    """float64 `values` rounded once to `dtype` (bfloat16: through float32), NaNs made np.nan."""
+    values = np.asarray(values, dtype=np.float64)
+    nan = np.isnan(values)
+    if nan.any():
+        values = np.where(nan, np.nan, values)
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        return values
+    with np.errstate(over="ignore"):  # overflow gives infinity, as IEEE rounding does
+        if dtype.kind != "f":  # bfloat16 (ml_dtypes)
+            return values.astype(np.float32).astype(dtype)
+        return values.astype(dtype)
+
+
+def _axes(ndim: int, axes, noop_with_empty_axes=0) -> tuple[int, ...]:
+    """Sorted non-negative axes; None or empty means all axes, or none with noop_with_empty_axes."""
+    if axes is None or np.asarray(axes).size == 0:
+        return () if noop_with_empty_axes else tuple(range(ndim))
+    return tuple(sorted({int(a) % ndim for a in np.asarray(axes).reshape(-1)}))
+
+
+def _front(x, axes: tuple[int, ...]) -> np.ndarray:
+    """A float64 copy of `x`, C-contiguous, with `axes` moved to the front and merged into one:
+    shape (n, *kept dims). Its axis 0 runs over the reduced elements in C order of `axes`."""
+    kept = tuple(a for a in range(x.ndim) if a not in axes)
+    moved = np.asarray(x).transpose(axes + kept)
+    values = np.empty(moved.shape, dtype=np.float64)
+    values[...] = moved
+    count = math.prod(x.shape[a] for a in axes)
+    return values.reshape((count,) + tuple(x.shape[a] for a in kept))
+
+
+def _restore(reduced: np.ndarray, shape, axes: tuple[int, ...], keepdims) -> np.ndarray:
+    """A reduction over `axes` of an array of `shape`, with the reduced axes kept as 1 or not."""
+    if keepdims:
+        return reduced.reshape(tuple(1 if a in axes else d for a, d in enumerate(shape)))
+    return reduced.reshape(tuple(d for a, d in enumerate(shape) if a not in axes))
+
+
+def _pairwise(values: np.ndarray, combine) -> np.ndarray:
+    """Reduce axis 0 of `values` (owned, modified) with `combine` in a fixed binary tree.
+
+    With m values v[0..m-1] live, one level computes v[i] = combine(v[i], v[i + h]) for
+    i < h = m // 2 and, when m is odd, moves v[m-1] to v[h]; levels repeat until one value is
+    left. The tree depends only on the length n (depth ceil(log2 n))."""
+    count = values.shape[0]
+    while count > 1:
+        half = count // 2
+        combine(values[:half], values[half : 2 * half], out=values[:half])
+        if count % 2:
+            values[half] = values[count - 1]
+        count = half + count % 2
+    return values[0]
+
+
+def _sum64(x, axes: tuple[int, ...], before=None) -> np.ndarray:
+    """The float64 sum over `axes` (kept axes only), in _pairwise's tree over the reduced
+    elements in C order; `before` (in place, float64) is applied to each element first."""
+    values = _front(x, axes)
+    if values.shape[0] == 0:
+        return np.zeros(values.shape[1:])
+    if before is not None:
+        before(values, out=values)
+    return _pairwise(values, np.add)
+
+
+# --- reductions -----------------------------------------------------------------------------------
+
+
+def exact_sum(x, axis=None, *, keepdims=False, dtype=None):
+    """Sum over `axis` (an int, a tuple, or None for all), like np.sum, but in a fixed order.
+
+    Order: the elements, converted to float64 (exactly), are summed in float64 along the reduced
+    elements taken in C order, pairwise: with m partial sums s[0..m-1], one level adds
+    s[i] + s[i + m // 2] for i < m // 2 (an odd last one moves down); the final float64 sum is
+    rounded once to `dtype` (default: x's float type; np.float64 keeps it unrounded).
+    Accuracy: |error| <= ceil(log2 n) * 2**-53 * sum(|x|) before the final rounding.
+    The sum of nothing is 0."""
+    x = np.asarray(x)
+    axes = _axes(x.ndim, axis)
+    total = _restore(_sum64(x, axes), x.shape, axes, keepdims)
+    return _rounded(total, x.dtype if dtype is None else dtype)
+
+
+def _mean64(x, axes: tuple[int, ...]) -> np.ndarray:
+    count = math.prod(x.shape[a] for a in axes)
+    return _sum64(x, axes) / max(count, 1)
+
+
+def exact_mean(x, axis=None, *, keepdims=False, dtype=None):
+    """Mean over `axis`: exact_sum's float64 sum divided (one IEEE division) by the count, then
+    rounded once to `dtype` (default x's type). The mean of nothing is 0."""
+    x = np.asarray(x)
+    axes = _axes(x.ndim, axis)
+    mean = _restore(_mean64(x, axes), x.shape, axes, keepdims)
+    return _rounded(mean, x.dtype if dtype is None else dtype)
+
+
+def _var64(x, axes: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, variance) over `axes`, float64, with the reduced axes kept as 1."""
+    mean = _restore(_mean64(x, axes), x.shape, axes, True)
+    centered = _float64(x) - mean
+    count = math.prod(x.shape[a] for a in axes)
+    variance = _sum64(centered, axes, before=np.square) / max(count, 1)
+    return mean, _restore(variance, x.shape, axes, True)
+
+
+def exact_var(x, axis=None, *, keepdims=False, dtype=None):
+    """Population variance over `axis`, two passes in float64: m = exact_mean (unrounded),
+    then the float64 squares of (x - m) summed as exact_sum sums, divided by the count, rounded
+    once to `dtype` (default x's type)."""
+    x = np.asarray(x)
+    axes = _axes(x.ndim, axis)
+    variance = _var64(x, axes)[1]
+    if not keepdims:
+        variance = _restore(variance, x.shape, axes, False)
+    return _rounded(variance, x.dtype if dtype is None else dtype)
+
+
+def exact_standardize(x, axes, epsilon):
+    """The normalizations' building block: (x - mean) * inv_std over `axes`, with mean and
+    inv_std = 1 / sqrt(variance + epsilon) (reduced axes kept as 1), all of x's type.
+
+    Order: mean and variance as exact_var computes them (float64); inv_std = 1 / sqrt(variance +
+    epsilon) in float64; mean and inv_std rounded to x's type; then, in x's type, centered =
+    x - mean and centered * inv_std (one IEEE operation each)."""
+    x = np.asarray(x)
+    axes = _axes(x.ndim, axes)
+    mean64, variance64 = _var64(x, axes)
+    mean = _rounded(mean64, x.dtype)
+    inv_std = _rounded(1.0 / np.sqrt(variance64 + float(epsilon)), x.dtype)
+    return (x - mean) * inv_std, mean, inv_std
+
+
+def _reduce_kernel(x, axes, keepdims, noop_with_empty_axes, before=None, after=None):
+    """after(sum(before(x))) over `axes` in float64 (as exact_sum sums), rounded to x's type."""
+    x = np.asarray(x)
+    axes = _axes(x.ndim, axes, noop_with_empty_axes)
+    if axes == ():  # reduce nothing: only the elementwise steps
+        values = _float64(x)
+        if before is not None:
+            values = before(values)
+    else:
+        values = _restore(_sum64(x, axes, before), x.shape, axes, keepdims)
+    if after is not None:
+        values = after(values, x, axes)
+    return _rounded(values, x.dtype)
+
+
+def exact_reduce_sum(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ONNX ReduceSum of floats in exact_sum's order (float64 pairwise tree, one rounding)."""
+    return _reduce_kernel(data, axes, keepdims, noop_with_empty_axes)
+
+
+def exact_reduce_sum_square(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ONNX ReduceSumSquare of floats: each x*x in float64 (exact for float32 and narrower), summed
+    in exact_sum's order, rounded once."""
+    return _reduce_kernel(data, axes, keepdims, noop_with_empty_axes, before=np.square)
+
+
+def exact_reduce_l1(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ONNX ReduceL1 of floats: |x| summed in exact_sum's order, rounded once."""
+    return _reduce_kernel(data, axes, keepdims, noop_with_empty_axes, before=np.abs)
+
+
+def exact_reduce_l2(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ONNX ReduceL2 of floats: sqrt of the float64 sum of x*x (as exact_reduce_sum_square sums
+    it), the float64 sqrt rounded once to the data's type."""
+    return _reduce_kernel(
+        data, axes, keepdims, noop_with_empty_axes, np.square, lambda s, x, axes: np.sqrt(s)
+    )
+
+
+def _divide_by_count(total, x, axes):
+    return total / max(math.prod(x.shape[a] for a in axes), 1)
+
+
+def exact_reduce_mean(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ONNX ReduceMean of floats: exact_sum's float64 sum divided by the count (float64), rounded
+    once. The mean of nothing is 0 (as runtime_support.reduce_mean)."""
+    return _reduce_kernel(data, axes, keepdims, noop_with_empty_axes, after=_divide_by_count)
+
+
+def exact_reduce_prod(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ONNX ReduceProd of floats: float64 products in _pairwise's tree over the reduced elements
+    (C order), rounded once. The product of nothing is 1."""
+    x = np.asarray(data)
+    axes = _axes(x.ndim, axes, noop_with_empty_axes)
+    if axes == ():
+        return x.copy()
+    values = _front(x, axes)
+    product = _pairwise(values, np.multiply) if values.shape[0] else np.ones(values.shape[1:])
+    return _rounded(_restore(product, x.shape, axes, keepdims), x.dtype)
+
+
+def exact_cumsum(x, axis, *, exclusive=0, reverse=0):
+    """ONNX CumSum of floats along `axis` (an int, or a scalar or one-element array).
+
+    Order: float64 running sums by doubling steps (Hillis-Steele): starting from the elements,
+    for s = 1, 2, 4, ... < n every position i >= s adds the value at i - s of the previous step,
+    s[i] = s[i] + s[i - s]; position i then holds the sum of elements 0..i in a tree of depth
+    ceil(log2 n). `reverse` runs the same on the reversed axis; `exclusive` shifts the result
+    one place (the first becomes 0). Rounded once to x's type."""
+    x = np.asarray(x)
+    axis = int(np.asarray(axis).reshape(-1)[0]) % x.ndim
+    values = _front(x, (axis,))
+    if reverse:
+        values = values[::-1].copy()
+    step = 1
+    while step < values.shape[0]:
+        values[step:] = values[step:] + values[:-step]
+        step *= 2
+    if exclusive and values.shape[0]:
+        values = np.concatenate([np.zeros_like(values[:1]), values[:-1]])
+    if reverse:
+        values = values[::-1]
+    return _rounded(np.moveaxis(values, 0, axis), x.dtype)
+
+
+# --- softmax --------------------------------------------------------------------------------------
+
+
+def _shifted(x, axis):
+    """(axes, x - max over axes), in x's type, float32 for float16 and bfloat16."""
+    axes = _axes(x.ndim, axis)
+    values = x.astype(np.float32) if x.dtype.itemsize < 4 else x
+    return axes, values - np.max(values, axis=axes, keepdims=True)
+
+
+def exact_softmax(x, axis=-1, *, exp=np.exp):
+    """Softmax over `axis` (an int or a tuple of axes, for the 2-D coercion before opset 13).
+
+    Order: in x's type (float32 for float16 and bfloat16, whose values it holds exactly):
+    m = max over the axis (exact), d = x - m, e = exp(d), `exp` called on an array of that type
+    and returning it; the sum s of e in float64 as exact_sum sums it; e / s in float64, rounded
+    once to x's type. Bit-exact only with an exact `exp`: the exact variant passes the library's
+    own (runtime_support.exact_exp); np.exp is not exact."""
+    x = np.asarray(x)
+    if x.size == 0:
+        return x.copy()
+    axes, shifted = _shifted(x, axis)
+    powers = exp(shifted)
+    total = _restore(_sum64(powers, axes), x.shape, axes, True)
+    return _rounded(_float64(powers) / total, x.dtype)
+
+
+def exact_log_softmax(x, axis=-1, *, exp=np.exp, log=np.log):
+    """LogSoftmax over `axis` (an int or a tuple of axes).
+
+    Order: in x's type (float32 for float16 and bfloat16): m = max over the axis (exact),
+    d = x - m; the float64 sum s of exp(d) (`exp` as in exact_softmax, summed as exact_sum sums);
+    s rounded to that type; d - log(s), `log` called on an array of that type; rounded once to
+    x's type. Bit-exact only with exact `exp` and `log` (the exact variant passes
+    runtime_support's exact_exp and exact_log)."""
+    x = np.asarray(x)
+    if x.size == 0:
+        return x.copy()
+    axes, shifted = _shifted(x, axis)
+    total = _restore(_sum64(exp(shifted), axes), x.shape, axes, True)
+    return _rounded(shifted - log(_rounded(total, shifted.dtype)), x.dtype)
+
+
+# --- matrix products ------------------------------------------------------------------------------
+
+
+def _slice_width(inner: int) -> int:
+    """The bits b of one slice for a block of `inner` terms: inner * (2**b - 1)**2 < 2**53, so a
+    block's slice products sum exactly in float64 in any order. 21 at 2048 terms, 26 at one."""
+    return (53 - max(inner - 1, 0).bit_length()) // 2
+
+
+def _slice_count(dtype) -> int:
+    """Slices per operand: two for float32 and narrower (3 products), three for float64 (6)."""
+    return 3 if np.dtype(dtype) == np.float64 else 2
+
+
+def _exponents(x: np.ndarray, axis: int) -> np.ndarray:
+    """Per line along `axis` (kept as 1): the e with max|x| < 2**e (frexp's exponent; 0 if 0)."""
+    top = np.max(np.abs(x), axis=axis, keepdims=True, initial=0.0)
+    return np.frexp(top)[1]
+
+
+def _slices(x: np.ndarray, shift: np.ndarray, width: int, count: int) -> list[np.ndarray]:
+    """Integer-valued float64 slices x_0, x_1, ... of ldexp(x, shift) (whose magnitude is below
+    2**width): x_0 = trunc(y), y = (y - x_0) * 2**width, x_1 = trunc(y), ..., so that
+    ldexp(x, shift) = x_0 + x_1 2**-width + ... up to the truncated rest, |x_s| < 2**width."""
+    y = np.ldexp(x, shift)
+    slices = []
+    for _ in range(count - 1):
+        head = np.trunc(y)
+        slices.append(head)
+        y -= head
+        y *= 2.0**width
+    slices.append(np.trunc(y, out=y))
+    return slices
+
+
+def _special_values(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """C with IEEE's non-finite results where A or B (float64) hold NaN or infinities (C is the
+    product of A and B with those entries zeroed).
+
+    A result is NaN when its row of A or column of B holds a NaN, when an infinity meets a zero,
+    or when products of both infinite signs occur; else +inf or -inf when some product is
+    infinite; else C. The products are counted exactly (float64 sums of 0/1 indicators) over
+    only the inner indices where a non-finite value occurs."""
+    finite_a = np.isfinite(A).reshape(-1, A.shape[-1]).all(axis=0)
+    finite_b = np.isfinite(np.moveaxis(B, -2, 0)).reshape(B.shape[-2], -1).all(axis=1)
+    inner = np.flatnonzero(~(finite_a & finite_b))
+    if inner.size == 0:
+        return C
+    a, b = A[..., inner], B[..., inner, :]
+
+    def indicator(mask):
+        return mask.astype(np.float64)
+
+    a_pos, a_neg, b_pos, b_neg = (indicator(v) for v in (a > 0, a < 0, b > 0, b < 0))
+    a_inf_pos, a_inf_neg = indicator(a == np.inf), indicator(a == -np.inf)
+    b_inf_pos, b_inf_neg = indicator(b == np.inf), indicator(b == -np.inf)
+    positive = a_inf_pos @ b_pos + a_inf_neg @ b_neg + a_pos @ b_inf_pos + a_neg @ b_inf_neg
+    negative = a_inf_pos @ b_neg + a_inf_neg @ b_pos + a_pos @ b_inf_neg + a_neg @ b_inf_pos
+    invalid = (a_inf_pos + a_inf_neg) @ indicator(b == 0) + indicator(a == 0) @ (
+        b_inf_pos + b_inf_neg
+    )
+    nan = (
+        np.isnan(a).any(axis=-1)[..., :, None]
+        | np.isnan(b).any(axis=-2)[..., None, :]
+        | (invalid > 0)
+        | ((positive > 0) & (negative > 0))
+    )
+    C = np.where(positive > 0, np.inf, C)
+    C = np.where(negative > 0, -np.inf, C)
+    return np.where(nan, np.nan, C)
+
+
+def _matmul64(A, B) -> np.ndarray:
+    """The float64 value exact_matmul rounds (see there), with numpy's matmul shapes."""
+    A, B = np.asarray(A), np.asarray(B)
+    vector_a, vector_b = A.ndim == 1, B.ndim == 1
+    if vector_a:
+        A = A[None, :]
+    if vector_b:
+        B = B[:, None]
+    if A.shape[-1] != B.shape[-2]:
+        raise ValueError(f"matmul: inner dimensions differ, {A.shape} and {B.shape}")
+    full_a, full_b = _float64(A), _float64(B)
+    finite = bool(np.isfinite(full_a).all() and np.isfinite(full_b).all())
+    a, b = full_a, full_b
+    if not finite:
+        a = np.where(np.isfinite(a), a, 0.0)
+        b = np.where(np.isfinite(b), b, 0.0)
+    inner = a.shape[-1]
+    width = _slice_width(min(inner, MATMUL_BLOCK))
+    count = _slice_count(np.result_type(A.dtype, B.dtype))
+    row_exp, col_exp = _exponents(a, -1), _exponents(b, -2)
+    total = None
+    for start in range(0, max(inner, 1), MATMUL_BLOCK):
+        block = slice(start, start + MATMUL_BLOCK)
+        a_slices = _slices(a[..., block], width - row_exp, width, count)
+        b_slices = _slices(b[..., block, :], width - col_exp, width, count)
+        # Levels d = s + t < count, each the sum of its products in increasing s; combined by
+        # Horner from the deepest level: v = (... (L[count-1] * 2**-w + L[count-2]) ...) + L[0].
+        value = None
+        for level in reversed(range(count)):
+            products = a_slices[0] @ b_slices[level]
+            for s in range(1, level + 1):
+                products += a_slices[s] @ b_slices[level - s]
+            if value is not None:
+                products += value * 2.0**-width
+            value = products
+        if total is None:
+            total = value
+        else:
+            total += value
+    C = np.ldexp(total, row_exp + col_exp - 2 * width)
+    if not finite:
+        C = _special_values(full_a, full_b, C)
+    if vector_a:
+        C = C[..., 0, :]
+    if vector_b:
+        C = C[..., 0]
+    return C
+
+
+def exact_matmul(A, B):
+    """The matrix product with numpy's matmul shapes (1-D operands, broadcast batch dims),
+    rounded to the operands' float type; integers go to np.matmul (integer arithmetic).
+
+    What is computed, for float operands: per row i of A the power of two 2**e_i just above its
+    largest finite magnitude, per column j of B likewise 2**f_j. A's row is scaled to 2**w * a /
+    2**e_i and cut into S integer-valued slices of w bits, A = sum_s A_s 2**(-w s) (truncated
+    toward zero after S slices); B likewise. S is 2 for float32, float16 and bfloat16, 3 for
+    float64; w = (53 - ceil(log2 k)) // 2 for blocks of k = min(K, 2048) terms (w >= 21). For
+    each block of 2048 inner indices (in order) the slice products A_s @ B_t with s + t < S are
+    run by BLAS; each is a sum of integers below 2**53, hence exact in any order. The products of
+    one level s + t are added in increasing s, levels are combined by Horner from the deepest
+    (v = L_1 * 2**-w + L_0 for S = 2), blocks are added in order, all in float64, and the sum is
+    scaled by 2**(e_i + f_j - 2w) (ldexp) and rounded once to the output type.
+
+    Accuracy: |C_ij - sum_k a_ik b_kj| <= K 2**(e_i + f_j) (c 2**(-S w) + (blocks + 2) 2**-53)
+    plus half an ulp of the output, c = 3 for S = 2 and 5 for S = 3: below 2**-40 of K 2**e_i
+    2**f_j for float32 (error terms: truncating each operand, the dropped slice products, float64
+    rounding of the combination). Elements far below their row's (column's) largest one lose
+    their low bits; the result is +0.0 when it is zero.
+
+    Special values: infinities and NaNs are zeroed for the computation above; then a result is
+    NaN where its row of A or column of B holds a NaN, an infinity meets a zero, or infinite
+    products of both signs occur; else +-inf where a product is infinite (the finite terms do not
+    matter, as in exact arithmetic); a finite sum too large for the output type gives +-inf."""
+    A, B = np.asarray(A), np.asarray(B)
+    if A.dtype.kind in "biu" and B.dtype.kind in "biu":
+        return np.matmul(A, B)
+    return _rounded(_matmul64(A, B), A.dtype)
+
+
+def exact_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
+    """ONNX Gemm: alpha * A' @ B' + beta * C, A' = A.T if transA, B' = B.T if transB.
+
+    Order: P = A' @ B' as exact_matmul computes it, kept in float64; then alpha * P, then
+    (beta * C) added, C broadcast to P's shape, all in float64 (alpha and beta, float32
+    attributes, rounded to float32 first); rounded once to A's (float) type."""
+    A, B = np.asarray(A), np.asarray(B)
+    a = A.T if transA else A
+    b = B.T if transB else B
+    result = _matmul64(a, b) * float(np.float32(alpha))
+    if C is not None:
+        result = result + _float64(C) * float(np.float32(beta))
+    return _rounded(result, A.dtype)
+
+
+# --- convolution ----------------------------------------------------------------------------------
+
+
+def exact_conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTSET"):
+    """ONNX Conv (the arguments of runtime_support.conv): X (N, C, *in) with W (M, C/group, *k).
+
+    im2col: for each group g, the windows become a matrix (C/group * prod(k), N * prod(out)) whose
+    rows run over (input channel, kernel tap) in C order, and the filters a matrix
+    (M/group, C/group * prod(k)); the product is exact_matmul's float64 value (each output
+    position is one column, so its scale is that of its window); the bias B is added in float64;
+    rounded once to X's type. Accuracy: exact_matmul's, with K = C/group * prod(k)."""
+    from runtime_support._windows import explicit_pads, pad_spatial, window_view
+
+    X, W = np.asarray(X), np.asarray(W)
+    batch, channels = X.shape[:2]
+    maps = W.shape[0]
+    kernel_shape = W.shape[2:]
+    rank = len(kernel_shape)
+    strides = tuple(strides or (1,) * rank)
+    dilations = tuple(dilations or (1,) * rank)
+    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
+    windows = window_view(pad_spatial(X, pads, 0), kernel_shape, strides, dilations)
+    out_shape = windows.shape[2 : 2 + rank]
+    out_size, kernel_size = math.prod(out_shape), math.prod(kernel_shape)
+    per_group = channels // group
+    # (N, G, C/G, O, K) -> (G, C/G, K, N, O) -> (G, C/G * K, N * O)
+    columns = windows.reshape(batch, group, per_group, out_size, kernel_size)
+    columns = columns.transpose(1, 2, 4, 0, 3).reshape(group, per_group * kernel_size, -1)
+    filters = W.reshape(group, maps // group, per_group * kernel_size)
+    Y = _matmul64(filters, columns).reshape(maps, batch, out_size).transpose(1, 0, 2)
+    if B is not None:
+        Y = Y + _float64(B).reshape(maps, 1)
+    return _rounded(Y.reshape((batch, maps) + out_shape), X.dtype)

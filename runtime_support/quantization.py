@@ -60,8 +60,9 @@ def _zero(zero_point, axis: int, rank: int) -> np.ndarray | float:
     return 0.0 if zero_point is None else _along(zero_point, axis, rank).astype(np.float64)
 
 
-def quantize_linear(x, y_scale, y_zero_point=None, *, axis=1, output_dtype=np.uint8,
-                    precision=None):
+def quantize_linear(
+    x, y_scale, y_zero_point=None, *, axis=1, output_dtype=np.uint8, precision=None
+):
     """ONNX QuantizeLinear to an integer type: saturate(rint(x / y_scale) + y_zero_point), the
     division in `precision` (by default the scale's type)."""
     precision = y_scale.dtype if precision is None else np.dtype(precision)
@@ -130,17 +131,30 @@ def _integer_conv(x, x_zero_point, w, w_zero_point, geometry) -> np.ndarray:
     return conv(shifted_x, shifted_w, **geometry)
 
 
-def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, pads, strides, dilations,
-                 group=1):
+def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, pads, strides, dilations, group=1):
     """ONNX ConvInteger: int32 sums (wrapping) of the zero-point-shifted products."""
     geometry = dict(pads=pads, strides=strides, dilations=dilations, group=group)
-    return _integer_conv(x, x_zero_point, w, w_zero_point, geometry).astype(np.int64).astype(
-        np.int32
+    return (
+        _integer_conv(x, x_zero_point, w, w_zero_point, geometry).astype(np.int64).astype(np.int32)
     )
 
 
-def qlinear_conv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point,
-                 B=None, *, pads, strides, dilations, group=1):
+def qlinear_conv(
+    x,
+    x_scale,
+    x_zero_point,
+    w,
+    w_scale,
+    w_zero_point,
+    y_scale,
+    y_zero_point,
+    B=None,
+    *,
+    pads,
+    strides,
+    dilations,
+    group=1,
+):
     """ONNX QLinearConv: the integer convolution plus the int32 bias B, rescaled per output
     channel by x_scale * w_scale / y_scale (computed in float32) and requantized."""
     geometry = dict(pads=pads, strides=strides, dilations=dilations, group=group)

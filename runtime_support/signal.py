@@ -112,8 +112,15 @@ def blackman_window(size, *, periodic=1, output_datatype=np.float32):
     return _cosine_sum(size, periodic, (0.42, 0.5, 0.08), output_datatype)
 
 
-def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, upper_edge_hertz,
-                      *, output_datatype=np.float32):
+def mel_weight_matrix(
+    num_mel_bins,
+    dft_length,
+    sample_rate,
+    lower_edge_hertz,
+    upper_edge_hertz,
+    *,
+    output_datatype=np.float32,
+):
     """ONNX MelWeightMatrix, (dft_length // 2 + 1, num_mel_bins), in double precision.
 
     num_mel_bins + 2 edge points start at the lower edge and step by (upper - lower) / (num_mel_bins
@@ -121,8 +128,10 @@ def mel_weight_matrix(num_mel_bins, dft_length, sample_rate, lower_edge_hertz, u
     each goes back to hertz and to the bin floor((dft_length + 1) f / sample_rate). Filter i rises
     linearly from edge i to its peak 1 at edge i + 1 and falls to edge i + 2 (0 there)."""
     bins, length, rate = _int(num_mel_bins), _int(dft_length), _int(sample_rate)
-    low, high = (2595 * np.log10(1 + float(np.asarray(f).reshape(-1)[0]) / 700)
-                 for f in (lower_edge_hertz, upper_edge_hertz))
+    low, high = (
+        2595 * np.log10(1 + float(np.asarray(f).reshape(-1)[0]) / 700)
+        for f in (lower_edge_hertz, upper_edge_hertz)
+    )
     mel = np.arange(bins + 2, dtype=np.float64) * ((high - low) / (bins + 2)) + low
     hertz = 700 * (np.power(10.0, mel / 2595) - 1)
     edges = np.floor((length + 1) * hertz / rate).astype(np.int64)

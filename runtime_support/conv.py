@@ -1,6 +1,6 @@
 """Convolution kernels (see runtime_support._windows for the geometry conventions).
 
-- `conv`: im2col and one matrix product (BLAS), or an einsum per group.
+- `conv`: im2col and one matrix product (BLAS) per group.
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation; with three spatial axes, direct loops in a fixed order (input element, output
   channel, kernel tap) with no matrix product, so its bits are the same on every machine.
@@ -38,16 +38,15 @@ def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTS
     kernel_size = int(np.prod(kernel_shape))
     in_per_group = channels // group
     maps_per_group = maps // group
-    # (N, G, C/G, O, K) windows against (G, M/G, C/G, K) filters.
-    cols = windows.reshape(batch, group, in_per_group, out_size, kernel_size)
-    filters = W.reshape(group, maps_per_group, in_per_group, kernel_size)
-    if group == 1:
-        # im2col: (N*O, C*K) @ (C*K, M)
-        matrix = cols[:, 0].transpose(0, 2, 1, 3).reshape(batch * out_size, channels * kernel_size)
-        Y = matrix @ filters[0].reshape(maps, -1).T
-        Y = Y.reshape(batch, out_size, maps).transpose(0, 2, 1)
-    else:
-        Y = np.einsum("ngcok,gmck->ngmo", cols, filters, optimize=True)
+    # im2col, one matrix product per group: (G, N*O, C/G*K) @ (G, C/G*K, M/G)
+    # (N, G, C/G, *out, *k) is still a view of X; the one copy is the matrix's
+    windows = windows.reshape((batch, group, in_per_group) + out_shape + tuple(kernel_shape))
+    spatial, taps_axes = tuple(range(3, 3 + rank)), tuple(range(3 + rank, 3 + 2 * rank))
+    matrix = windows.transpose((1, 0) + spatial + (2,) + taps_axes).reshape(
+        group, batch * out_size, in_per_group * kernel_size
+    )
+    filters = W.reshape(group, maps_per_group, in_per_group * kernel_size).transpose(0, 2, 1)
+    Y = (matrix @ filters).reshape(group, batch, out_size, maps_per_group).transpose(1, 0, 3, 2)
     Y = Y.reshape((batch, maps) + out_shape)
     if B is not None:
         Y = Y + B.reshape((maps,) + (1,) * rank)

@@ -122,20 +122,12 @@ def average_pool(
 
 
 def _lp_power(x, p):
-    """|x| ** p (x * x for p = 2)."""
-    if p == 1:
-        return np.abs(x)
-    if p == 2:
-        return x * x
+    """|x| ** p (numpy's power takes x * x for p = 2, |x| for p = 1)."""
     return np.power(np.abs(x), x.dtype.type(p))
 
 
 def _lp_root(total, p):
-    """total ** (1 / p) (sqrt for p = 2)."""
-    if p == 1:
-        return total
-    if p == 2:
-        return np.sqrt(total)
+    """total ** (1 / p) (numpy's power takes the square root for p = 2)."""
     return np.power(total, total.dtype.type(1 / p))
 
 

@@ -435,9 +435,7 @@ def eye_like(view: NodeView) -> str:
     code = view.attr("dtype")
     dtype = X.dtype if code is None else ir.element_dtype(code, view.node.label)
     shape = X.shape
-    rows, columns = (
-        (shape[0], shape[1]) if _static(shape) else (f"{X}.shape[0]", f"{X}.shape[1]")
-    )
+    rows, columns = (shape[0], shape[1]) if _static(shape) else (f"{X}.shape[0]", f"{X}.shape[1]")
     k = view.attr("k", 0)
     diagonal = f", k={k}" if k else ""
     return f"np.eye({rows}, {columns}{diagonal}, dtype={dtype_expr(dtype)})"

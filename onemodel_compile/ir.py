@@ -214,11 +214,23 @@ def tensor_value(tensor: onnx.TensorProto, where: str) -> np.ndarray:
 
 
 def _graph(proto: onnx.GraphProto, opsets: dict[str, int]) -> Graph:
+    # A value's messages name the first node that produces or reads it (an out-of-scope element
+    # type is then refused naming the node, as every refusal should).
+    users: dict[str, str] = {}
+    for n in proto.node:
+        for name in list(n.output) + list(n.input):
+            users.setdefault(name, node_label(n.op_type, n.name))
+
+    def where(kind: str, name: str) -> str:
+        return f"{users[name]}: {kind} {name!r}" if name in users else f"{kind} {name!r}"
+
     types: dict[str, ValueType] = {}
     for info in list(proto.input) + list(proto.value_info) + list(proto.output):
         if info.type.WhichOneof("value"):
-            types[info.name] = value_type(info.type, f"value {info.name!r}")
-    initializers = {t.name: tensor_value(t, f"initializer {t.name!r}") for t in proto.initializer}
+            types[info.name] = value_type(info.type, where("value", info.name))
+    initializers = {
+        t.name: tensor_value(t, where("initializer", t.name)) for t in proto.initializer
+    }
     for sparse in proto.sparse_initializer:
         raise UnsupportedError(f"sparse initializer {sparse.values.name!r} is not supported")
     for name, value in initializers.items():

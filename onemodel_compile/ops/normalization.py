@@ -109,5 +109,7 @@ def mean_variance_normalization(view: NodeView) -> str:
 
 @emitter("LRN", since=1, exact=False)
 def lrn(view: NodeView) -> str:
-    keywords = ", ".join(f"{name}={py(view.attr(name))}" for name in ("size", "alpha", "beta", "bias"))
+    keywords = ", ".join(
+        f"{name}={py(view.attr(name))}" for name in ("size", "alpha", "beta", "bias")
+    )
     return f"rt.lrn({view.inputs[0]}, {keywords})"

@@ -58,8 +58,13 @@ CASES = [
         "norm_batchnorm14_special",
         "BatchNormalization",
         14,
-        (x("n", "c", "h", special=True), w("c"), w("c"), w("c"),
-         w("c", gen="uniform", low=0.1, high=2)),
+        (
+            x("n", "c", "h", special=True),
+            w("c"),
+            w("c"),
+            w("c"),
+            w("c", gen="uniform", low=0.1, high=2),
+        ),
         dims={"n": (1, 3), "c": (2, 4), "h": (3, 6)},
     ),
     Case(
@@ -80,8 +85,13 @@ CASES = [
         "norm_batchnorm15_float16",
         "BatchNormalization",
         15,
-        (x(2, 3, 4, dtype="float16"), w(3, dtype="float16"), w(3, dtype="float16"),
-         w(3, dtype="float16"), w(3, dtype="float16", gen="uniform", low=0.1, high=2)),
+        (
+            x(2, 3, 4, dtype="float16"),
+            w(3, dtype="float16"),
+            w(3, dtype="float16"),
+            w(3, dtype="float16"),
+            w(3, dtype="float16", gen="uniform", low=0.1, high=2),
+        ),
     ),
     # InstanceNormalization: statistics per (batch, channel) over the spatial axes
     Case(

@@ -20,8 +20,10 @@ from tools.ops_coverage_oracle import TRANSCENDENTAL, Case, c, v, w, x
 
 OPERATORS = ("RNN", "GRU", "LSTM")
 
-_NOTE = TRANSCENDENTAL + "; " + (
-    "float32 dot products of the recurrence, summed in another order by MLAS"
+_NOTE = (
+    TRANSCENDENTAL
+    + "; "
+    + ("float32 dot products of the recurrence, summed in another order by MLAS")
 )
 _TOL = {"rtol": 1e-4, "atol": 1e-5, "note": _NOTE}
 
@@ -238,7 +240,14 @@ CASES = [
         attrs={
             "hidden_size": 3,
             "direction": "bidirectional",
-            "activations": ["HardSigmoid", "LeakyRelu", "ScaledTanh", "Sigmoid", "Relu", "Softplus"],
+            "activations": [
+                "HardSigmoid",
+                "LeakyRelu",
+                "ScaledTanh",
+                "Sigmoid",
+                "Relu",
+                "Softplus",
+            ],
             "activation_alpha": [0.25, 0.1, 0.9],
             "activation_beta": [0.45, 1.2],
         },
@@ -249,7 +258,13 @@ CASES = [
         "lstm22_zero_length_sequence_y_c_only",
         "LSTM",
         22,
-        (x(3, 3, 2), *_weights(4, 1, 2, 2), c([0, 3, 2], "int32"), _state(1, 3, 2), _state(1, 3, 2)),
+        (
+            x(3, 3, 2),
+            *_weights(4, 1, 2, 2),
+            c([0, 3, 2], "int32"),
+            _state(1, 3, 2),
+            _state(1, 3, 2),
+        ),
         attrs={"hidden_size": 2},
         outputs=3,
         skip_outputs=(0, 1),

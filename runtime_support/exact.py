@@ -60,12 +60,15 @@ def _float64(x) -> np.ndarray:
 
 
 def _rounded(values: np.ndarray, dtype) -> np.ndarray:
-    """float64 `values` rounded once to `dtype` (bfloat16: through float32), NaNs made np.nan."""
+    """float64 `values` rounded once to `dtype` (bfloat16: through float32), NaNs made np.nan;
+    truncated toward zero for an integer `dtype`."""
     values = np.asarray(values, dtype=np.float64)
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        return values.astype(dtype)
     nan = np.isnan(values)
     if nan.any():
         values = np.where(nan, np.nan, values)
-    dtype = np.dtype(dtype)
     if dtype == np.float64:
         return values
     with np.errstate(over="ignore"):  # overflow gives infinity, as IEEE rounding does
@@ -81,15 +84,26 @@ def _axes(ndim: int, axes, noop_with_empty_axes=0) -> tuple[int, ...]:
     return tuple(sorted({int(a) % ndim for a in np.asarray(axes).reshape(-1)}))
 
 
-def _front(x, axes: tuple[int, ...]) -> np.ndarray:
-    """A float64 copy of `x`, C-contiguous, with `axes` moved to the front and merged into one:
-    shape (n, *kept dims). Its axis 0 runs over the reduced elements in C order of `axes`."""
+def _gather(x, axes: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """A C-contiguous float64 copy of `x` with `axes` merged into one axis that runs over the
+    reduced elements in C order of `axes`, and where that axis is: last (shape (*kept, n)) when
+    `axes` are x's trailing axes, so that no transposition is needed, else first ((n, *kept))."""
+    x = np.asarray(x)
     kept = tuple(a for a in range(x.ndim) if a not in axes)
-    moved = np.asarray(x).transpose(axes + kept)
+    kept_shape = tuple(x.shape[a] for a in kept)
+    count = math.prod(x.shape[a] for a in axes)
+    trailing = axes == tuple(range(x.ndim - len(axes), x.ndim))
+    moved = x if trailing else x.transpose(axes + kept)
     values = np.empty(moved.shape, dtype=np.float64)
     values[...] = moved
-    count = math.prod(x.shape[a] for a in axes)
-    return values.reshape((count,) + tuple(x.shape[a] for a in kept))
+    if trailing:
+        return values.reshape(kept_shape + (count,)), -1
+    return values.reshape((count,) + kept_shape), 0
+
+
+def _part(values: np.ndarray, axis: int, start: int, stop: int):
+    """The index of positions start..stop-1 along `axis` (0 or -1)."""
+    return (slice(start, stop),) if axis == 0 else (Ellipsis, slice(start, stop))
 
 
 def _restore(reduced: np.ndarray, shape, axes: tuple[int, ...], keepdims) -> np.ndarray:
@@ -99,31 +113,35 @@ def _restore(reduced: np.ndarray, shape, axes: tuple[int, ...], keepdims) -> np.
     return reduced.reshape(tuple(d for a, d in enumerate(shape) if a not in axes))
 
 
-def _pairwise(values: np.ndarray, combine) -> np.ndarray:
-    """Reduce axis 0 of `values` (owned, modified) with `combine` in a fixed binary tree.
+def _pairwise(values: np.ndarray, axis: int, combine) -> np.ndarray:
+    """Reduce `axis` (0 or -1) of `values` (owned, modified) with `combine` in a fixed binary
+    tree, and return the result without that axis.
 
     With m values v[0..m-1] live, one level computes v[i] = combine(v[i], v[i + h]) for
     i < h = m // 2 and, when m is odd, moves v[m-1] to v[h]; levels repeat until one value is
     left. The tree depends only on the length n (depth ceil(log2 n))."""
-    count = values.shape[0]
+    count = values.shape[axis]
     while count > 1:
         half = count // 2
-        combine(values[:half], values[half : 2 * half], out=values[:half])
+        head = values[_part(values, axis, 0, half)]
+        combine(head, values[_part(values, axis, half, 2 * half)], out=head)
         if count % 2:
-            values[half] = values[count - 1]
+            values[_part(values, axis, half, half + 1)] = values[
+                _part(values, axis, count - 1, count)
+            ]
         count = half + count % 2
-    return values[0]
+    return values[(0,) if axis == 0 else (Ellipsis, 0)]
 
 
 def _sum64(x, axes: tuple[int, ...], before=None) -> np.ndarray:
     """The float64 sum over `axes` (kept axes only), in _pairwise's tree over the reduced
     elements in C order; `before` (in place, float64) is applied to each element first."""
-    values = _front(x, axes)
-    if values.shape[0] == 0:
-        return np.zeros(values.shape[1:])
+    values, axis = _gather(x, axes)
+    if values.shape[axis] == 0:
+        return np.zeros(np.delete(values.shape, axis))
     if before is not None:
         before(values, out=values)
-    return _pairwise(values, np.add)
+    return _pairwise(values, axis, np.add)
 
 
 # --- reductions -----------------------------------------------------------------------------------
@@ -238,8 +256,10 @@ def _divide_by_count(total, x, axes):
 
 
 def exact_reduce_mean(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
-    """ONNX ReduceMean of floats: exact_sum's float64 sum divided by the count (float64), rounded
-    once. The mean of nothing is 0 (as runtime_support.reduce_mean)."""
+    """ONNX ReduceMean: exact_sum's float64 sum divided by the count (float64), rounded once to
+    the data's float type, or truncated toward zero for integer data (as np.mean's float64 mean
+    cast back, which the fast variant computes). The mean of nothing is 0 (as
+    runtime_support.reduce_mean)."""
     return _reduce_kernel(data, axes, keepdims, noop_with_empty_axes, after=_divide_by_count)
 
 
@@ -250,8 +270,11 @@ def exact_reduce_prod(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     axes = _axes(x.ndim, axes, noop_with_empty_axes)
     if axes == ():
         return x.copy()
-    values = _front(x, axes)
-    product = _pairwise(values, np.multiply) if values.shape[0] else np.ones(values.shape[1:])
+    values, axis = _gather(x, axes)
+    if values.shape[axis]:
+        product = _pairwise(values, axis, np.multiply)
+    else:
+        product = np.ones(np.delete(values.shape, axis))
     return _rounded(_restore(product, x.shape, axes, keepdims), x.dtype)
 
 
@@ -265,18 +288,20 @@ def exact_cumsum(x, axis, *, exclusive=0, reverse=0):
     one place (the first becomes 0). Rounded once to x's type."""
     x = np.asarray(x)
     axis = int(np.asarray(axis).reshape(-1)[0]) % x.ndim
-    values = _front(x, (axis,))
+    values = np.moveaxis(_float64(x), axis, -1)
     if reverse:
-        values = values[::-1].copy()
+        values = values[..., ::-1]
+    values = np.ascontiguousarray(values)
+    count = values.shape[-1]
     step = 1
-    while step < values.shape[0]:
-        values[step:] = values[step:] + values[:-step]
+    while step < count:
+        values[..., step:] = values[..., step:] + values[..., :-step]
         step *= 2
-    if exclusive and values.shape[0]:
-        values = np.concatenate([np.zeros_like(values[:1]), values[:-1]])
+    if exclusive and count:
+        values = np.concatenate([np.zeros_like(values[..., :1]), values[..., :-1]], axis=-1)
     if reverse:
-        values = values[::-1]
-    return _rounded(np.moveaxis(values, 0, axis), x.dtype)
+        values = values[..., ::-1]
+    return _rounded(np.moveaxis(values, -1, axis), x.dtype)
 
 
 # --- softmax --------------------------------------------------------------------------------------
@@ -336,17 +361,16 @@ def _slice_count(dtype) -> int:
     return 3 if np.dtype(dtype) == np.float64 else 2
 
 
-def _exponents(x: np.ndarray, axis: int) -> np.ndarray:
-    """Per line along `axis` (kept as 1): the e with max|x| < 2**e (frexp's exponent; 0 if 0)."""
-    top = np.max(np.abs(x), axis=axis, keepdims=True, initial=0.0)
-    return np.frexp(top)[1]
+def _tops(x: np.ndarray, axis: int) -> np.ndarray:
+    """Per line along `axis` (kept as 1): the largest magnitude (NaN if any is NaN; 0 if none)."""
+    return np.max(np.abs(x), axis=axis, keepdims=True, initial=0)
 
 
 def _slices(x: np.ndarray, shift: np.ndarray, width: int, count: int) -> list[np.ndarray]:
     """Integer-valued float64 slices x_0, x_1, ... of ldexp(x, shift) (whose magnitude is below
     2**width): x_0 = trunc(y), y = (y - x_0) * 2**width, x_1 = trunc(y), ..., so that
     ldexp(x, shift) = x_0 + x_1 2**-width + ... up to the truncated rest, |x_s| < 2**width."""
-    y = np.ldexp(x, shift)
+    y = np.ldexp(x, shift, dtype=np.float64)
     slices = []
     for _ in range(count - 1):
         head = np.trunc(y)
@@ -404,16 +428,18 @@ def _matmul64(A, B) -> np.ndarray:
         B = B[:, None]
     if A.shape[-1] != B.shape[-2]:
         raise ValueError(f"matmul: inner dimensions differ, {A.shape} and {B.shape}")
-    full_a, full_b = _float64(A), _float64(B)
-    finite = bool(np.isfinite(full_a).all() and np.isfinite(full_b).all())
-    a, b = full_a, full_b
+    # Operands in a numpy float type that holds them exactly (bfloat16 as float32).
+    a = A if A.dtype.kind == "f" else A.astype(np.float32)
+    b = B if B.dtype.kind == "f" else B.astype(np.float32)
+    row_top, col_top = _tops(a, -1), _tops(b, -2)
+    finite = bool(np.isfinite(row_top).all() and np.isfinite(col_top).all())
     if not finite:
-        a = np.where(np.isfinite(a), a, 0.0)
-        b = np.where(np.isfinite(b), b, 0.0)
+        a, b = np.where(np.isfinite(a), a, 0), np.where(np.isfinite(b), b, 0)
+        row_top, col_top = _tops(a, -1), _tops(b, -2)
+    row_exp, col_exp = np.frexp(row_top)[1], np.frexp(col_top)[1]  # max|x| < 2**exp
     inner = a.shape[-1]
     width = _slice_width(min(inner, MATMUL_BLOCK))
     count = _slice_count(np.result_type(A.dtype, B.dtype))
-    row_exp, col_exp = _exponents(a, -1), _exponents(b, -2)
     total = None
     for start in range(0, max(inner, 1), MATMUL_BLOCK):
         block = slice(start, start + MATMUL_BLOCK)
@@ -435,7 +461,7 @@ def _matmul64(A, B) -> np.ndarray:
             total += value
     C = np.ldexp(total, row_exp + col_exp - 2 * width)
     if not finite:
-        C = _special_values(full_a, full_b, C)
+        C = _special_values(_float64(A), _float64(B), C)
     if vector_a:
         C = C[..., 0, :]
     if vector_b:

@@ -39,6 +39,7 @@ class Reduction:
     after: str | None = None  # elementwise step on the reduced values
     exact_kinds: str = ""  # dtype kinds (numpy's) the computation is exact for
     exact_kernel: str | None = None  # the exact variant's kernel for floats (every axes form)
+    exact_kernel_integers: bool = False  # the exact kernel also computes integer data
 
 
 _INTEGERS = "iu"
@@ -73,7 +74,13 @@ REDUCTIONS = {
     ),
     "ReduceLogSum": Reduction("np.sum", "rt.reduce_log_sum", 18, after="np.log"),
     "ReduceLogSumExp": Reduction(None, "rt.reduce_log_sum_exp", 18),
-    "ReduceMean": Reduction("np.mean", "rt.reduce_mean", 18, exact_kernel="rt.exact_reduce_mean"),
+    "ReduceMean": Reduction(
+        "np.mean",
+        "rt.reduce_mean",
+        18,
+        exact_kernel="rt.exact_reduce_mean",
+        exact_kernel_integers=True,
+    ),
     "ReduceProd": Reduction(
         "np.prod", "rt.reduce_prod", 18, exact_kinds=_INTEGERS, exact_kernel="rt.exact_reduce_prod"
     ),
@@ -123,6 +130,8 @@ def _kernel_call(kernel: str, view: NodeView, axes) -> str:
     if isinstance(axes, RunTime):
         noop = view.attr("noop_with_empty_axes", 0)
         return f"{kernel}({X}, {axes}, keepdims={keepdims}, noop_with_empty_axes={noop})"
+    if axes == ():
+        return f"{kernel}({X}, keepdims={keepdims}, noop_with_empty_axes=1)"
     if axes is None:
         return f"{kernel}({X}, keepdims={keepdims})"
     return f"{kernel}({X}, {py(axes)}, keepdims={keepdims})"
@@ -165,13 +174,20 @@ def _rule(spec: Reduction):
     return emit
 
 
+def _uses_exact_kernel(spec: Reduction, dtype) -> bool:
+    if is_float(dtype):
+        return True
+    return spec.exact_kernel_integers and dtype is not None and np.dtype(dtype).kind in "iu"
+
+
 def _exact_rule(spec: Reduction):
-    """The exact variant: floats through the exact kernel, other types as in the fast variant."""
+    """The exact variant: floats (and, for ReduceMean, integers) through the exact kernel, other
+    types as in the fast variant."""
     fast = _rule(spec)
 
     def emit(view: NodeView) -> str:
         X = view.inputs[0]
-        if not is_float(X.dtype):
+        if not _uses_exact_kernel(spec, X.dtype):
             return fast(view)
         axes = reduce_axes(view, spec.axes_input_since)
         if axes == () and spec.before is None and spec.after is None:
@@ -181,12 +197,12 @@ def _exact_rule(spec: Reduction):
     return emit
 
 
-def _float_exactness(spec: Reduction):
-    """Floats are exact through the exact kernel; other types as the fast rule says."""
-    integers = _exactness(spec)
+def _exact_kernel_exactness(spec: Reduction):
+    """What the exact kernel computes is exact; other types as the fast rule says."""
+    others = _exactness(spec)
 
     def refusal(view: NodeView) -> str | None:
-        return None if is_float(view.inputs[0].dtype) else integers(view)
+        return None if _uses_exact_kernel(spec, view.inputs[0].dtype) else others(view)
 
     return refusal
 
@@ -194,7 +210,9 @@ def _float_exactness(spec: Reduction):
 for _op, _spec in REDUCTIONS.items():
     emitter(_op, since=1, exact=_exactness(_spec))(_rule(_spec))
     if _spec.exact_kernel is not None:
-        emitter(_op, since=1, variant="exact", exact=_float_exactness(_spec))(_exact_rule(_spec))
+        emitter(_op, since=1, variant="exact", exact=_exact_kernel_exactness(_spec))(
+            _exact_rule(_spec)
+        )
 
 
 # --- ArgMax, ArgMin ------------------------------------------------------------------------------

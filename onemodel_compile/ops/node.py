@@ -15,11 +15,10 @@ from onemodel_compile.errors import CompileError
 from onemodel_compile.ir import UNKNOWN, Node, TensorType, ValueType
 
 
-@dataclass(frozen=True)
-class Operand:
-    expr: str
+class _Typed:
+    """dtype, shape and rank read off a value's type (None when unknown or not a tensor)."""
+
     type: ValueType
-    const: np.ndarray | None = None
 
     @property
     def dtype(self) -> np.dtype | None:
@@ -33,22 +32,21 @@ class Operand:
     def rank(self) -> int | None:
         return None if self.shape is None else len(self.shape)
 
+
+@dataclass(frozen=True)
+class Operand(_Typed):
+    expr: str
+    type: ValueType
+    const: np.ndarray | None = None
+
     def __str__(self) -> str:
         return self.expr
 
 
 @dataclass(frozen=True)
-class Result:
+class Result(_Typed):
     name: str
     type: ValueType
-
-    @property
-    def dtype(self) -> np.dtype | None:
-        return getattr(self.type, "dtype", None)
-
-    @property
-    def shape(self):
-        return getattr(self.type, "shape", None)
 
     def __str__(self) -> str:
         return self.name

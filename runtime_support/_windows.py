@@ -16,6 +16,12 @@ from numpy.lib.stride_tricks import sliding_window_view
 SAME = ("SAME_UPPER", "SAME_LOWER")
 
 
+def accumulator(dtype) -> np.dtype:
+    """The type sums run in: float32 for the narrower floats (float16, bfloat16), else `dtype`."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype.kind in "fV" and dtype.itemsize < 4 else dtype
+
+
 def same_pads(spatial, kernel_shape, strides, dilations, auto_pad):
     """Pads for auto_pad SAME_UPPER / SAME_LOWER: the output has ceil(size / stride) positions on
     each axis; an odd total puts the extra element at the end (UPPER) or the beginning (LOWER)."""

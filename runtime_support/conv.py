@@ -13,6 +13,7 @@ import numpy as np
 
 from runtime_support._windows import (
     SAME,
+    accumulator,
     add_windows,
     explicit_pads,
     pad_spatial,
@@ -26,13 +27,17 @@ __all__ = ["col2im", "conv", "conv_transpose"]
 
 def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTSET"):
     """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
-    `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it."""
+    `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it.
+    Float16 and bfloat16 go through float32 (BLAS)."""
     batch, channels = X.shape[:2]
     maps = W.shape[0]
     kernel_shape = W.shape[2:]
     rank = len(kernel_shape)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
-    windows = window_view(pad_spatial(X, pads, 0), kernel_shape, strides, dilations)
+    acc = accumulator(X.dtype)
+    windows = window_view(
+        pad_spatial(X.astype(acc, copy=False), pads, 0), kernel_shape, strides, dilations
+    )
     out_shape = windows.shape[2 : 2 + rank]
     out_size = int(np.prod(out_shape))
     kernel_size = int(np.prod(kernel_shape))
@@ -45,18 +50,12 @@ def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTS
     matrix = windows.transpose((1, 0) + spatial + (2,) + taps_axes).reshape(
         group, batch * out_size, in_per_group * kernel_size
     )
-    filters = W.reshape(group, maps_per_group, in_per_group * kernel_size).transpose(0, 2, 1)
+    filters = W.astype(acc, copy=False).reshape(group, maps_per_group, -1).transpose(0, 2, 1)
     Y = (matrix @ filters).reshape(group, batch, out_size, maps_per_group).transpose(1, 0, 3, 2)
     Y = Y.reshape((batch, maps) + out_shape)
     if B is not None:
-        Y = Y + B.reshape((maps,) + (1,) * rank)
+        Y = Y + B.astype(acc, copy=False).reshape((maps,) + (1,) * rank)
     return np.ascontiguousarray(Y, dtype=X.dtype)
-
-
-def _accumulator(dtype) -> np.dtype:
-    """The type sums run in: float32 for the narrower floats (float16, bfloat16), else `dtype`."""
-    dtype = np.dtype(dtype)
-    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
 
 
 def _transpose_geometry(
@@ -128,7 +127,7 @@ def conv_transpose(
     )
     batch, channels = X.shape[:2]
     maps = W.shape[1] * group
-    acc = _accumulator(X.dtype)
+    acc = accumulator(X.dtype)
     Y = np.zeros((batch, maps, *out), dtype=acc)
     if rank == 3:
         _conv_transpose_direct(Y, X, W, group, strides, dilations, begins)

@@ -10,7 +10,13 @@ import math
 
 import numpy as np
 
-from runtime_support._windows import explicit_pads, output_extent, pad_spatial, window_view
+from runtime_support._windows import (
+    accumulator,
+    explicit_pads,
+    output_extent,
+    pad_spatial,
+    window_view,
+)
 
 __all__ = [
     "average_pool",
@@ -103,21 +109,23 @@ def average_pool(
     auto_pad="NOTSET",
 ):
     """AveragePool. The divisor counts the window's taps inside X, or with `count_include_pad`
-    inside X and its explicit pads (never the extra end room that ceil_mode adds)."""
+    inside X and its explicit pads (never the extra end room that ceil_mode adds). Float16 and
+    bfloat16 sum in float32."""
     rank = len(kernel_shape)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     axes = tuple(range(2 + rank, 2 + 2 * rank))
+    acc = accumulator(X.dtype)
     windows = window_view(pad_spatial(X, pads, 0, extra), kernel_shape, strides, dilations)
-    total = windows.sum(axis=axes, dtype=X.dtype)
+    total = windows.sum(axis=axes, dtype=acc)
     # Count taps per window on a one-sample, one-channel mask.
-    inside = np.ones((1, 1) + X.shape[2:], dtype=X.dtype)
+    inside = np.ones((1, 1) + X.shape[2:], dtype=acc)
     if count_include_pad:
         inside = pad_spatial(inside, pads, 1)
         mask = pad_spatial(inside, (0,) * (2 * rank), 0, extra)
     else:
         mask = pad_spatial(inside, pads, 0, extra)
-    counts = window_view(mask, kernel_shape, strides, dilations).sum(axis=axes, dtype=X.dtype)
+    counts = window_view(mask, kernel_shape, strides, dilations).sum(axis=axes, dtype=acc)
     return (total / counts).astype(X.dtype, copy=False)
 
 
@@ -132,20 +140,21 @@ def _lp_root(total, p):
 
 
 def lp_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"):
-    """LpPool: (sum of |x| ** p over each window) ** (1 / p); padding adds nothing."""
+    """LpPool: (sum of |x| ** p over each window) ** (1 / p); padding adds nothing. Float16 and
+    bfloat16 compute in float32."""
     rank = len(kernel_shape)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
-    windows = window_view(
-        pad_spatial(_lp_power(X, p), pads, 0, extra), kernel_shape, strides, dilations
-    )
-    total = windows.sum(axis=tuple(range(2 + rank, 2 + 2 * rank)), dtype=X.dtype)
+    powers = _lp_power(X.astype(accumulator(X.dtype), copy=False), p)
+    windows = window_view(pad_spatial(powers, pads, 0, extra), kernel_shape, strides, dilations)
+    total = windows.sum(axis=tuple(range(2 + rank, 2 + 2 * rank)))
     return _lp_root(total, p).astype(X.dtype, copy=False)
 
 
 def global_lp_pool(X, *, p=2):
     """GlobalLpPool: (sum of |x| ** p over the spatial axes) ** (1 / p), spatial dims kept as 1."""
-    total = _lp_power(X, p).sum(axis=tuple(range(2, X.ndim)), dtype=X.dtype, keepdims=True)
+    powers = _lp_power(X.astype(accumulator(X.dtype), copy=False), p)
+    total = powers.sum(axis=tuple(range(2, X.ndim)), keepdims=True)
     return _lp_root(total, p).astype(X.dtype, copy=False)
 
 

@@ -96,6 +96,9 @@ CASES = [
          attrs={"group": 2, "auto_pad": "SAME_UPPER", "strides": [1, 2, 1]}, note=DOT),
     Case("conv2d_opset7", "Conv", 7,
          (x(2, 3, 6, 5), w(4, 3, 2, 2)), attrs={"pads": [0, 1, 1, 0]}, note=DOT),
+    Case("conv2d_float16_groups", "Conv", 22,
+         (x(1, 4, 6, 6, dtype="float16"), w(6, 2, 3, 3, dtype="float16"), w(6, dtype="float16")),
+         attrs={"group": 2, "pads": [1, 1, 1, 1]}),
     Case("conv2d_empty_batch", "Conv", 11, (x(0, 2, 5, 5), w(3, 2, 3, 3), w(3))),
     # ConvTranspose, one and two spatial axes: matrix product and Col2Im accumulation
     Case("convtranspose1d_strides_pads_bias", "ConvTranspose", 11,
@@ -126,6 +129,9 @@ CASES = [
     Case("convtranspose2d_kernel_smaller_than_stride_same_upper", "ConvTranspose", 22,
          (x(1, 1, 3, 4), w(1, 1, 1, 2)), attrs={"auto_pad": "SAME_UPPER", "strides": [3, 3]},
          divergence=_SAME_SHORT),
+    Case("convtranspose2d_float16", "ConvTranspose", 21,
+         (x(1, 3, 4, 5, dtype="float16"), w(3, 2, 3, 3, dtype="float16"), w(2, dtype="float16")),
+         attrs={"strides": [2, 2], "pads": [1, 1, 0, 0]}),
     # ConvTranspose, three spatial axes: direct loops
     Case("convtranspose3d_strides_pads_bias", "ConvTranspose", 22,
          (x("n", 2, 3, 4, 3), w(2, 3, 3, 2, 2), w(3)),
@@ -137,6 +143,9 @@ CASES = [
     Case("convtranspose3d_same_upper_output_padding", "ConvTranspose", 22,
          (x(1, 2, 2, 2, 3), w(2, 2, 3, 3, 3)),
          attrs={"auto_pad": "SAME_UPPER", "strides": [2, 2, 1], "output_padding": [1, 0, 0]}),
+    Case("convtranspose3d_float16", "ConvTranspose", 21,
+         (x(1, 2, 2, 3, 2, dtype="float16"), w(2, 2, 2, 2, 2, dtype="float16")),
+         attrs={"strides": [1, 2, 2]}),
     # Col2Im (ORT 1.31 has it from opset 18)
     Case("col2im_2d_strides_pads_dilations", "Col2Im", 18,
          (x(2, 3 * 4, 16), c([7, 9]), c([2, 2])),
@@ -145,6 +154,8 @@ CASES = [
          (x(1, 2 * 6, 16), v([5, 6]), v([2, 3]))),
     Case("col2im_3d", "Col2Im", 18,
          (x(1, 2 * 8, 2 * 2 * 3), c([3, 3, 4]), c([2, 2, 2]))),
+    Case("col2im_2d_float16", "Col2Im", 21,
+         (x(1, 2 * 4, 9, dtype="float16"), c([4, 4]), c([2, 2]))),
     # MaxPool
     Case("maxpool2d_ceil_dilations_indices", "MaxPool", 12,
          (x(2, 2, 7, 8),),
@@ -187,6 +198,9 @@ CASES = [
     Case("averagepool1d_ceil", "AveragePool", 10,
          (x(2, 3, 10),),
          attrs={"kernel_shape": [4], "strides": [3], "ceil_mode": 1}),
+    Case("averagepool2d_float16_large_window", "AveragePool", 21,
+         (x(1, 3, 12, 12, dtype="float16", scale=10.0),),
+         attrs={"kernel_shape": [7, 7], "pads": [3, 3, 3, 3]}),
     # LpPool
     Case("lppool2d_p3_pads_strides", "LpPool", 11,
          (x("n", 2, 7, 8),),
@@ -201,10 +215,13 @@ CASES = [
     Case("lppool2d_same_upper_runtime_spatial", "LpPool", 18,
          (x("n", 2, "h", "w", dynamic=True),),
          attrs={"kernel_shape": [2, 3], "p": 2, "auto_pad": "SAME_UPPER"}, dims=_HW),
+    Case("lppool2d_float16", "LpPool", 21,
+         (x(1, 2, 6, 7, dtype="float16"),), attrs={"kernel_shape": [3, 3], "p": 3}),
     # GlobalLpPool (onnxruntime: opsets 2 to 21)
     Case("globallppool2d_default_p", "GlobalLpPool", 7, (x("n", 3, 5, 6),), dims=_B),
     Case("globallppool1d_p3", "GlobalLpPool", 21, (x(2, 3, 9),), attrs={"p": 3}),
     Case("globallppool3d_p1", "GlobalLpPool", 11, (x(1, 2, 3, 4, 3),), attrs={"p": 1}),
+    Case("globallppool2d_float16", "GlobalLpPool", 21, (x(1, 3, 6, 6, dtype="float16"),)),
     # GlobalAveragePool, GlobalMaxPool
     Case("globalaveragepool2d_runtime_spatial", "GlobalAveragePool", 22,
          (x("n", 3, "h", "w", dynamic=True),), dims=_HW),

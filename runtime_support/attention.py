@@ -5,7 +5,7 @@ Attention computes in the query's element type, as the operator's function body 
 `softmax_precision` names, when given) and the product with V. Query heads share key and value
 heads in groups (grouped-query attention) without copying K or V.
 
-Settled semantics (docs: DESIGN.md "Settled semantics"):
+Settled semantics (DESIGN.md "Settled semantics"; tests/test_settled_attention.py):
 - the soft cap applies to the scores before the mask is added, so a masked key stays at -inf;
 - with `is_causal`, query i sees keys j <= i + offset, offset being the past sequence length (the
   keys of `past_key`), or nonpad_kv_seqlen - q_sequence_length per batch for an external cache;
@@ -182,6 +182,12 @@ def attention(
     return y, present_key, present_value, qk
 
 
+def _one_nan(x: np.ndarray) -> np.ndarray:
+    """x with every NaN as numpy's `np.nan`: which NaN an operation on NaNs passes on (its sign and
+    payload) differs between machines, and RotaryEmbedding is exact."""
+    return np.where(np.isnan(x), x.dtype.type(np.nan), x)
+
+
 def rotary_embedding(
     X,
     cos_cache,
@@ -222,16 +228,13 @@ def rotary_embedding(
     # (batch, sequence, rotated / 2) -> (batch, 1, sequence, rotated / 2) beside the heads
     cos, sin = cos_cache[:, np.newaxis], sin_cache[:, np.newaxis]
     if interleaved:
-        x1, x2 = x[..., 0:rotated:2], x[..., 1:rotated:2]
+        first, second = slice(0, rotated, 2), slice(1, rotated, 2)
     else:
-        x1, x2 = x[..., : rotated // 2], x[..., rotated // 2 : rotated]
+        first, second = slice(0, rotated // 2), slice(rotated // 2, rotated)
+    x1, x2 = x[..., first], x[..., second]
     y = x.copy()
-    if interleaved:
-        y[..., 0:rotated:2] = cos * x1 - sin * x2
-        y[..., 1:rotated:2] = sin * x1 + cos * x2
-    else:
-        y[..., : rotated // 2] = cos * x1 - sin * x2
-        y[..., rotated // 2 : rotated] = sin * x1 + cos * x2
+    y[..., first] = _one_nan(cos * x1 - sin * x2)
+    y[..., second] = _one_nan(sin * x1 + cos * x2)
     if X.ndim == 3:
         y = y.transpose(0, 2, 1, 3).reshape(X.shape)
     return y

@@ -29,6 +29,11 @@ def _sum(values: np.ndarray) -> float:
         return 2.0 * math.fsum((flat / 2.0).tolist())
 
 
+def _scalar(value: float, dtype: np.dtype) -> np.ndarray:
+    """A 0-d array of `dtype`; a NaN as `math.nan`, whatever the machine made of it."""
+    return np.array(math.nan if math.isnan(value) else value, dtype=dtype)
+
+
 def negative_log_likelihood_loss(
     input, target, weight=None, *, ignore_index=None, reduction="mean"
 ):
@@ -38,6 +43,11 @@ def negative_log_likelihood_loss(
     sum of the targets' weights."""
     dtype = input.dtype
     classes = input.shape[1]
+    if target.shape != input.shape[:1] + input.shape[2:]:
+        raise ValueError(
+            f"NegativeLogLikelihoodLoss: target of shape {target.shape} does not match input of "
+            f"shape {input.shape} (N, C, d1...)"
+        )
     ignored = (
         np.zeros(target.shape, dtype=np.bool_) if ignore_index is None else target == ignore_index
     )
@@ -55,14 +65,13 @@ def negative_log_likelihood_loss(
     else:
         weights = np.where(ignored, zero, weight.astype(dtype, copy=False)[index])
         losses = np.where(ignored, zero, weights * -picked)
-    if reduction == "none":
-        return losses
+    if reduction == "none":  # every NaN as np.nan: NaN signs and payloads differ between machines
+        return np.where(np.isnan(losses), dtype.type(np.nan), losses)
     if reduction == "sum":
-        return np.array(_sum(losses), dtype=dtype)
+        return _scalar(_sum(losses), dtype)
     if reduction == "mean":
         with np.errstate(invalid="ignore", divide="ignore"):  # every target ignored: 0 / 0
-            mean = np.float64(_sum(losses)) / np.float64(_sum(weights))
-        return np.array(mean, dtype=dtype)
+            return _scalar(float(np.float64(_sum(losses)) / np.float64(_sum(weights))), dtype)
     raise ValueError(f"NegativeLogLikelihoodLoss: unknown reduction {reduction!r}")
 
 

@@ -174,10 +174,10 @@ def _pixel(position, weight, length, padding_mode, low, high):
 
 def _bilinear_axis(position, length):
     """Per sample coordinate: (low index, high index, weight of low, weight of high, valid).
-    A coordinate outside [-1, length] is invalid; one below 0 counts as 0; one at or past the last
-    pixel reads the last pixel only."""
+    A coordinate outside [-1, length] (or NaN) is invalid; one below 0 counts as 0; one at or past
+    the last pixel reads the last pixel only."""
     valid = (position >= -1) & (position <= length)
-    position = np.maximum(position, 0)
+    position = np.where(valid, np.maximum(position, 0), 0)  # an invalid one reads pixel 0
     low = np.trunc(position).astype(np.int64)
     last = low >= length - 1
     low = np.where(last, length - 1, low)

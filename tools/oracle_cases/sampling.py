@@ -150,6 +150,10 @@ CASES = [
          (x(1, 4, 8, 8), v(_ROIS[:3], "float32"), v([0, 0, 0])),
          attrs={"coordinate_transformation_mode": "output_half_pixel", "output_height": 4,
                 "output_width": 2, "spatial_scale": 0.5}),
+    Case("roialign16_degenerate_rois", "RoiAlign", 16,
+         (x(1, 2, 8, 8), v([[1, 1, 6, 6], [5, 5, 2, 2], [3, 3, 3, 3], [0, 0, 20, 1],
+                            [-30, -30, -20, -25]], "float32"), v([0, 0, 0, 0, 0])),
+         attrs={"mode": "max", "output_height": 2, "output_width": 3}),
     # --- NonMaxSuppression ---------------------------------------------------------------------------
     Case("nms10_all_inputs", "NonMaxSuppression", 10,
          (x(2, 30, 4, gen="uniform", low=0, high=10), x(2, 3, 30, gen="uniform", low=0, high=1),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from onemodel_compile.ops.code import py
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
-from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
+from onemodel_compile.ops.spatial import auto_pad_of, kernel_shape_of, window_keywords
 
 
 def _operands(view: NodeView) -> str:
@@ -39,7 +39,7 @@ def conv_transpose(view: NodeView) -> str:
     """The ONNX attributes as given (the kernel settles the geometry, so spatial dims may be
     known only at run time); pads only where they count (no output_shape, no auto_pad)."""
     keywords = []
-    auto_pad = view.attr("auto_pad", "NOTSET") or "NOTSET"
+    auto_pad = auto_pad_of(view)
     output_shape = view.attr("output_shape")
     if output_shape is not None:
         keywords.append(f"output_shape={_ints(output_shape)}")

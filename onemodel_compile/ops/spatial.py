@@ -33,7 +33,8 @@ def _static_spatial(view: NodeView):
     return spatial
 
 
-def _auto_pad(view: NodeView) -> str:
+def auto_pad_of(view: NodeView) -> str:
+    """The auto_pad attribute (NOTSET when empty); an unknown value is an error."""
     auto_pad = view.attr("auto_pad", "NOTSET") or "NOTSET"
     if auto_pad not in ("NOTSET", "VALID") + SAME:
         raise CompileError(f"{view.node.label}: unknown auto_pad {auto_pad!r}")
@@ -44,7 +45,7 @@ def spatial_geometry(view: NodeView, kernel_shape) -> tuple[list[int], list[int]
     """(pads, strides, dilations) with auto_pad resolved against the input's spatial shape."""
     rank = len(kernel_shape)
     strides, dilations = _strides_dilations(view, rank)
-    auto_pad = _auto_pad(view)
+    auto_pad = auto_pad_of(view)
     if auto_pad == "NOTSET":
         pads = list(view.attr("pads") or [0] * (2 * rank))
     elif auto_pad == "VALID":
@@ -64,7 +65,7 @@ def geometry_keywords(pads, strides, dilations) -> str:
 def window_keywords(view: NodeView, kernel_shape) -> str:
     """`pads=..., strides=..., dilations=...` for a window kernel; `auto_pad=...` in place of
     `pads` when auto_pad is SAME_* and the spatial dims are known only at run time."""
-    auto_pad = _auto_pad(view)
+    auto_pad = auto_pad_of(view)
     if auto_pad in SAME and _static_spatial(view) is None:
         strides, dilations = _strides_dilations(view, len(kernel_shape))
         return f"auto_pad={py(auto_pad)}, strides={py(strides)}, dilations={py(dilations)}"

@@ -87,23 +87,19 @@ def _axes(ndim: int, axes, noop_with_empty_axes=0) -> tuple[int, ...]:
 def _gather(x, axes: tuple[int, ...]) -> tuple[np.ndarray, int]:
     """A C-contiguous float64 copy of `x` with `axes` merged into one axis that runs over the
     reduced elements in C order of `axes`, and where that axis is: last (shape (*kept, n)) when
-    `axes` are x's trailing axes, so that no transposition is needed, else first ((n, *kept))."""
+    `axes` are x's trailing axes (not all), so that no transposition is needed, else first
+    ((n, *kept))."""
     x = np.asarray(x)
     kept = tuple(a for a in range(x.ndim) if a not in axes)
     kept_shape = tuple(x.shape[a] for a in kept)
     count = math.prod(x.shape[a] for a in axes)
-    trailing = axes == tuple(range(x.ndim - len(axes), x.ndim))
+    trailing = bool(kept) and axes == tuple(range(x.ndim - len(axes), x.ndim))
     moved = x if trailing else x.transpose(axes + kept)
     values = np.empty(moved.shape, dtype=np.float64)
     values[...] = moved
     if trailing:
         return values.reshape(kept_shape + (count,)), -1
     return values.reshape((count,) + kept_shape), 0
-
-
-def _part(values: np.ndarray, axis: int, start: int, stop: int):
-    """The index of positions start..stop-1 along `axis` (0 or -1)."""
-    return (slice(start, stop),) if axis == 0 else (Ellipsis, slice(start, stop))
 
 
 def _restore(reduced: np.ndarray, shape, axes: tuple[int, ...], keepdims) -> np.ndarray:
@@ -114,23 +110,32 @@ def _restore(reduced: np.ndarray, shape, axes: tuple[int, ...], keepdims) -> np.
 
 
 def _pairwise(values: np.ndarray, axis: int, combine) -> np.ndarray:
-    """Reduce `axis` (0 or -1) of `values` (owned, modified) with `combine` in a fixed binary
-    tree, and return the result without that axis.
+    """Reduce `axis` (0 or -1) of `values` with `combine` in a fixed binary tree, and return the
+    result without that axis.
 
     With m values v[0..m-1] live, one level computes v[i] = combine(v[i], v[i + h]) for
     i < h = m // 2 and, when m is odd, moves v[m-1] to v[h]; levels repeat until one value is
-    left. The tree depends only on the length n (depth ceil(log2 n))."""
+    left. The tree depends only on the length n (depth ceil(log2 n)). `values` is modified.
+    Along the last axis each level writes a new array, which no input overlaps (numpy would
+    otherwise copy the interleaved halves)."""
     count = values.shape[axis]
     while count > 1:
-        half = count // 2
-        head = values[_part(values, axis, 0, half)]
-        combine(head, values[_part(values, axis, half, 2 * half)], out=head)
-        if count % 2:
-            values[_part(values, axis, half, half + 1)] = values[
-                _part(values, axis, count - 1, count)
-            ]
-        count = half + count % 2
-    return values[(0,) if axis == 0 else (Ellipsis, 0)]
+        half, odd = count // 2, count % 2
+        if axis == 0:  # contiguous halves: in place
+            level = values[: half + odd]
+            combine(level[:half], values[half : 2 * half], out=level[:half])
+            if odd:
+                level[half] = values[count - 1]
+        elif count <= 16:  # short rows: finish along a contiguous first axis
+            values, axis = np.ascontiguousarray(np.moveaxis(values, -1, 0)), 0
+            continue
+        else:
+            level = np.empty(values.shape[:-1] + (half + odd,))
+            combine(values[..., :half], values[..., half : 2 * half], out=level[..., :half])
+            if odd:
+                level[..., half] = values[..., count - 1]
+        values, count = level, half + odd
+    return values[0] if axis == 0 else values[..., 0]
 
 
 def _sum64(x, axes: tuple[int, ...], before=None) -> np.ndarray:
@@ -291,11 +296,13 @@ def exact_cumsum(x, axis, *, exclusive=0, reverse=0):
     values = np.moveaxis(_float64(x), axis, -1)
     if reverse:
         values = values[..., ::-1]
-    values = np.ascontiguousarray(values)
     count = values.shape[-1]
     step = 1
     while step < count:
-        values[..., step:] = values[..., step:] + values[..., :-step]
+        level = np.empty(values.shape)
+        level[..., :step] = values[..., :step]
+        np.add(values[..., step:], values[..., :-step], out=level[..., step:])
+        values = level
         step *= 2
     if exclusive and count:
         values = np.concatenate([np.zeros_like(values[..., :1]), values[..., :-1]], axis=-1)

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from runtime_support._windows import (
@@ -135,7 +137,8 @@ def conv_transpose(
         # (G, M/G * K, C/G) @ (N, G, C/G, L): every input element times every filter tap.
         in_per_group = channels // group
         filters = W.astype(acc).reshape(group, in_per_group, -1).transpose(0, 2, 1)
-        products = filters @ X.astype(acc).reshape(batch, group, in_per_group, -1)
+        positions = math.prod(X.shape[2:])
+        products = filters @ X.astype(acc).reshape(batch, group, in_per_group, positions)
         columns = products.reshape((batch, maps) + kernel_shape + X.shape[2:])
         add_windows(Y, columns, strides, dilations, begins)
     if B is not None:

@@ -89,8 +89,9 @@ def max_pool(
     if X.dtype.kind == "f":
         hit |= np.isnan(windows) & np.isnan(peak)
     hit &= positions >= 0
-    first = hit.reshape(Y.shape + (-1,)).argmax(axis=-1)
-    flat_positions = positions.reshape(positions.shape[: 2 + rank] + (-1,))
+    taps = math.prod(kernel_shape)
+    first = hit.reshape(Y.shape + (taps,)).argmax(axis=-1)
+    flat_positions = positions.reshape(positions.shape[: 2 + rank] + (taps,))
     spatial_index = np.take_along_axis(flat_positions, first[..., None], axis=-1)[..., 0]
     batch, channels = X.shape[:2]
     base = np.arange(batch * channels, dtype=np.int64).reshape((batch, channels) + (1,) * rank)

@@ -132,6 +132,8 @@ CASES = [
     Case("convtranspose2d_float16", "ConvTranspose", 21,
          (x(1, 3, 4, 5, dtype="float16"), w(3, 2, 3, 3, dtype="float16"), w(2, dtype="float16")),
          attrs={"strides": [2, 2], "pads": [1, 1, 0, 0]}),
+    Case("convtranspose2d_empty_batch", "ConvTranspose", 11,
+         (x(0, 2, 3, 3), w(2, 2, 2, 2), w(2)), attrs={"strides": [2, 2]}),
     # ConvTranspose, three spatial axes: direct loops
     Case("convtranspose3d_strides_pads_bias", "ConvTranspose", 22,
          (x("n", 2, 3, 4, 3), w(2, 3, 3, 2, 2), w(3)),
@@ -146,6 +148,8 @@ CASES = [
     Case("convtranspose3d_float16", "ConvTranspose", 21,
          (x(1, 2, 2, 3, 2, dtype="float16"), w(2, 2, 2, 2, 2, dtype="float16")),
          attrs={"strides": [1, 2, 2]}),
+    Case("convtranspose3d_empty_batch", "ConvTranspose", 11,
+         (x(0, 2, 2, 2, 2), w(2, 1, 2, 2, 2))),
     # Col2Im (ORT 1.31 has it from opset 18)
     Case("col2im_2d_strides_pads_dilations", "Col2Im", 18,
          (x(2, 3 * 4, 16), c([7, 9]), c([2, 2])),
@@ -170,6 +174,8 @@ CASES = [
     Case("maxpool3d_indices", "MaxPool", 12,
          (x(1, 2, 4, 5, 4),), attrs={"kernel_shape": [2, 2, 2], "strides": [2, 1, 2]},
          outputs=2),
+    Case("maxpool2d_empty_batch_indices", "MaxPool", 12,
+         (x(0, 2, 4, 4),), attrs={"kernel_shape": [2, 2], "strides": [2, 2]}, outputs=2),
     Case("maxpool2d_int8_pads", "MaxPool", 12,
          (x(1, 2, 6, 5, dtype="int8", gen="int", low=-128, high=127),),
          attrs={"kernel_shape": [3, 2], "pads": [1, 0, 1, 1], "strides": [2, 1]}),
@@ -201,6 +207,8 @@ CASES = [
     Case("averagepool2d_float16_large_window", "AveragePool", 21,
          (x(1, 3, 12, 12, dtype="float16", scale=10.0),),
          attrs={"kernel_shape": [7, 7], "pads": [3, 3, 3, 3]}),
+    Case("averagepool2d_empty_batch", "AveragePool", 11,
+         (x(0, 3, 4, 4),), attrs={"kernel_shape": [2, 2]}),
     # LpPool
     Case("lppool2d_p3_pads_strides", "LpPool", 11,
          (x("n", 2, 7, 8),),

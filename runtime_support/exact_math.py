@@ -714,7 +714,8 @@ _SQRT_HALF_BITS = _U(0x3FE6A09E667F3BCD)
 _LOG_OFFSET = _U((1024 << 52) - 0x3FE6A09E667F3BCD)
 _MANTISSA_MASK = _U((1 << 52) - 1)
 _NARROW_EXP_RANGE = (-110.0, 90.0)  # exp rounds to 0 below and to inf above in float32 and float16
-_WIDE_EXP_LIMIT = 708.0  # |x| <= 708: exp(x) is a normal float64 with a normal 2**(k/128)
+# |x| <= 700: exp(x) is at least 2**-1010, so neither 2**(k/128) nor s*tmp is subnormal or overflows
+_WIDE_EXP_LIMIT = 700.0
 _EXPM1_FLOOR = -40.0  # expm1(x) rounds to -1 below, in every type
 _ERF_LAST = 6.0  # erf rounds to 1 in float64 from about 5.92 on
 _ERF_SCALE = 4.0  # intervals of width 1/4
@@ -780,14 +781,32 @@ def _exp_core(x: np.ndarray, wide: bool) -> np.ndarray:
 
 
 def _exp_far(x: np.ndarray) -> np.ndarray:
-    """exp(x) for float64 x outside [-708, 708] or NaN: the core with 2**(+-512) moved out of s and
-    multiplied back at the end (exact, or the overflow to inf / the one rounding to a subnormal)."""
+    """exp(x) for float64 x outside [-700, 700] or NaN, rounded once.
+
+    x > 700: the core with 2**512 taken out of s, multiplied back at the end (exact, or the
+    overflow to inf). x < -700: 2**1022 taken out, y = s + s*tmp; where y < 1 the result is
+    subnormal and must be rounded at 2**-1074, i.e. at 2**-52 before scaling: with lo the rounding
+    error of y (Fast2Sum: (s - y) + s*tmp) and hi = 1 + y, ((hi + lo') - 1) rounds once there, lo'
+    adding hi's own rounding error ((1 - hi) + y) to lo. Then the exact scaling by 2**-1022.
+    """
     x = np.clip(x, -746.0, 710.0)  # beyond: 0 and inf all the same; NaN stays NaN
     y = np.empty_like(x)
-    for bias, where in ((512, x > 0), (-512, ~(x > 0))):
-        if where.any():
-            s, tmp = _exp_parts(x[where], True, bias)
-            y[where] = (s + s * tmp) * math.ldexp(1.0, bias)
+    high = x > 0
+    if high.any():
+        s, tmp = _exp_parts(x[high], True, 512)
+        y[high] = (s + s * tmp) * math.ldexp(1.0, 512)
+    low = ~high
+    if low.any():
+        s, tmp = _exp_parts(x[low], True, -1022)
+        tmp *= s
+        scaled = s + tmp
+        lo = s - scaled
+        lo += tmp
+        hi = scaled + 1.0
+        lo += (1.0 - hi) + scaled
+        hi += lo
+        hi -= 1.0
+        y[low] = np.where(scaled < 1.0, hi, scaled) * math.ldexp(1.0, -1022)
     return y
 
 
@@ -1015,10 +1034,11 @@ def _elementwise(
 
 def exact_exp(x: np.ndarray) -> np.ndarray:
     """e**x. x = k*ln2/128 + r (Cody-Waite, |r| <= ln2/256), 2**(k/128) from a 128-entry table
-    with its rounding remainder, exp(r) - 1 = r + r**2 * p(r) with a minimax p (degree 2 for
-    float16/float32, 3 for float64), result s + s*tmp (see _exp_parts for the order). float16 and
-    float32 arguments are clamped to [-110, 90] (the result rounds to 0 or inf beyond); float64
-    results that overflow or are subnormal take 2**512 out of the scale and multiply it back."""
+    (float64: with its rounding remainder), exp(r) - 1 = r + r**2 * p(r) with a minimax p (degree
+    2 for float16/float32, 3 for float64), result s + s*tmp (see _exp_parts for the order). float16
+    and float32 arguments are clamped to [-110, 90] (the result rounds to 0 or inf beyond); float64
+    arguments beyond +-700 take a power of two out of the scale and put it back with one rounding
+    (see _exp_far), so overflow gives inf and subnormal results are rounded once."""
     return _elementwise(_exp_block, x, name="exact_exp")
 
 

@@ -1,0 +1,418 @@
+"""Measure the accuracy of runtime_support.exact_math against correctly rounded references.
+
+    python -m tools.measure_exact_transcendentals [--jobs 2] [--quick]
+
+float32 exp and log: every one of the 2**32 bit patterns. float32 expm1, log1p, sigmoid, tanh,
+softplus, erf and pow: samples spread over the whole range (half uniform over the bit patterns, which
+reaches every binade and the specials, half uniform over the interval where the function is not
+saturated). float16: every one of the 65536 values (pow: every base with a set of exponents).
+float64: samples.
+
+References: numpy's float64 exp and log for the exhaustive float32 runs (libm quality, a few 2**-53
+at worst, so good to 2**-27 of a float32 ulp), numpy longdouble (x87 extended, 64-bit significand:
+exp, log, expm1, log1p, tanh, pow within a few 2**-63) for the samples and float16, mpmath (60
+digits) for erf. The reference converted once to the result type is the candidate correctly rounded
+value cr, and |ref - cr| in ulps of the binade where ref lies is its error. mpmath decides every
+result that differs from cr and every case where ref falls so close to a rounding boundary (half an
+ulp, within MARGIN) that the reference's own error could flip it; the "not correctly rounded" count
+and the errors of those results are mpmath's.
+
+Special values (NaN, infinities) must match exactly (NaN: any NaN).
+--quick runs small samples and only part of the exhaustive ranges (for a smoke test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import multiprocessing
+import sys
+import time
+from dataclasses import dataclass, field
+
+import mpmath as mp
+import numpy as np
+
+from runtime_support import exact_math as em
+
+LD = np.longdouble
+mp.mp.dps = 60
+
+# --- references -------------------------------------------------------------------------------------
+
+
+def _ld_sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def _ld_softplus(x):
+    return np.where(x > 0, x + np.log1p(np.exp(-np.abs(x))), np.log1p(np.exp(x)))
+
+
+LONGDOUBLE = {
+    "exp": np.exp,
+    "log": np.log,
+    "expm1": np.expm1,
+    "log1p": np.log1p,
+    "sigmoid": _ld_sigmoid,
+    "tanh": np.tanh,
+    "softplus": _ld_softplus,
+}
+
+FLOAT64 = {"exp": np.exp, "log": np.log}  # the bulk reference of the exhaustive float32 runs
+
+MPMATH = {
+    "exp": mp.exp,
+    "log": mp.log,
+    "expm1": mp.expm1,
+    "log1p": lambda v: mp.log1p(v),
+    "sigmoid": lambda v: 1 / (1 + mp.exp(-v)),
+    "tanh": mp.tanh,
+    "softplus": lambda v: mp.log1p(mp.exp(v)),
+    "erf": mp.erf,
+    "pow": lambda v, w: mp.power(v, w),
+}
+
+KERNELS = {
+    "exp": em.exact_exp,
+    "log": em.exact_log,
+    "expm1": em.exact_expm1,
+    "log1p": em.exact_log1p,
+    "sigmoid": em.exact_sigmoid,
+    "tanh": em.exact_tanh,
+    "softplus": em.exact_softplus,
+    "erf": em.exact_erf,
+    "pow": em.exact_pow,
+}
+
+
+def mp_value(name: str, args: tuple[float, ...]):
+    """The exact value (60 digits) of function `name` at float arguments, or a float special."""
+    if any(np.isnan(a) for a in args):
+        return float("nan")
+    try:
+        v = MPMATH[name](*(mp.mpf(float(a)) for a in args))
+    except (ValueError, ZeroDivisionError):
+        return float("nan")
+    if isinstance(v, mp.mpc):
+        return float("nan") if v.imag != 0 else v.real
+    return v
+
+
+def correctly_rounded(value, dtype) -> np.generic:
+    """value (mpf, or a float special) rounded to nearest-even in dtype, decided in mpmath."""
+    if not isinstance(value, mp.mpf) or not mp.isfinite(value):
+        return dtype.type(float(value))
+    top = mp.mpf(float(np.finfo(dtype).max))
+    half_ulp = mp.mpf(2) ** (np.finfo(dtype).maxexp - np.finfo(dtype).nmant - 2)
+    if abs(value) >= top + half_ulp:  # beyond max + half its ulp: rounds to inf
+        return dtype.type(np.copysign(np.inf, float(value)))
+    guess = dtype.type(float(value))  # float() rounds to double first: at most one step off
+    candidates = [
+        np.nextafter(guess, dtype.type(-np.inf)),
+        guess,
+        np.nextafter(guess, dtype.type(np.inf)),
+    ]
+    best = None
+    for c in candidates:
+        if not np.isfinite(c):
+            continue
+        d = abs(mp.mpf(float(c)) - value)
+        even = (int(np.array(c).view(_uint(dtype))) & 1) == 0
+        key = (d, not even)
+        if best is None or key < best[0]:
+            best = (key, c)
+    return best[1]
+
+
+def _uint(dtype):
+    return {2: np.uint16, 4: np.uint32, 8: np.uint64}[np.dtype(dtype).itemsize]
+
+
+def mp_ulps(y: float, value, dtype) -> float:
+    """|y - value| in ulps of value (mpmath), for finite value."""
+    fi = np.finfo(dtype)
+    e = fi.minexp
+    if abs(value) >= mp.mpf(2) ** fi.minexp:
+        e = int(mp.floor(mp.log(abs(value), 2)))
+        if mp.mpf(2) ** e > abs(value):  # log rounded up at a power of two
+            e -= 1
+    return float(abs(mp.mpf(float(y)) - value) / mp.mpf(2) ** (e - fi.nmant))
+
+
+# --- one batch against longdouble ---------------------------------------------------------------
+
+
+@dataclass
+class Stats:
+    checked: int = 0
+    specials: int = 0
+    max_ulps: float = 0.0
+    worst: tuple = ()
+    not_rounded: int = 0
+    mp_decided: int = 0
+    failures: list = field(default_factory=list)
+
+    def merge(self, other: "Stats") -> None:
+        self.checked += other.checked
+        self.specials += other.specials
+        if other.max_ulps > self.max_ulps:
+            self.max_ulps, self.worst = other.max_ulps, other.worst
+        self.not_rounded += other.not_rounded
+        self.mp_decided += other.mp_decided
+        self.failures += other.failures[: max(0, 20 - len(self.failures))]
+
+
+def check_batch(name: str, dtype, args: tuple[np.ndarray, ...], ref: np.ndarray | None) -> Stats:
+    """Compare the kernel on args with the reference (a float64 or longdouble array, or None: mpmath
+    for every element).
+
+    With ref converted once to dtype as the candidate correctly rounded result cr, and the gap to
+    cr's neighbour on ref's side (the ulp where ref lies), ratio = |ref - cr| / gap is the error of
+    cr in ulps. Where ratio is within MARGIN of 1/2, the reference's own error could put it on the
+    wrong side of the rounding boundary, so mpmath decides; it also decides every y != cr."""
+    stats = Stats()
+    y = KERNELS[name](*args)
+    stats.checked = y.size
+    if ref is None:
+        for i in range(y.size):
+            point = tuple(a.flat[i] for a in args)
+            _judge_mp(stats, name, dtype, point, y.flat[i])
+        stats.mp_decided = y.size
+        return stats
+    with np.errstate(all="ignore"):
+        finite = np.isfinite(ref)
+        special = ~finite
+        # Specials: NaN must be NaN, infinities equal.
+        s_y, s_ref = y[special], ref[special]
+        bad = ~((np.isnan(s_y) & np.isnan(s_ref)) | (s_y.astype(ref.dtype) == s_ref))
+        stats.specials = int(special.sum())
+        for i in np.flatnonzero(special)[bad][:20]:
+            stats.failures.append((tuple(float(a.flat[i]) for a in args), float(y[i]), "special"))
+        fy, fref = y[finite], ref[finite]
+        cr = fref.astype(dtype)
+        toward = np.where(fref > cr.astype(ref.dtype), dtype.type(np.inf), dtype.type(-np.inf))
+        gap = np.abs(np.nextafter(cr, toward).astype(ref.dtype) - cr.astype(ref.dtype))
+        ratio = (np.abs(fref - cr.astype(ref.dtype)) / gap).astype(np.float64)
+        ratio[np.isinf(cr)] = 0.0  # overflowed: judged by equality (and mpmath if different)
+        margin = MARGIN[(np.dtype(ref.dtype).itemsize > 8, np.dtype(dtype).itemsize)]
+        near = np.abs(ratio - 0.5) <= margin
+        differ = (fy != cr) & ~(np.isnan(fy) & np.isnan(cr))
+        err = ratio
+        decide = np.flatnonzero(near | differ)
+        finite_idx = np.flatnonzero(finite)
+        for j in decide:
+            i = finite_idx[j]
+            point = tuple(a.flat[i] for a in args)
+            stats.mp_decided += 1
+            err[j] = _judge_mp(stats, name, dtype, point, fy[j], count_checked=False)
+        if err.size:
+            k = int(np.argmax(err))
+            if float(err[k]) > stats.max_ulps:
+                i = finite_idx[k]
+                stats.max_ulps = float(err[k])
+                stats.worst = tuple(float(a.flat[i]) for a in args)
+    return stats
+
+
+# How close to 1/2 ulp the reference may fall before mpmath decides, by (reference is longdouble,
+# result itemsize): float64 references (libm, a few 2**-53 at worst) against float32 results are
+# good to ~2**-27 of a float32 ulp; longdouble (2**-63) to ~2**-10 of a float64 ulp.
+MARGIN = {
+    (False, 2): 2.0**-30,
+    (False, 4): 2.0**-20,
+    (True, 2): 2.0**-40,
+    (True, 4): 2.0**-30,
+    (True, 8): 2.0**-6,
+}
+
+
+def _judge_mp(stats: Stats, name, dtype, point, y, count_checked=True) -> float:
+    """Judge one result with mpmath; returns its error in ulps (0 for a matching special)."""
+    value = mp_value(name, point)
+    cr = correctly_rounded(value, np.dtype(dtype))
+    if not isinstance(value, mp.mpf) or not mp.isfinite(value) or not np.isfinite(cr):
+        ok = (np.isnan(y) and np.isnan(cr)) or y == cr
+        if not ok:
+            stats.failures.append((tuple(float(p) for p in point), float(y), "special"))
+        stats.specials += count_checked
+        return 0.0
+    if y != cr:
+        stats.not_rounded += 1
+    err = mp_ulps(y, value, np.dtype(dtype)) if np.isfinite(y) else float("inf")
+    if count_checked and err > stats.max_ulps:
+        stats.max_ulps, stats.worst = err, tuple(float(p) for p in point)
+    return err
+
+
+# --- the runs -----------------------------------------------------------------------------------
+
+
+def _exhaustive_chunk(task):
+    name, start, size = task
+    bits = np.arange(start, start + size, dtype=np.uint64).astype(np.uint32)
+    x = bits.view(np.float32)
+    with np.errstate(all="ignore"):
+        ref = FLOAT64[name](x.astype(np.float64))
+    return check_batch(name, np.dtype(np.float32), (x,), ref)
+
+
+def exhaustive_float32(name: str, jobs: int, quick: bool) -> Stats:
+    chunk = 1 << 22
+    starts = range(0, 1 << 32, chunk)
+    if quick:
+        starts = [s for s in starts if s % (chunk * 64) == 0]
+    tasks = [(name, s, chunk) for s in starts]
+    total = Stats()
+    if jobs > 1:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            for stats in pool.imap_unordered(_exhaustive_chunk, tasks):
+                total.merge(stats)
+    else:
+        for task in tasks:
+            total.merge(_exhaustive_chunk(task))
+    return total
+
+
+SAMPLE_RANGES = {  # where the function is not saturated, for the uniform part of the samples
+    "exp": (-745.0, 710.0),
+    "log": (0.0, 10.0),
+    "expm1": (-20.0, 90.0),
+    "log1p": (-1.0, 10.0),
+    "sigmoid": (-110.0, 20.0),
+    "tanh": (-10.0, 10.0),
+    "softplus": (-110.0, 20.0),
+    "erf": (-6.0, 6.0),
+}
+
+
+def _sample(rng, dtype, n, low, high):
+    """Half uniform over the bit patterns (every binade and the specials), half uniform in [low, high]."""
+    uint = _uint(dtype)
+    info = np.iinfo(uint)
+    bits = rng.integers(0, int(info.max) + 1, n // 2, dtype=np.uint64).astype(uint)
+    return np.concatenate([bits.view(dtype), rng.uniform(low, high, n - n // 2).astype(dtype)])
+
+
+def sampled(name: str, dtype, n: int, seed: int) -> Stats:
+    rng = np.random.default_rng(seed)
+    total = Stats()
+    batch = 1 << 20
+    for start in range(0, n, batch):
+        m = min(batch, n - start)
+        if name == "pow":
+            x = _sample(rng, dtype, m, 0.0, 4.0)
+            y = np.where(
+                rng.random(m) < 0.25,
+                rng.integers(-40, 41, m).astype(dtype),
+                rng.uniform(-30, 30, m).astype(dtype),
+            ).astype(dtype)
+            x = np.where(rng.random(m) < 0.2, -x, x)
+            with np.errstate(all="ignore"):
+                ref = np.power(x.astype(LD), y.astype(LD))
+            total.merge(check_batch(name, np.dtype(dtype), (x, y), ref))
+            continue
+        x = _sample(rng, dtype, m, *SAMPLE_RANGES[name])
+        if name == "erf":
+            x = x[: min(m, 200_000 // max(1, n // batch))]
+            total.merge(check_batch(name, np.dtype(dtype), (x,), None))
+            continue
+        with np.errstate(all="ignore"):
+            ref = LONGDOUBLE[name](x.astype(LD))
+        total.merge(check_batch(name, np.dtype(dtype), (x,), ref))
+    return total
+
+
+def all_float16(name: str) -> Stats:
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    if name == "pow":
+        xs, ys = np.meshgrid(x, FLOAT16_EXPONENTS)
+        # mpmath for every pair would be slow: longdouble bulk, mpmath near boundaries (as float32).
+        with np.errstate(all="ignore"):
+            ref = np.power(xs.ravel().astype(LD), ys.ravel().astype(LD))
+        return check_batch(name, np.dtype(np.float16), (xs.ravel(), ys.ravel()), ref)
+    if name == "erf":
+        return check_batch(name, np.dtype(np.float16), (x,), None)
+    with np.errstate(all="ignore"):
+        ref = LONGDOUBLE[name](x.astype(LD))
+    return check_batch(name, np.dtype(np.float16), (x,), ref)
+
+
+FLOAT16_EXPONENTS = np.array(
+    [0, 0.5, -0.5, 1, -1, 2, -2, 3, -3, 0.25, 1.5, -1.5, 2.5, 7, -7, 10, 11, -11, 13.5]
+    + [0.1 * k for k in range(-22, 23) if k % 5],
+    dtype=np.float16,
+)
+FUNCTIONS = ("exp", "log", "expm1", "log1p", "sigmoid", "tanh", "softplus", "erf", "pow")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=1, help="processes for the exhaustive runs")
+    parser.add_argument("--quick", action="store_true", help="small samples, 1/64 of exhaustive")
+    parser.add_argument("--only", nargs="*", default=None, help="functions to measure")
+    parser.add_argument("--sample", type=int, default=10_000_000, help="float32 sample size")
+    args = parser.parse_args(argv)
+    names = args.only or FUNCTIONS
+    sample = 200_000 if args.quick else args.sample
+    began = time.time()
+    print(f"# exact_math accuracy, {datetime.date.today().isoformat()}, numpy {np.__version__}")
+    print(
+        f"# command: python -m tools.measure_exact_transcendentals {' '.join(argv or sys.argv[1:])}"
+    )
+    print()
+    print(
+        "| function | dtype | inputs | checked | special values | max error (ulp) | at | "
+        "not correctly rounded | decided by mpmath | seconds |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    failed = False
+    for name in names:
+        runs = []
+        if name in ("exp", "log"):
+            runs.append(
+                (
+                    "float32",
+                    "all 2^32" if not args.quick else "1/64 of 2^32",
+                    lambda: exhaustive_float32(name, args.jobs, args.quick),
+                )
+            )
+        else:
+            runs.append(
+                ("float32", f"{sample:,} sampled", lambda: sampled(name, np.float32, sample, 1))
+            )
+        runs.append(
+            (
+                "float16",
+                "all 65536" + (f" x {FLOAT16_EXPONENTS.size} exponents" if name == "pow" else ""),
+                lambda: all_float16(name),
+            )
+        )
+        if name not in ("pow", "erf"):
+            n64 = sample // 10
+            runs.append(("float64", f"{n64:,} sampled", lambda: sampled(name, np.float64, n64, 2)))
+        elif name == "erf":
+            runs.append(
+                ("float64", "200,000 sampled", lambda: sampled(name, np.float64, 200_000, 2))
+            )
+        for dtype, what, run in runs:
+            t0 = time.time()
+            stats = run()
+            seconds = time.time() - t0
+            at = ", ".join(f"{v!r}" for v in stats.worst)
+            print(
+                f"| {name} | {dtype} | {what} | {stats.checked:,} | {stats.specials:,} | "
+                f"{stats.max_ulps:.4f} | {at} | {stats.not_rounded:,} | {stats.mp_decided:,} | "
+                f"{seconds:.0f} |",
+                flush=True,
+            )
+            for failure in stats.failures:
+                failed = True
+                print(f"FAILURE {name} {dtype}: {failure}", file=sys.stderr)
+    print()
+    print(f"# total {time.time() - began:.0f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -55,6 +55,18 @@ def window_view(x, kernel_shape, strides, dilations):
     return view[index]
 
 
+def reduce_windows(windows, rank, combine, dtype=None):
+    """Combine (np.add, np.maximum) the kernel taps of `windows` (N, C, *out, *kernel) in C order
+    of the taps: a fixed order of elementwise operations, so sums are the same bits everywhere
+    (and faster than a reduction over a strided view). `dtype`: the type to combine in."""
+    every = (slice(None),) * (windows.ndim - rank)
+    kernel = taps(windows.shape[windows.ndim - rank :])
+    result = np.array(windows[every + kernel[0]], dtype=dtype)
+    for tap in kernel[1:]:
+        combine(result, windows[every + tap], out=result)
+    return result
+
+
 def output_extent(size, begin, end, kernel, stride, dilation, ceil_mode):
     reach = (kernel - 1) * dilation + 1
     span = size + begin + end - reach

@@ -1,7 +1,8 @@
 """Pooling kernels (see runtime_support._windows for the geometry conventions).
 
-Max pooling, MaxUnpool and MaxRoiPool select and move values (exact); average and Lp pooling sum
-in numpy's order (not exact).
+Max pooling, MaxUnpool and MaxRoiPool select and move values (exact). Average pooling adds the
+kernel taps in a fixed order and divides once (exact); Lp pooling takes powers (not exact), and
+GlobalLpPool sums in numpy's order.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from runtime_support._windows import (
     explicit_pads,
     output_extent,
     pad_spatial,
+    reduce_windows,
     window_view,
 )
 
@@ -72,8 +74,7 @@ def max_pool(
     windows = window_view(
         pad_spatial(X, pads, _lowest(X.dtype), extra), kernel_shape, strides, dilations
     )
-    axes = tuple(range(2 + rank, 2 + 2 * rank))
-    Y = windows.max(axis=axes)
+    Y = reduce_windows(windows, rank, np.maximum)
     if not with_indices:
         return Y
     spatial = X.shape[2:]
@@ -110,15 +111,14 @@ def average_pool(
     auto_pad="NOTSET",
 ):
     """AveragePool. The divisor counts the window's taps inside X, or with `count_include_pad`
-    inside X and its explicit pads (never the extra end room that ceil_mode adds). Float16 and
-    bfloat16 sum in float32."""
+    inside X and its explicit pads (never the extra end room that ceil_mode adds). The taps are
+    added in a fixed order (float16 and bfloat16 in float32), then divided once: exact."""
     rank = len(kernel_shape)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
-    axes = tuple(range(2 + rank, 2 + 2 * rank))
     acc = accumulator(X.dtype)
     windows = window_view(pad_spatial(X, pads, 0, extra), kernel_shape, strides, dilations)
-    total = windows.sum(axis=axes, dtype=acc)
+    total = reduce_windows(windows, rank, np.add, acc)
     # Count taps per window on a one-sample, one-channel mask.
     inside = np.ones((1, 1) + X.shape[2:], dtype=acc)
     if count_include_pad:
@@ -126,7 +126,7 @@ def average_pool(
         mask = pad_spatial(inside, (0,) * (2 * rank), 0, extra)
     else:
         mask = pad_spatial(inside, pads, 0, extra)
-    counts = window_view(mask, kernel_shape, strides, dilations).sum(axis=axes, dtype=acc)
+    counts = reduce_windows(window_view(mask, kernel_shape, strides, dilations), rank, np.add)
     return (total / counts).astype(X.dtype, copy=False)
 
 
@@ -148,7 +148,7 @@ def lp_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2,
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     powers = _lp_power(X.astype(accumulator(X.dtype), copy=False), p)
     windows = window_view(pad_spatial(powers, pads, 0, extra), kernel_shape, strides, dilations)
-    total = windows.sum(axis=tuple(range(2 + rank, 2 + 2 * rank)))
+    total = reduce_windows(windows, rank, np.add)
     return _lp_root(total, p).astype(X.dtype, copy=False)
 
 

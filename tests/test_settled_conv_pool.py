@@ -312,7 +312,28 @@ def test_col2im_adds_in_a_fixed_order_and_is_exact():
         assert np.array_equal(_bits(_run(model, data, variant=variant)[0]), _bits(expected))
 
 
-# --- MaxPool, MaxRoiPool -----------------------------------------------------------------------
+# --- AveragePool, MaxPool, MaxRoiPool ----------------------------------------------------------
+
+
+def test_averagepool_adds_the_taps_in_a_fixed_order_and_is_exact():
+    rng = np.random.default_rng(7)
+    X = _wide(rng, (2, 3, 6, 7))
+    kernel, strides, pads = (3, 2), (2, 1), (1, 0, 1, 1)
+    attrs = {"kernel_shape": list(kernel), "strides": list(strides), "pads": list(pads)}
+    out = [(X.shape[2 + a] + pads[a] + pads[a + 2] - kernel[a]) // strides[a] + 1 for a in (0, 1)]
+    expected = np.zeros((2, 3, *out), np.float32)
+    for n, c, i, j in itertools.product(range(2), range(3), range(out[0]), range(out[1])):
+        total, count = None, 0
+        for a, b in itertools.product(range(kernel[0]), range(kernel[1])):  # taps in C order
+            row, col = i * strides[0] + a - pads[0], j * strides[1] + b - pads[1]
+            inside = 0 <= row < X.shape[2] and 0 <= col < X.shape[3]
+            value = X[n, c, row, col] if inside else np.float32(0)
+            total = value if total is None else np.float32(total + value)
+            count += inside
+        expected[n, c, i, j] = np.float32(total / np.float32(count))
+    model = _model("AveragePool", [("X", X)], attrs)
+    for variant in ("fast", "exact"):
+        assert np.array_equal(_bits(_run(model, X, variant=variant)[0]), _bits(expected))
 
 
 def test_maxpool_index_is_the_first_maximum_inside_the_input():

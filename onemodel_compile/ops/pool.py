@@ -1,7 +1,8 @@
 """Pooling. Kernels in runtime_support/pool.py.
 
-Max pooling, MaxUnpool and MaxRoiPool select and move values (exact); average and Lp pooling sum
-in numpy's order and Lp pooling takes powers (not exact).
+Max pooling, MaxUnpool and MaxRoiPool select and move values, AveragePool adds the kernel taps in
+a fixed order and divides once (exact). Lp pooling takes powers, GlobalAveragePool and
+GlobalLpPool sum in numpy's order (not exact).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def max_pool(view: NodeView) -> str:
     return f"rt.max_pool({view.inputs[0]}, {keywords})"
 
 
-@emitter("AveragePool", since=1, exact=False)
+@emitter("AveragePool", since=1, exact=True)
 def average_pool(view: NodeView) -> str:
     return (
         f"rt.average_pool({view.inputs[0]}, {_window(view)}, "

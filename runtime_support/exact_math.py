@@ -950,7 +950,7 @@ def _erf_block(x: np.ndarray, wide: bool) -> np.ndarray:
     interval; the sign is x's. NaN stays NaN (it enters t, not the interval number).
     """
     a = np.abs(x)
-    index = np.floor(np.fmin(a, _ERF_LAST) * _ERF_SCALE).astype(np.intp)
+    index = np.floor(np.where(a < _ERF_LAST, a, _ERF_LAST) * _ERF_SCALE).astype(np.intp)
     t = np.minimum(a, _ERF_LAST)
     t -= np.take(_ERF_CENTRES, index)
     p = t * np.take(_ERF_COEFFS[-1], index)
@@ -1017,7 +1017,10 @@ def _elementwise(
     block: Callable[..., np.ndarray], x: np.ndarray, *others: np.ndarray, name: str
 ) -> np.ndarray:
     """Apply block(x64, *others64, wide) to float64 blocks of the broadcast inputs and round each
-    block once to x's dtype (wide: x is float64, so the float64 polynomials are used)."""
+    block once to x's dtype (wide: x is float64, so the float64 polynomials are used).
+
+    Every NaN result becomes numpy's default NaN: which payload and sign an operation passes on
+    differs between numpy's SIMD and scalar code (min, max, abs) and between CPUs."""
     x = np.asarray(x)
     if x.dtype not in _FLOAT_TYPES:
         raise TypeError(f"{name} takes float16, float32 or float64, not {x.dtype}")
@@ -1028,7 +1031,11 @@ def _elementwise(
     with np.errstate(all="ignore"):
         for start in range(0, out.size, _BLOCK):
             chunk = [f[start : start + _BLOCK].astype(np.float64, copy=False) for f in flats]
-            out[start : start + _BLOCK] = block(*chunk, wide)
+            y = block(*chunk, wide)
+            nan = np.isnan(y)
+            if nan.any():
+                y[nan] = np.nan
+            out[start : start + _BLOCK] = y
     return out.reshape(arrays[0].shape)
 
 

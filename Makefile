@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast conformance-report coverage-report clean
+.PHONY: demo test test-fast conformance-report coverage-report bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,11 @@ conformance-report: $(STAMP)
 # Regenerates docs/ops-coverage.md from a real oracle run against onnxruntime.
 coverage-report: $(STAMP)
 	$(BIN)/python -m tools.ops_coverage_oracle --report docs/ops-coverage.md
+
+# Regenerates docs/performance.md: generated modules against onnxruntime and the ReferenceEvaluator
+# (not a test; about half an hour; models built into .cache/bench/).
+bench: $(STAMP)
+	$(BIN)/python -m tools.bench --report docs/performance.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info examples/build

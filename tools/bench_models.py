@@ -1,0 +1,522 @@
+"""The models `tools/bench.py` measures besides the nine light_* models of the onnx wheel: built here
+with onnx.helper from seeded random weights, no network, in seconds.
+
+    .venv/bin/python -m tools.bench_models [--out .cache/bench/models] [--tiny]
+
+Each builder takes its sizes as arguments (the benchmark uses the defaults, tests/test_bench_models.py
+tiny ones) and returns a `Built`: the ModelProto and a seeded feed for each graph input. Only standard
+operators of the default domain at opset 17 (ir_version 10, which onnxruntime 1.31.1 reads); shapes are
+static, as exported models for one serving configuration have them.
+
+- bert: an encoder in the style of BERT: token and position embeddings (Gather), LayerNormalization,
+  self-attention with a padding mask from `attention_mask` (MatMul, Reshape, Transpose, Softmax),
+  a feed-forward block with GELU written as 0.5 x (1 + erf(x / sqrt 2)), post-norm residuals.
+- gpt_step: one decoding step of a GPT-style decoder: one new token attends to itself and to
+  `past_length` cached keys and values per layer (inputs `past_key_i`, `past_value_i`), pre-norm,
+  outputs the logits and the grown caches. One query row sees every key, so causality needs no mask.
+- mobilenet: a MobileNetV3-style net: 3x3 stem, inverted residual blocks (1x1 expansion, depthwise
+  3x3 Conv with group = channels, 1x1 projection), BatchNormalization after each Conv, HardSwish,
+  GlobalAveragePool and a Gemm classifier.
+- unet: a U-Net-style net: two 3x3 Conv + Relu per level, MaxPool down, ConvTranspose (stride 2) up
+  on one level and Resize (nearest, scale 2) + Conv on the other, Concat of the skip connections.
+- lstm: one ONNX LSTM (forward) over a [seq, batch, input] sequence and a Gemm on the last state.
+- mlp: Gemm (transB=1, as PyTorch exports Linear) + Relu layers and a Softmax.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 10  # onnx 1.23.2 writes IR 14, which onnxruntime 1.31.1 rejects
+
+
+@dataclass
+class Built:
+    model: onnx.ModelProto
+    feeds: dict[str, np.ndarray]
+
+
+class _Graph:
+    """A graph under construction: nodes get unique names, initializers seeded random values."""
+
+    def __init__(self, name: str, seed: int) -> None:
+        self.name = name
+        self.rng = np.random.default_rng(seed)
+        self.nodes: list[onnx.NodeProto] = []
+        self.initializers: list[onnx.TensorProto] = []
+        self.inputs: list[onnx.ValueInfoProto] = []
+        self.outputs: list[onnx.ValueInfoProto] = []
+        self._count: dict[str, int] = {}
+
+    def _unique(self, stem: str) -> str:
+        n = self._count.get(stem, 0)
+        self._count[stem] = n + 1
+        return stem if n == 0 else f"{stem}_{n}"
+
+    def input(self, name: str, shape, elem_type: int = TensorProto.FLOAT) -> str:
+        self.inputs.append(helper.make_tensor_value_info(name, elem_type, list(shape)))
+        return name
+
+    def output(self, name: str, shape, elem_type: int = TensorProto.FLOAT) -> None:
+        self.outputs.append(helper.make_tensor_value_info(name, elem_type, list(shape)))
+
+    def const(self, name: str, value) -> str:
+        name = self._unique(name)
+        self.initializers.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def weight(self, name: str, shape, scale: float | None = None) -> str:
+        """A float32 weight drawn from N(0, scale^2), scale 1/sqrt(fan-in) by default."""
+        if scale is None:
+            fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else int(shape[0])
+            scale = 1.0 / math.sqrt(max(fan_in, 1))
+        return self.const(name, (self.rng.standard_normal(shape) * scale).astype(np.float32))
+
+    def ints(self, name: str, values) -> str:
+        return self.const(name, np.asarray(values, dtype=np.int64))
+
+    def scalar(self, name: str, value: float) -> str:
+        return self.const(name, np.asarray(value, dtype=np.float32))
+
+    def node(self, op_type: str, inputs, name: str, outputs: int = 1, **attrs):
+        name = self._unique(name)
+        names = [name] if outputs == 1 else [f"{name}:{i}" for i in range(outputs)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), names, name=name, **attrs))
+        return names[0] if outputs == 1 else names
+
+    def finish(self) -> onnx.ModelProto:
+        graph = helper.make_graph(
+            self.nodes, self.name, self.inputs, self.outputs, self.initializers
+        )
+        model = helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid("", OPSET)],
+            producer_name="onemodel-bench",
+        )
+        model.ir_version = IR_VERSION
+        onnx.checker.check_model(model, full_check=True)
+        return model
+
+
+# --- transformer pieces ------------------------------------------------------------------------
+
+
+def _linear(g: _Graph, x: str, n_in: int, n_out: int, name: str) -> str:
+    """x @ W + b with W [n_in, n_out], as transformer exports write it (MatMul then Add)."""
+    y = g.node("MatMul", [x, g.weight(f"{name}.weight", (n_in, n_out))], f"{name}/MatMul")
+    bias = g.const(f"{name}.bias", (g.rng.standard_normal(n_out) * 0.02).astype(np.float32))
+    return g.node("Add", [y, bias], f"{name}/Add")
+
+
+def _layer_norm(g: _Graph, x: str, hidden: int, name: str) -> str:
+    scale = g.const(f"{name}.weight", (1 + 0.1 * g.rng.standard_normal(hidden)).astype(np.float32))
+    bias = g.const(f"{name}.bias", (0.1 * g.rng.standard_normal(hidden)).astype(np.float32))
+    return g.node("LayerNormalization", [x, scale, bias], name, axis=-1, epsilon=1e-5)
+
+
+def _gelu(g: _Graph, x: str, name: str) -> str:
+    """0.5 * x * (1 + erf(x / sqrt(2))), the exact GELU as torch.onnx exports it before opset 20."""
+    scaled = g.node("Div", [x, g.scalar("sqrt2", math.sqrt(2.0))], f"{name}/Div")
+    erf = g.node("Erf", [scaled], f"{name}/Erf")
+    shifted = g.node("Add", [erf, g.scalar("one", 1.0)], f"{name}/Add")
+    product = g.node("Mul", [x, shifted], f"{name}/Mul")
+    return g.node("Mul", [product, g.scalar("half", 0.5)], f"{name}/Mul_1")
+
+
+def _split_heads(g: _Graph, x: str, batch: int, seq: int, heads: int, head_dim: int, name: str):
+    """[B, S, H*D] -> [B, H, S, D]"""
+    shaped = g.node(
+        "Reshape", [x, g.ints("heads_shape", [batch, seq, heads, head_dim])], f"{name}/Reshape"
+    )
+    return g.node("Transpose", [shaped], f"{name}/Transpose", perm=[0, 2, 1, 3])
+
+
+def _merge_heads(g: _Graph, x: str, batch: int, seq: int, hidden: int, name: str) -> str:
+    """[B, H, S, D] -> [B, S, H*D]"""
+    moved = g.node("Transpose", [x], f"{name}/Transpose", perm=[0, 2, 1, 3])
+    return g.node(
+        "Reshape", [moved, g.ints("merged_shape", [batch, seq, hidden])], f"{name}/Reshape"
+    )
+
+
+def _attention_core(g: _Graph, q: str, k: str, v: str, head_dim: int, mask, name: str) -> str:
+    """softmax(q k^T / sqrt(d) + mask) v on [B, H, S, D] tensors; `mask` may be None."""
+    k_t = g.node("Transpose", [k], f"{name}/Transpose_k", perm=[0, 1, 3, 2])
+    scores = g.node("MatMul", [q, k_t], f"{name}/MatMul_qk")
+    scores = g.node("Div", [scores, g.scalar("attn_scale", math.sqrt(head_dim))], f"{name}/Div")
+    if mask is not None:
+        scores = g.node("Add", [scores, mask], f"{name}/Add_mask")
+    probs = g.node("Softmax", [scores], f"{name}/Softmax", axis=-1)
+    return g.node("MatMul", [probs, v], f"{name}/MatMul_v")
+
+
+def bert(
+    batch: int = 1,
+    seq: int = 128,
+    layers: int = 4,
+    hidden: int = 256,
+    heads: int = 4,
+    ffn: int = 1024,
+    vocab: int = 1000,
+    seed: int = 0,
+) -> Built:
+    g = _Graph("bert", seed)
+    head_dim = hidden // heads
+    ids = g.input("input_ids", [batch, seq], TensorProto.INT64)
+    mask_in = g.input("attention_mask", [batch, seq], TensorProto.INT64)
+    g.output("last_hidden_state", [batch, seq, hidden])
+
+    words = g.node(
+        "Gather", [g.weight("embeddings.word", (vocab, hidden), 0.02), ids], "embeddings/Gather"
+    )
+    positions = g.weight("embeddings.position", (seq, hidden), 0.02)
+    x = g.node("Add", [words, positions], "embeddings/Add")
+    x = _layer_norm(g, x, hidden, "embeddings/LayerNorm")
+
+    # (1 - mask) * -10000 as [B, 1, 1, S], added to every head's scores.
+    mask = g.node("Cast", [mask_in], "mask/Cast", to=TensorProto.FLOAT)
+    mask = g.node("Sub", [g.scalar("one", 1.0), mask], "mask/Sub")
+    mask = g.node("Mul", [mask, g.scalar("mask_value", -10000.0)], "mask/Mul")
+    mask = g.node("Unsqueeze", [mask, g.ints("mask_axes", [1, 2])], "mask/Unsqueeze")
+
+    for i in range(layers):
+        p = f"layer{i}"
+        q = _split_heads(
+            g, _linear(g, x, hidden, hidden, f"{p}/query"), batch, seq, heads, head_dim, f"{p}/q"
+        )
+        k = _split_heads(
+            g, _linear(g, x, hidden, hidden, f"{p}/key"), batch, seq, heads, head_dim, f"{p}/k"
+        )
+        v = _split_heads(
+            g, _linear(g, x, hidden, hidden, f"{p}/value"), batch, seq, heads, head_dim, f"{p}/v"
+        )
+        context = _attention_core(g, q, k, v, head_dim, mask, f"{p}/attention")
+        context = _merge_heads(g, context, batch, seq, hidden, f"{p}/context")
+        attended = _linear(g, context, hidden, hidden, f"{p}/attention_output")
+        x = _layer_norm(
+            g, g.node("Add", [attended, x], f"{p}/residual1"), hidden, f"{p}/LayerNorm1"
+        )
+        inner = _gelu(g, _linear(g, x, hidden, ffn, f"{p}/intermediate"), f"{p}/gelu")
+        out = _linear(g, inner, ffn, hidden, f"{p}/output")
+        x = _layer_norm(g, g.node("Add", [out, x], f"{p}/residual2"), hidden, f"{p}/LayerNorm2")
+    g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"], name="output"))
+
+    rng = np.random.default_rng(seed + 1)
+    attention_mask = np.ones((batch, seq), dtype=np.int64)
+    for b in range(1, batch):  # padded rows of different lengths past the first
+        attention_mask[b, seq - (b * seq) // (2 * batch) :] = 0
+    feeds = {
+        "input_ids": rng.integers(0, vocab, (batch, seq), dtype=np.int64),
+        "attention_mask": attention_mask,
+    }
+    return Built(g.finish(), feeds)
+
+
+def gpt_step(
+    past_length: int = 128,
+    layers: int = 4,
+    hidden: int = 256,
+    heads: int = 4,
+    vocab: int = 1000,
+    seed: int = 0,
+) -> Built:
+    g = _Graph("gpt_step", seed)
+    head_dim = hidden // heads
+    total = past_length + 1
+    ids = g.input("input_ids", [1, 1], TensorProto.INT64)
+    pasts = []
+    for i in range(layers):
+        pasts.append(
+            (
+                g.input(f"past_key_{i}", [1, heads, past_length, head_dim]),
+                g.input(f"past_value_{i}", [1, heads, past_length, head_dim]),
+            )
+        )
+    g.output("logits", [1, 1, vocab])
+    for i in range(layers):
+        g.output(f"present_key_{i}", [1, heads, total, head_dim])
+        g.output(f"present_value_{i}", [1, heads, total, head_dim])
+
+    word_table = g.weight("wte", (vocab, hidden), 0.02)
+    words = g.node("Gather", [word_table, ids], "wte/Gather")
+    # The new token's position is past_length: one row of the position table.
+    position = g.const("wpe.row", (g.rng.standard_normal((1, 1, hidden)) * 0.02).astype(np.float32))
+    x = g.node("Add", [words, position], "embeddings/Add")
+
+    for i, (past_key, past_value) in enumerate(pasts):
+        p = f"h{i}"
+        normed = _layer_norm(g, x, hidden, f"{p}/ln_1")
+        qkv = _linear(g, normed, hidden, 3 * hidden, f"{p}/attn/c_attn")
+        q, k, v = g.node(
+            "Split", [qkv, g.ints("qkv_split", [hidden] * 3)], f"{p}/attn/Split", outputs=3, axis=-1
+        )
+        q = _split_heads(g, q, 1, 1, heads, head_dim, f"{p}/attn/q")
+        k = _split_heads(g, k, 1, 1, heads, head_dim, f"{p}/attn/k")
+        v = _split_heads(g, v, 1, 1, heads, head_dim, f"{p}/attn/v")
+        key = g.node("Concat", [past_key, k], f"{p}/attn/Concat_k", axis=2)
+        value = g.node("Concat", [past_value, v], f"{p}/attn/Concat_v", axis=2)
+        g.nodes.append(
+            helper.make_node("Identity", [key], [f"present_key_{i}"], name=f"{p}/present_key")
+        )
+        g.nodes.append(
+            helper.make_node("Identity", [value], [f"present_value_{i}"], name=f"{p}/present_value")
+        )
+        context = _attention_core(g, q, key, value, head_dim, None, f"{p}/attn")
+        context = _merge_heads(g, context, 1, 1, hidden, f"{p}/attn/context")
+        x = g.node(
+            "Add", [x, _linear(g, context, hidden, hidden, f"{p}/attn/c_proj")], f"{p}/residual1"
+        )
+        normed = _layer_norm(g, x, hidden, f"{p}/ln_2")
+        inner = _gelu(g, _linear(g, normed, hidden, 4 * hidden, f"{p}/mlp/c_fc"), f"{p}/mlp/gelu")
+        x = g.node(
+            "Add", [x, _linear(g, inner, 4 * hidden, hidden, f"{p}/mlp/c_proj")], f"{p}/residual2"
+        )
+    x = _layer_norm(g, x, hidden, "ln_f")
+    # The LM head shares the embedding table, transposed (Gemm-free: MatMul with a Transpose).
+    head = g.node("Transpose", [word_table], "lm_head/Transpose", perm=[1, 0])
+    g.nodes.append(helper.make_node("MatMul", [x, head], ["logits"], name="lm_head/MatMul"))
+
+    rng = np.random.default_rng(seed + 1)
+    feeds = {"input_ids": rng.integers(0, vocab, (1, 1), dtype=np.int64)}
+    for i in range(layers):
+        shape = (1, heads, past_length, head_dim)
+        feeds[f"past_key_{i}"] = rng.standard_normal(shape).astype(np.float32)
+        feeds[f"past_value_{i}"] = rng.standard_normal(shape).astype(np.float32)
+    return Built(g.finish(), feeds)
+
+
+# --- convolutional nets --------------------------------------------------------------------------
+
+
+def _conv(
+    g: _Graph,
+    x: str,
+    c_in: int,
+    c_out: int,
+    k: int,
+    name: str,
+    stride: int = 1,
+    group: int = 1,
+    bias: bool = True,
+) -> str:
+    inputs = [x, g.weight(f"{name}.weight", (c_out, c_in // group, k, k))]
+    if bias:
+        inputs.append(
+            g.const(f"{name}.bias", (0.05 * g.rng.standard_normal(c_out)).astype(np.float32))
+        )
+    pad = k // 2
+    return g.node(
+        "Conv",
+        inputs,
+        name,
+        kernel_shape=[k, k],
+        strides=[stride, stride],
+        pads=[pad] * 4,
+        group=group,
+    )
+
+
+def _batch_norm(g: _Graph, x: str, channels: int, name: str) -> str:
+    r = g.rng
+    scale = g.const(f"{name}.weight", (1 + 0.1 * r.standard_normal(channels)).astype(np.float32))
+    bias = g.const(f"{name}.bias", (0.1 * r.standard_normal(channels)).astype(np.float32))
+    mean = g.const(f"{name}.running_mean", (0.1 * r.standard_normal(channels)).astype(np.float32))
+    var = g.const(f"{name}.running_var", r.uniform(0.5, 1.5, channels).astype(np.float32))
+    return g.node("BatchNormalization", [x, scale, bias, mean, var], name, epsilon=1e-5)
+
+
+def _conv_bn_act(g: _Graph, x, c_in, c_out, k, name, stride=1, group=1, act="HardSwish") -> str:
+    y = _batch_norm(
+        g,
+        _conv(g, x, c_in, c_out, k, f"{name}/conv", stride, group, bias=False),
+        c_out,
+        f"{name}/bn",
+    )
+    return g.node(act, [y], f"{name}/{act}") if act else y
+
+
+# (expansion channels, output channels, stride) of each inverted residual block after the stem.
+MOBILENET_BLOCKS = (
+    (16, 16, 2),
+    (72, 24, 2),
+    (88, 24, 1),
+    (96, 40, 2),
+    (240, 40, 1),
+    (240, 40, 1),
+    (120, 48, 1),
+    (144, 48, 1),
+    (288, 96, 2),
+    (576, 96, 1),
+    (576, 96, 1),
+)
+
+
+def mobilenet(
+    batch: int = 1, size: int = 224, classes: int = 1000, blocks=MOBILENET_BLOCKS, seed: int = 0
+) -> Built:
+    g = _Graph("mobilenet", seed)
+    x = g.input("image", [batch, 3, size, size])
+    x = _conv_bn_act(g, x, 3, 16, 3, "stem", stride=2)
+    channels = 16
+    for i, (expand, out, stride) in enumerate(blocks):
+        p = f"block{i}"
+        y = _conv_bn_act(g, x, channels, expand, 1, f"{p}/expand")
+        y = _conv_bn_act(g, y, expand, expand, 3, f"{p}/depthwise", stride=stride, group=expand)
+        y = _conv_bn_act(g, y, expand, out, 1, f"{p}/project", act=None)
+        x = g.node("Add", [x, y], f"{p}/residual") if stride == 1 and out == channels else y
+        channels = out
+    x = _conv_bn_act(g, x, channels, 6 * channels, 1, "head")
+    x = g.node("GlobalAveragePool", [x], "pool")
+    x = g.node("Flatten", [x], "flatten", axis=1)
+    weight = g.weight("classifier.weight", (classes, 6 * channels))
+    bias = g.const("classifier.bias", np.zeros(classes, dtype=np.float32))
+    g.nodes.append(
+        helper.make_node("Gemm", [x, weight, bias], ["logits"], name="classifier", transB=1)
+    )
+    g.output("logits", [batch, classes])
+    rng = np.random.default_rng(seed + 1)
+    return Built(
+        g.finish(), {"image": rng.standard_normal((batch, 3, size, size)).astype(np.float32)}
+    )
+
+
+def unet(batch: int = 1, size: int = 128, base: int = 16, classes: int = 2, seed: int = 0) -> Built:
+    g = _Graph("unet", seed)
+    x = g.input("image", [batch, 3, size, size])
+
+    def double_conv(x, c_in, c_out, name):
+        x = g.node("Relu", [_conv(g, x, c_in, c_out, 3, f"{name}/conv1")], f"{name}/relu1")
+        return g.node("Relu", [_conv(g, x, c_out, c_out, 3, f"{name}/conv2")], f"{name}/relu2")
+
+    def pool(x, name):
+        return g.node("MaxPool", [x], name, kernel_shape=[2, 2], strides=[2, 2])
+
+    c1, c2, c3 = base, 2 * base, 4 * base
+    skip1 = double_conv(x, 3, c1, "down1")
+    skip2 = double_conv(pool(skip1, "pool1"), c1, c2, "down2")
+    bottom = double_conv(pool(skip2, "pool2"), c2, c3, "bottom")
+    # Up by ConvTranspose (kernel 2, stride 2), weight layout [C_in, C_out, kH, kW].
+    up2 = g.node(
+        "ConvTranspose",
+        [
+            bottom,
+            g.weight("up2.weight", (c3, c2, 2, 2)),
+            g.const("up2.bias", np.zeros(c2, np.float32)),
+        ],
+        "up2",
+        kernel_shape=[2, 2],
+        strides=[2, 2],
+    )
+    x = double_conv(g.node("Concat", [up2, skip2], "concat2", axis=1), 2 * c2, c2, "dec2")
+    # Up by Resize (nearest, scale 2) and a 3x3 Conv.
+    scales = g.const("up1.scales", np.array([1, 1, 2, 2], dtype=np.float32))
+    resized = g.node("Resize", [x, "", scales], "up1/Resize", mode="nearest")
+    up1 = _conv(g, resized, c2, c1, 3, "up1/conv")
+    x = double_conv(g.node("Concat", [up1, skip1], "concat1", axis=1), 2 * c1, c1, "dec1")
+    logits = _conv(g, x, c1, classes, 1, "head")
+    g.nodes.append(helper.make_node("Identity", [logits], ["mask_logits"], name="output"))
+    g.output("mask_logits", [batch, classes, size, size])
+    rng = np.random.default_rng(seed + 1)
+    return Built(
+        g.finish(), {"image": rng.standard_normal((batch, 3, size, size)).astype(np.float32)}
+    )
+
+
+# --- recurrent and dense -------------------------------------------------------------------------
+
+
+def lstm(
+    seq: int = 64,
+    batch: int = 8,
+    inputs: int = 256,
+    hidden: int = 256,
+    classes: int = 10,
+    seed: int = 0,
+) -> Built:
+    g = _Graph("lstm", seed)
+    x = g.input("sequence", [seq, batch, inputs])
+    scale = 1.0 / math.sqrt(hidden)
+    W = g.weight("lstm.W", (1, 4 * hidden, inputs), scale)
+    R = g.weight("lstm.R", (1, 4 * hidden, hidden), scale)
+    B = g.weight("lstm.B", (1, 8 * hidden), scale)
+    Y, Y_h = g.node("LSTM", [x, W, R, B], "lstm", outputs=2, hidden_size=hidden)
+    g.nodes.append(helper.make_node("Identity", [Y], ["states"], name="states"))
+    last = g.node("Reshape", [Y_h, g.ints("last_shape", [batch, hidden])], "last/Reshape")
+    weight = g.weight("classifier.weight", (classes, hidden))
+    bias = g.const("classifier.bias", np.zeros(classes, dtype=np.float32))
+    g.nodes.append(
+        helper.make_node("Gemm", [last, weight, bias], ["logits"], name="classifier", transB=1)
+    )
+    g.output("states", [seq, 1, batch, hidden])
+    g.output("logits", [batch, classes])
+    rng = np.random.default_rng(seed + 1)
+    return Built(
+        g.finish(), {"sequence": rng.standard_normal((seq, batch, inputs)).astype(np.float32)}
+    )
+
+
+def mlp(batch: int = 1, sizes=(784, 512, 512, 256, 10), seed: int = 0) -> Built:
+    g = _Graph("mlp", seed)
+    x = g.input("features", [batch, sizes[0]])
+    for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+        weight = g.weight(f"fc{i}.weight", (n_out, n_in))
+        bias = g.const(f"fc{i}.bias", (0.05 * g.rng.standard_normal(n_out)).astype(np.float32))
+        x = g.node("Gemm", [x, weight, bias], f"fc{i}", transB=1)
+        if i < len(sizes) - 2:
+            x = g.node("Relu", [x], f"relu{i}")
+    g.nodes.append(helper.make_node("Softmax", [x], ["probabilities"], name="softmax", axis=-1))
+    g.output("probabilities", [batch, sizes[-1]])
+    rng = np.random.default_rng(seed + 1)
+    return Built(
+        g.finish(), {"features": rng.standard_normal((batch, sizes[0])).astype(np.float32)}
+    )
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A benchmark model: its name, the issue's category for the targets, and how to build it."""
+
+    name: str
+    category: str  # "transformer", "conv", "other"
+    build: Callable[[], Built]
+    tiny: Callable[[], Built] = field(compare=False)
+
+
+MODELS = (
+    Spec("bert_b1", "transformer", lambda: bert(batch=1), lambda: bert(1, 8, 1, 16, 2, 32, 50)),
+    Spec("bert_b8", "transformer", lambda: bert(batch=8), lambda: bert(3, 8, 2, 16, 2, 32, 50)),
+    Spec("gpt_step", "transformer", gpt_step, lambda: gpt_step(6, 2, 16, 2, 50)),
+    Spec("mobilenet", "conv", mobilenet, lambda: mobilenet(2, 32, 10, ((16, 16, 2), (24, 16, 1)))),
+    Spec("unet", "conv", unet, lambda: unet(2, 16, 4, 2)),
+    Spec("lstm", "other", lstm, lambda: lstm(5, 2, 6, 8, 3)),
+    Spec("mlp_b1", "other", lambda: mlp(batch=1), lambda: mlp(1, (12, 8, 4))),
+    Spec("mlp_b256", "other", lambda: mlp(batch=256), lambda: mlp(7, (12, 8, 4))),
+)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path(".cache/bench/models"))
+    parser.add_argument("--tiny", action="store_true", help="the small sizes of the smoke test")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    for spec in MODELS:
+        built = (spec.tiny if args.tiny else spec.build)()
+        path = args.out / f"{spec.name}.onnx"
+        path.write_bytes(built.model.SerializeToString())
+        np.savez(args.out / f"{spec.name}.inputs.npz", **built.feeds)
+        print(f"{path} ({path.stat().st_size / 1e6:.1f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

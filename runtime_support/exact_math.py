@@ -12,14 +12,15 @@ versions (DESIGN.md, "Exactness"). These kernels use nothing but
 Every constant is a literal derived by tools/derive_exact_coefficients.py with mpmath (rerun it
 with --check to verify them); nothing here calls libm.
 
-float16 and float32 inputs are widened to float64 (exactly), evaluated with polynomials accurate far
-below their ulp, and rounded once to the input's type: the result is the correctly rounded value but
+float16, bfloat16 and float32 inputs are widened to float64 (exactly), evaluated with polynomials
+accurate far below their ulp, and rounded once to the input's type: the result is the correctly rounded value but
 for rare near-halfway inputs, and never more than 1 ulp off. float64 inputs use longer polynomials
 and stay within about 1 ulp (exact_exp, exact_log: the measured figures are in
-docs/exact-transcendentals.md). Every function maps an ndarray of float16, float32 or float64 to an
-ndarray of the same dtype and shape (exact_pow: the dtype of the base).
+docs/exact-transcendentals.md). Every function maps an ndarray of float16, bfloat16, float32 or
+float64 to an ndarray of the same dtype and shape (exact_pow: the dtype of the base); bfloat16
+results are rounded once too, by way of a round-to-odd float32.
 
-Arrays are processed in blocks of 16384 elements so that the twenty-odd passes of a function stay in
+Arrays are processed in blocks of 8192 elements so that the twenty-odd passes of a function stay in
 the cache; each element's result depends on that element only, never on the blocking.
 """
 
@@ -42,7 +43,7 @@ __all__ = [
     "exact_tanh",
 ]
 
-_BLOCK = 16384
+_BLOCK = 8192
 _FLOAT_TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -1013,6 +1014,20 @@ def _pow_special(x: np.ndarray, y: np.ndarray, odd: np.ndarray) -> np.ndarray:
 # --- the public kernels ---------------------------------------------------------------------------
 
 
+def _float32_round_to_odd(y: np.ndarray) -> np.ndarray:
+    """float64 y rounded to float32 by round-to-odd: toward zero, then the last bit set where that
+    was inexact. Rounding this once more, to nearest even, to a type of at most 22 significant bits
+    gives y correctly rounded (Boldo and Melquiond, 2008): that is how bfloat16 results are made,
+    since ml_dtypes converts float64 to bfloat16 through float32 (two roundings to nearest)."""
+    t = y.astype(np.float32)
+    back = t.astype(np.float64)
+    away = np.abs(back) > np.abs(y)  # rounded away from zero (overflow to inf included)
+    t[away] = np.nextafter(t[away], np.float32(0))
+    inexact = (back != y) & ~np.isnan(y)
+    t.view(np.uint32)[inexact] |= np.uint32(1)
+    return t
+
+
 def _elementwise(
     block: Callable[..., np.ndarray], x: np.ndarray, *others: np.ndarray, name: str
 ) -> np.ndarray:
@@ -1022,8 +1037,11 @@ def _elementwise(
     Every NaN result becomes numpy's default NaN: which payload and sign an operation passes on
     differs between numpy's SIMD and scalar code (min, max, abs) and between CPUs."""
     x = np.asarray(x)
-    if x.dtype not in _FLOAT_TYPES:
-        raise TypeError(f"{name} takes float16, float32 or float64, not {x.dtype}")
+    bfloat16 = (
+        x.dtype.name == "bfloat16"
+    )  # ml_dtypes' type, known by name: numpy is our only import
+    if x.dtype not in _FLOAT_TYPES and not bfloat16:
+        raise TypeError(f"{name} takes float16, bfloat16, float32 or float64, not {x.dtype}")
     arrays = np.broadcast_arrays(x, *(np.asarray(o) for o in others))
     flats = [a.reshape(-1) for a in arrays]
     out = np.empty(flats[0].size, dtype=x.dtype)
@@ -1035,7 +1053,7 @@ def _elementwise(
             nan = np.isnan(y)
             if nan.any():
                 y[nan] = np.nan
-            out[start : start + _BLOCK] = y
+            out[start : start + _BLOCK] = _float32_round_to_odd(y) if bfloat16 else y
     return out.reshape(arrays[0].shape)
 
 
@@ -1093,10 +1111,10 @@ def exact_erf(x: np.ndarray) -> np.ndarray:
 
 
 def exact_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x**y for a float16 or float32 base x (broadcast with y, any real dtype that converts to
-    float64 exactly), in x's dtype: exp(y * log|x|) in float64 with IEEE's special cases (see
+    """x**y for a float16, bfloat16 or float32 base x (broadcast with y, any real dtype that
+    converts to float64 exactly), in x's dtype: exp(y * log|x|) in float64 with IEEE's special cases (see
     _pow_block). A float64 base is refused: y*log|x| would need a double-length logarithm."""
     x = np.asarray(x)
     if x.dtype == np.float64:
-        raise TypeError("exact_pow takes a float16 or float32 base, not float64")
+        raise TypeError("exact_pow takes a float16, bfloat16 or float32 base, not float64")
     return _elementwise(lambda x, y, wide: _pow_block(x, y), x, y, name="exact_pow")

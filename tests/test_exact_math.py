@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import ml_dtypes
 import mpmath as mp
 import numpy as np
 import pytest
@@ -255,6 +256,53 @@ def test_every_float16_correctly_rounded(name):
     assert wrong.size == 0, [(float(x[i]), float(y[i]), float(want[i])) for i in wrong[:10]]
 
 
+def _nearest_bfloat16(ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """float64 ref rounded to nearest-even bfloat16 by choosing among the neighbours of a first
+    guess, and where ref is so close to halfway that its own error could matter."""
+    bf16 = ml_dtypes.bfloat16
+    guess = ref.astype(bf16)
+    candidates = [np.nextafter(guess, bf16(-INF)), guess, np.nextafter(guess, bf16(INF))]
+    dist = np.stack([np.abs(c.astype(np.float64) - ref) for c in candidates])
+    odd = np.stack([(c.view(np.uint16) & 1).astype(bool) for c in candidates])
+    order = np.lexsort((odd, dist), axis=0)[0]
+    best = np.choose(order, candidates)
+    first, second = np.sort(dist, axis=0)[:2]
+    near = (second - first) <= 2.0**-30 * np.abs(ref)
+    return best, near
+
+
+def test_every_bfloat16_correctly_rounded():
+    bf16 = ml_dtypes.bfloat16
+    x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(bf16)
+    with np.errstate(invalid="ignore"):
+        x64 = x.astype(np.float64)
+    for name, f in UNARY.items():
+        y = f(x)
+        assert y.dtype == bf16
+        with np.errstate(all="ignore"):
+            ref = (
+                np.array([math.erf(v) for v in x64])
+                if name == "erf"
+                else UNARY[name](x64)  # float64 results: within a few 2**-53 (tests above)
+            )
+        finite = np.isfinite(ref) & (np.abs(ref) < 3.3e38)
+        want, near = _nearest_bfloat16(ref[finite])
+        got = y[finite]
+        wrong = ~near & (got.view(np.uint16) != want.view(np.uint16)) & (got != want)
+        assert not wrong.any(), (name, x[finite][wrong][:5], got[wrong][:5], want[wrong][:5])
+        assert near.sum() < 20
+        assert np.array_equal(np.isnan(y), np.isnan(ref))
+
+
+def test_bfloat16_results_are_rounded_once():
+    """Through float32 by round-to-odd: 1 + 2**-8 + 2**-30 is just above halfway between bfloat16
+    1 and 1 + 2**-7, which rounding to nearest float32 first would turn into a tie (and 1)."""
+    y = np.array([1 + 2**-8 + 2**-30, 1 + 2**-8 - 2**-30, 1 + 2**-8, -(1 + 2**-8 + 2**-30), 1e39])
+    with np.errstate(over="ignore"):
+        got = exact_math._float32_round_to_odd(y).astype(ml_dtypes.bfloat16).astype(np.float64)
+    assert got.tolist() == [1 + 2**-7, 1.0, 1.0, -(1 + 2**-7), INF]
+
+
 # --- pow's special cases ----------------------------------------------------------------------------
 
 POW_VALUES = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 2.5, -2.5, INF, -INF, NAN]
@@ -295,6 +343,7 @@ def test_shapes_and_types(name):
     f = UNARY[name]
     assert f(np.float32(0.5)).shape == ()
     assert f(np.zeros((0, 3), np.float16)).shape == (0, 3)
+    assert f(np.ones(2, ml_dtypes.bfloat16)).dtype == ml_dtypes.bfloat16
     a = np.linspace(0.1, 3, 24, dtype=np.float32).reshape(2, 3, 4)
     assert np.array_equal(f(a.transpose(2, 0, 1)), f(a).transpose(2, 0, 1))
     with pytest.raises(TypeError):
@@ -313,6 +362,7 @@ def test_results_do_not_depend_on_blocking():
 DIGEST_SCRIPT = r"""
 import hashlib, json, sys
 import numpy as np
+import ml_dtypes
 import runtime_support as rt
 
 def inputs(dtype, n=1 << 15):
@@ -328,7 +378,7 @@ def digest(a):
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 out = {}
-for dtype in (np.float16, np.float32, np.float64):
+for dtype in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64):
     x = inputs(dtype)
     for name in ("exp", "log", "expm1", "log1p", "sigmoid", "tanh", "softplus", "erf"):
         out[f"{name} {np.dtype(dtype).name}"] = digest(getattr(rt, "exact_" + name)(x))
@@ -358,6 +408,15 @@ GOLDEN = {
     "softplus float16": "fab57ded950b7bd749e212ce2422027c2ae61cb8e3487e164453418ac2727ae7",
     "erf float16": "4443413660ecaf5d82d37242c9f25b1e5770db4d83da2cd8def844223603dd99",
     "pow float16": "b1b0301ea1f897055a66463f933b42fc7a0f925c90094f1d9001a852f33c65ba",
+    "exp bfloat16": "1cbe18cb04cc7500c2c183769aa3d15d34af4b9d52e53e618e5a1d73581098f6",
+    "log bfloat16": "bc8274aa44422dd483dcebcf6050dff5060abc3451ff358c84450f9a24e28957",
+    "expm1 bfloat16": "ad2006aed69edd69412ab31dc7a1e22b29ff2d074b454e7b3fede7ea9acfb7dc",
+    "log1p bfloat16": "e47d6f8099c68768ed96442e0d05bc4c6bbd8553b1bfe3db3d56164d5c3b1ffc",
+    "sigmoid bfloat16": "0cd742c9f7513873d7db16c182d89334f322879448971111197a716a821a0feb",
+    "tanh bfloat16": "26dad91d139840f77405a5339f37a0bfeb26ad8cb3917b5fba2f372567c73912",
+    "softplus bfloat16": "6d3b7c72224d9e5e3f5a9c65d7fef0443007e719878dc5f5fc2e9bb535846f37",
+    "erf bfloat16": "2de1c4b077e9cafb28374d24cf77f35a41bbeed34fbaac2781bc401417eedb10",
+    "pow bfloat16": "6ce34e940a54aed1a35cbd5210c95c9ecb137f845e0b1caf11ba9964e5ee35e1",
     "exp float32": "81089b7eea2c26453b045bb5acf1f93b715dbaed664b1db296a6326cd7961aab",
     "log float32": "a258e0138d65fc5a6d11311e815691f38c37a419c4277b0848631d023c4899db",
     "expm1 float32": "bb588a17fd13a28c500c1d2eac3365b22be2edb7451ce0887ac7b9eb52aea7a1",

@@ -235,7 +235,7 @@ def _graph(proto: onnx.GraphProto, opsets: dict[str, int]) -> Graph:
         raise UnsupportedError(f"sparse initializer {sparse.values.name!r} is not supported")
     for name, value in initializers.items():
         types.setdefault(name, TensorType(value.dtype, value.shape))
-    nodes = [_node(n, opsets) for n in proto.node]
+    nodes = [node_from_proto(n, opsets) for n in proto.node]
     inputs = [i.name for i in proto.input if i.name not in initializers]
     return Graph(
         name=proto.name,
@@ -248,7 +248,7 @@ def _graph(proto: onnx.GraphProto, opsets: dict[str, int]) -> Graph:
     )
 
 
-def _node(proto: onnx.NodeProto, opsets: dict[str, int]) -> Node:
+def node_from_proto(proto: onnx.NodeProto, opsets: dict[str, int]) -> Node:
     domain = "" if proto.domain in DEFAULT_DOMAINS else proto.domain
     label = node_label(proto.op_type, proto.name)
     if domain not in opsets:

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
+import onnx.inliner
 
 import runtime_support
 from onemodel_compile import ir
-from onemodel_compile.errors import CompileError, ExactnessError
+from onemodel_compile.errors import CompileError, ExactnessError, UnsupportedError
 from onemodel_compile.ops import lookup
 from onemodel_compile.ops.node import NodeView, Result, operand, statements
 from onemodel_compile.ops.registry import Emitter
@@ -52,8 +53,17 @@ def resolve(model: ir.Model, variant: str) -> ResolvedGraph:
 def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> ResolvedGraph:
     constants = {**outer_constants, **graph.initializers}
     steps: list[Step] = []
-    for node in graph.nodes:
-        emitter = lookup(node.op_type, node.domain, node.opset, variant, node.label)
+    pending = list(graph.nodes)
+    while pending:
+        node = pending.pop(0)
+        try:
+            emitter = lookup(node.op_type, node.domain, node.opset, variant, node.label)
+        except UnsupportedError:
+            body = expand_function(node, graph.types)
+            if body is None:
+                raise
+            pending[:0] = body  # an operator the standard defines as a function: its body
+            continue
         view = _folding_view(node, graph.types, constants, variant)
         if variant == "exact":
             reason = emitter.refusal(view)
@@ -87,6 +97,52 @@ def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> Resol
                 constants[name] = value
                 graph.types[name] = ir.TensorType(value.dtype, tuple(value.shape))
     return ResolvedGraph(graph, steps, constants)
+
+
+EXPANSION_DOMAIN = "onemodel.expanded"
+
+
+def expand_function(node: ir.Node, types: dict) -> list[ir.Node] | None:
+    """The nodes of the function body the ONNX standard gives `node`'s operator (None if it has
+    none), with values renamed apart and attributes bound, by onnx's own inliner."""
+    try:
+        schema = onnx.defs.get_schema(node.op_type, node.opset, node.domain)
+    except onnx.defs.SchemaError:
+        return None
+    if node.proto is None or not (schema.has_function or schema.has_context_dependent_function):
+        return None
+    try:
+        if schema.has_context_dependent_function:
+            input_types = [
+                (ir.type_proto(types.get(name, ir.UNKNOWN)) or onnx.TypeProto()).SerializeToString()
+                for name in node.inputs
+            ]
+            data = schema.get_context_dependent_function_with_opset_version(
+                node.opset, node.proto.SerializeToString(), input_types
+            )
+        else:
+            data = schema.get_function_with_opset_version(node.opset)
+        function = onnx.FunctionProto.FromString(data)
+        function.domain, function.name = EXPANSION_DOMAIN, node.op_type
+        call = onnx.NodeProto()
+        call.CopyFrom(node.proto)
+        call.domain = EXPANSION_DOMAIN
+        opsets = list(function.opset_import) + [onnx.helper.make_opsetid(EXPANSION_DOMAIN, 1)]
+        wrapper = onnx.helper.make_model(
+            onnx.helper.make_graph(
+                [call],
+                "expansion",
+                [onnx.helper.make_value_info(n, onnx.TypeProto()) for n in node.inputs if n],
+                [onnx.helper.make_value_info(n, onnx.TypeProto()) for n in node.outputs if n],
+            ),
+            opset_imports=opsets,
+            functions=[function],
+        )
+        inlined = onnx.inliner.inline_local_functions(wrapper)
+    except Exception:  # no usable body: the operator stays unsupported
+        return None
+    versions = {("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in function.opset_import}
+    return [ir.node_from_proto(n, versions) for n in inlined.graph.node]
 
 
 def _resolve_body(body: ir.Graph, outer_types: dict, constants: dict, variant: str) -> ResolvedGraph:

@@ -11,7 +11,6 @@ the BLAS build, the thread count or the numpy version (DESIGN.md "Exactness"):
 Conventions shared by all kernels:
 - arithmetic runs in float64 and the result is rounded once to the input's type at the end
   (bfloat16 through float32, a second deterministic rounding);
-- a zero result is +0.0 (the sign of a zero sum is not kept);
 - every NaN in a result is numpy's `np.nan` (positive quiet NaN), whatever NaN produced it, so
   NaN payloads and signs cannot differ between machines.
 
@@ -30,6 +29,8 @@ import numpy as np
 __all__ = [
     "exact_conv",
     "exact_cumsum",
+    "exact_det",
+    "exact_einsum",
     "exact_gemm",
     "exact_log_softmax",
     "exact_matmul",
@@ -555,3 +556,137 @@ def exact_conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad
     if B is not None:
         Y = Y + _float64(B).reshape(maps, 1)
     return _rounded(Y.reshape((batch, maps) + out_shape), X.dtype)
+
+
+# --- Einsum and Det -------------------------------------------------------------------------------
+
+
+def _einsum_terms(equation: str, operands) -> tuple[list[list], list]:
+    """Each operand's labels and the output's: letters as str, the ellipsis's dims as ints
+    (right-aligned, 0 the outermost of the broadcast ellipsis). Without '->', numpy's implicit
+    output: the ellipsis, then the letters used exactly once, sorted."""
+    inputs, arrow, output = equation.replace(" ", "").partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum: {equation!r} names {len(terms)} operands, given {len(operands)}")
+    spans = [x.ndim - len(t.replace("...", "")) for t, x in zip(terms, operands) if "..." in t]
+    rank = max(spans, default=0)
+
+    def labels(term: str, span: int) -> list:
+        head, dots, tail = term.partition("...")
+        middle = list(range(rank - span, rank)) if dots else []
+        return list(head) + middle + list(tail)
+
+    inputs = [
+        labels(t, x.ndim - len(t.replace("...", "")) if "..." in t else 0)
+        for t, x in zip(terms, operands)
+    ]
+    if arrow:
+        return inputs, labels(output, rank)
+    letters = [label for term in inputs for label in term if isinstance(label, str)]
+    once = sorted(label for label in set(letters) if letters.count(label) == 1)
+    return inputs, list(range(rank)) + once
+
+
+def _diagonals(x: np.ndarray, labels: list) -> tuple[np.ndarray, list]:
+    """x with each repeated label reduced to its diagonal (data movement), and its labels."""
+    labels = list(labels)
+    for label in dict.fromkeys(labels):
+        while labels.count(label) > 1:
+            first = labels.index(label)
+            second = labels.index(label, first + 1)
+            x = np.diagonal(x, axis1=first, axis2=second)  # the diagonal becomes the last axis
+            labels = [l for i, l in enumerate(labels) if i not in (first, second)] + [label]
+    return x, labels
+
+
+def _sum_out(x: np.ndarray, labels: list, keep) -> tuple[np.ndarray, list]:
+    """x summed (exact_sum, rounded to x's type) over the labels not in `keep`."""
+    axes = tuple(i for i, label in enumerate(labels) if label not in keep)
+    if not axes:
+        return x, labels
+    return exact_sum(x, axis=axes), [label for label in labels if label in keep]
+
+
+def _arranged(x: np.ndarray, labels: list, batch: list, first: list, second: list, sizes: dict):
+    """x transposed to batch + first + second, its size-1 dims of `first` and `second` broadcast
+    to the labels' sizes (batch dims are left to matmul's broadcasting)."""
+    order = batch + first + second
+    x = x.transpose([labels.index(l) for l in order])
+    return np.broadcast_to(x, x.shape[: len(batch)] + tuple(sizes[l] for l in first + second))
+
+
+def exact_einsum(equation: str, *operands):
+    """ONNX Einsum (numpy's einsum notation, with '...' and the implicit output) of float operands.
+
+    Order: repeated labels within an operand become its diagonal (data movement). Then, from the
+    left, each operand is folded into the running result: first every label that neither the
+    running result's partner, a later operand nor the output uses is summed out (exact_sum,
+    rounded to the type); then the two are contracted by exact_matmul, rounded to the type, with
+    the labels both share and something later uses as batch dims, the other shared labels
+    flattened (in the running result's order) into the inner dimension, and each side's own
+    labels as the rows and columns. Size-1 dims broadcast. Last, labels the output lacks are
+    summed out and the result is transposed to the output's order."""
+    operands = [np.asarray(x) for x in operands]
+    terms, output = _einsum_terms(equation, operands)
+    pairs = [_diagonals(x, t) for x, t in zip(operands, terms)]
+    sizes = {}
+    for x, labels in pairs:
+        for label, size in zip(labels, x.shape):
+            sizes[label] = size if sizes.get(label, 1) == 1 else sizes[label]
+    result, labels = pairs[0]
+    for index in range(1, len(pairs) + 1):
+        later = set(output).union(*(t for _, t in pairs[index + 1 :]))
+        if index == len(pairs):
+            result, labels = _sum_out(result, labels, set(output))
+            break
+        x, x_labels = pairs[index]
+        result, labels = _sum_out(result, labels, later | set(x_labels))
+        x, x_labels = _sum_out(x, x_labels, later | set(labels))
+        batch = [l for l in labels if l in x_labels and l in later]
+        inner = [l for l in labels if l in x_labels and l not in later]
+        rows = [l for l in labels if l not in x_labels]
+        columns = [l for l in x_labels if l not in labels]
+        depth = math.prod(sizes[l] for l in inner)
+        left = _arranged(result, labels, batch, rows, inner, sizes)
+        right = _arranged(x, x_labels, batch, inner, columns, sizes)
+        row_shape = left.shape[len(batch) : len(batch) + len(rows)]
+        column_shape = right.shape[len(batch) + len(inner) :]
+        left = left.reshape(left.shape[: len(batch)] + (math.prod(row_shape), depth))
+        right = right.reshape(right.shape[: len(batch)] + (depth, math.prod(column_shape)))
+        product = exact_matmul(left, right)
+        result = product.reshape(product.shape[:-2] + row_shape + column_shape)
+        labels = batch + rows + columns
+    return result.transpose([labels.index(l) for l in output]).copy()
+
+
+def exact_det(X):
+    """ONNX Det of floats: the determinant of each (..., n, n) matrix by Gaussian elimination with
+    partial pivoting, in float64, in a fixed order.
+
+    Order: for k = 0..n-1: the pivot row is the first row r >= k with the largest |a[r, k]|
+    (NaN counts as infinite); rows k and r swap (a swap negates the determinant); det = det *
+    a[k, k]; for each row i > k, l = a[i, k] / a[k, k] and a[i, j] = a[i, j] - l * a[k, j] for
+    j > k (each one IEEE operation; a zero pivot column leaves the rows as they are).
+    det starts at 1 (the sign of the swaps folded in as it goes) and is rounded once to X's type."""
+    X = np.asarray(X)
+    a = _float64(X).copy()
+    n = a.shape[-1]
+    batch = a.shape[:-2]
+    det = np.ones(batch)
+    flat = a.reshape((math.prod(batch), n, n))
+    det_flat = det.reshape(-1)
+    positions = np.arange(flat.shape[0])
+    for k in range(n):
+        column = np.abs(flat[:, k:, k])
+        pivot = k + np.argmax(np.where(np.isnan(column), np.inf, column), axis=1)
+        swapped = pivot != k
+        rows_k = flat[positions, k].copy()
+        flat[positions, k] = flat[positions, pivot]
+        flat[positions, pivot] = rows_k
+        det_flat[:] = np.where(swapped, -det_flat, det_flat) * flat[:, k, k]
+        diagonal = flat[:, k, k]
+        safe = np.where(diagonal == 0, 1.0, diagonal)
+        factors = flat[:, k + 1 :, k] / safe[:, None]
+        flat[:, k + 1 :, k + 1 :] -= factors[:, :, None] * flat[:, k, None, k + 1 :]
+    return _rounded(det_flat.reshape(batch), X.dtype)

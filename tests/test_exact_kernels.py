@@ -23,6 +23,8 @@ from runtime_support import exact
 from runtime_support.exact import (
     exact_conv,
     exact_cumsum,
+    exact_det,
+    exact_einsum,
     exact_gemm,
     exact_log_softmax,
     exact_matmul,
@@ -213,6 +215,39 @@ def test_conv_matches_a_direct_reference():
     np.testing.assert_allclose(Y, expected, rtol=2e-6, atol=2e-6)
 
 
+EINSUMS = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(3, 4), (4, 5)]), ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]), ("ij->ji", [(2, 3)]), ("i,i", [(5,), (5,)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (1, 4, 5)]),
+    ("i,j->ij", [(3,), (4,)]), ("ij->", [(3, 4)]), ("abc,cd,de->abe", [(2, 3, 4), (4, 5), (5, 6)]),
+    ("...i,...i->...", [(2, 3), (3,)]), ("ij,ij->ij", [(3, 4), (1, 4)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]), ("ij,kj->ik", [(0, 3), (2, 3)]),
+    ("iij->ji", [(3, 3, 2)]), (",->", [(), ()]), ("ab...,b->...a", [(2, 3, 4, 5), (3,)]),
+]
+
+
+@pytest.mark.parametrize("equation, shapes", EINSUMS)
+def test_einsum_follows_numpy(equation, shapes):
+    generator = rng(16)
+    operands = [generator.standard_normal(shape).astype(np.float32) for shape in shapes]
+    result = exact_einsum(equation, *operands)
+    expected = np.einsum(equation, *(x.astype(np.float64) for x in operands))
+    assert result.dtype == np.float32 and result.shape == expected.shape
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_det():
+    generator = rng(17)
+    for shape in [(3, 3), (2, 4, 4), (1, 1), (0, 2, 2), (6, 6), (2, 0, 0)]:
+        x = generator.standard_normal(shape)
+        np.testing.assert_allclose(exact_det(x), np.linalg.det(x), rtol=1e-12)
+        assert exact_det(x.astype(np.float32)).dtype == np.float32
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert exact_det(singular) == 0 and exact_det(np.zeros((3, 3))) == 0
+    assert exact_det(np.array([[0.0, 1.0], [1.0, 0.0]])) == -1
+    assert np.isnan(exact_det(np.array([[np.nan, 1.0], [1.0, 0.0]])))
+
+
 # --- reductions: accuracy and order ------------------------------------------------------------
 
 
@@ -376,6 +411,8 @@ kernels = {
     "exact_mean": rt.exact_mean(x, axis=1, dtype=np.float64),
     "exact_var": rt.exact_var(x, axis=0),
     "standardize": rt.exact_standardize(x, (1,), 1e-5)[0],
+    "einsum": rt.exact_einsum("bij,bkj->bik", x[:8].reshape(2, 4, 3000), x[8:20].reshape(2, 6, 3000)),
+    "det": rt.exact_det(A64[:90, :9].reshape(10, 9, 9)),
     "conv": rt.exact_conv(X, W, pads=(1, 1, 1, 1), strides=(1, 1), dilations=(1, 1), group=2),
 }
 with np.errstate(all="ignore"):

@@ -90,12 +90,28 @@ def einsum(view: NodeView) -> str:
     return f"{call}.astype({dtype_expr(dtype)})" if _half(dtype) else call
 
 
+@emitter("Einsum", since=12, variant="exact", exact=True)
+def einsum_exact(view: NodeView) -> str:
+    """Floats through rt.exact_einsum (operands folded in from the left, each contraction an
+    exact matrix product rounded to the type); integers as in the fast variant."""
+    if not is_float(view.inputs[0].dtype):
+        return einsum(view)
+    operands = ", ".join(str(x) for x in view.inputs)
+    return f"rt.exact_einsum({py(view.attr('equation').replace(' ', ''))}, {operands})"
+
+
 @emitter("Det", since=11, exact=False)
 def det(view: NodeView) -> str:
     X = view.inputs[0]
     if _half(X.dtype):
         return f"np.linalg.det({X}.astype(np.float32)).astype({dtype_expr(X.dtype)})"
     return f"np.linalg.det({X})"
+
+
+@emitter("Det", since=11, variant="exact", exact=True)
+def det_exact(view: NodeView) -> str:
+    """Gaussian elimination with partial pivoting in float64, in a fixed order."""
+    return f"rt.exact_det({view.inputs[0]})"
 
 
 @emitter("MatMulInteger", since=10, exact=True)

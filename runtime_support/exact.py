@@ -1,7 +1,7 @@
 """Exact kernels: results whose bits depend only on the input bits.
 
-The exact variant's matrix products, reductions, cumulative sums, softmax and convolution. Every
-kernel here is built from operations whose result does not depend on the machine, the SIMD level,
+The exact variant's matrix products (MatMul, Gemm, Einsum, Conv), determinants, reductions,
+cumulative sums, softmax and the normalizations' statistics. Every kernel here is built from operations whose result does not depend on the machine, the SIMD level,
 the BLAS build, the thread count or the numpy version (DESIGN.md "Exactness"):
 - IEEE-754 elementwise `+ - * /` and `sqrt` (correctly rounded), in an order written in each
   kernel's docstring; comparisons, `abs`, `max`, `trunc`, `ldexp`, `frexp`, data movement;

@@ -1,8 +1,8 @@
 """Matrix products, Einsum, Det, MatMulInteger. BLAS sums in an order that depends on the build
 and the CPU: float products are not exact; integer ones are (integer arithmetic, or float64 sums of
-integers that stay below 2**53). The exact variant's float MatMul and Gemm run through
+integers that stay below 2**53). The exact variant's float MatMul, Gemm and Einsum run through
 runtime_support.exact (an error-free splitting into integer-valued float64 slices whose BLAS
-products are exact; see docs/exact-kernels.md)."""
+products are exact), and its Det through a fixed-order elimination; see docs/exact-kernels.md."""
 
 from __future__ import annotations
 

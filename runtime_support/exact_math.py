@@ -4,6 +4,7 @@ numpy's exp, log, tanh, ... give different bits at different SIMD levels and in 
 versions (DESIGN.md, "Exactness"). These kernels use nothing but
 - IEEE-754 float64 `+ - * /`, each a separate numpy call and so one correctly rounded operation (numpy
   never fuses them into multiply-adds), in the order written here;
+- IEEE-754 float64 `sqrt` (correctly rounded too), for the inverse hyperbolic functions;
 - exact operations: comparisons, abs, negation, min/max, floor, copysign, multiplication by a power of
   two, conversions that are exact, and the one final conversion to the result type, which IEEE
   rounds correctly;
@@ -32,6 +33,10 @@ from collections.abc import Callable
 import numpy as np
 
 __all__ = [
+    "exact_acosh",
+    "exact_asinh",
+    "exact_atanh",
+    "exact_cosh",
     "exact_erf",
     "exact_exp",
     "exact_expm1",
@@ -39,6 +44,7 @@ __all__ = [
     "exact_log1p",
     "exact_pow",
     "exact_sigmoid",
+    "exact_sinh",
     "exact_softplus",
     "exact_tanh",
 ]
@@ -718,6 +724,7 @@ _NARROW_EXP_RANGE = (-110.0, 90.0)  # exp rounds to 0 below and to inf above in 
 # |x| <= 700: exp(x) is at least 2**-1010, so neither 2**(k/128) nor s*tmp is subnormal or overflows
 _WIDE_EXP_LIMIT = 700.0
 _EXPM1_FLOOR = -40.0  # expm1(x) rounds to -1 below, in every type
+_HYPERBOLIC_LARGE = float(2**28)  # beyond: asinh(x) = log(2x), acosh(x) = log(2x) to 2**-58
 _ERF_LAST = 6.0  # erf rounds to 1 in float64 from about 5.92 on
 _ERF_SCALE = 4.0  # intervals of width 1/4
 
@@ -934,6 +941,98 @@ def _tanh_block(x: np.ndarray, wide: bool) -> np.ndarray:
     return np.copysign(y, x, out=y)
 
 
+def _half_exp_far(a: np.ndarray) -> np.ndarray:
+    """exp(a) / 2 for float64 a > 700 (finite up to 710.47 though exp overflows from 709.78): the
+    core with 2**512 taken out of s and 2**511 put back."""
+    s, tmp = _exp_parts(np.minimum(a, 711.0), True, 512)
+    s += s * tmp
+    return s * math.ldexp(1.0, 511)
+
+
+def _sinh_block(x: np.ndarray, wide: bool) -> np.ndarray:
+    """sinh|x| = (E + E/(E + 1)) / 2 with E = expm1|x| (no cancellation near 0, all terms >= 0);
+    float64 |x| > 700: exp|x| / 2 (see _half_exp_far). The sign is x's."""
+    a = np.abs(x)
+    e = _expm1_block(np.minimum(a, _WIDE_EXP_LIMIT if wide else _NARROW_EXP_RANGE[1]), wide)
+    y = e + 1.0
+    np.divide(e, y, out=y)
+    y += e
+    y *= 0.5
+    if wide:
+        far = a > _WIDE_EXP_LIMIT
+        if far.any():
+            y[far] = _half_exp_far(a[far])
+    return np.copysign(y, x, out=y)
+
+
+def _cosh_block(x: np.ndarray, wide: bool) -> np.ndarray:
+    """cosh x = e/2 + (1/2)/e with e = exp|x| (both terms positive); float64 |x| > 700: e/2 (see
+    _half_exp_far)."""
+    a = np.abs(x)
+    e = _exp_block(np.minimum(a, _WIDE_EXP_LIMIT if wide else _NARROW_EXP_RANGE[1]), wide)
+    y = 0.5 / e
+    y += e * 0.5
+    if wide:
+        far = a > _WIDE_EXP_LIMIT
+        if far.any():
+            y[far] = _half_exp_far(a[far])
+    return y
+
+
+def _log_of_double(a: np.ndarray, wide: bool) -> np.ndarray:
+    """log(2a) for a >= 2**28 (inf included), without forming 2a: k + 1 in exact_log's method."""
+    k, f = _log_reduce(a)
+    k += 1.0
+    y = _log_combine(k, f, wide)
+    y[a == np.inf] = np.inf
+    return y
+
+
+def _asinh_block(x: np.ndarray, wide: bool) -> np.ndarray:
+    """asinh|x| = log1p(|x| + x**2 / (1 + sqrt(1 + x**2))) (the argument of log1p is exact
+    algebra for sqrt(1 + x**2) - 1 + |x|, without cancellation); |x| >= 2**28: log(2|x|). The sign
+    is x's."""
+    a = np.abs(x)
+    square = a * a
+    t = square + 1.0
+    np.sqrt(t, out=t)
+    t += 1.0
+    np.divide(square, t, out=t)
+    t += a
+    y = _log1p_block(t, wide)
+    large = ~(a < _HYPERBOLIC_LARGE) & ~np.isnan(a)
+    if large.any():
+        y[large] = _log_of_double(a[large], wide)
+    return np.copysign(y, x, out=y)
+
+
+def _acosh_block(x: np.ndarray, wide: bool) -> np.ndarray:
+    """acosh x = log1p(t + sqrt(t * (t + 2))) with t = x - 1 (exact near 1); x >= 2**28:
+    log(2x); NaN below 1."""
+    t = x - 1.0
+    root = t + 2.0
+    root *= t
+    np.sqrt(root, out=root)
+    root += t
+    y = _log1p_block(root, wide)
+    large = x >= _HYPERBOLIC_LARGE
+    if large.any():
+        y[large] = _log_of_double(x[large], wide)
+    y[~(x >= 1.0)] = np.nan
+    return y
+
+
+def _atanh_block(x: np.ndarray, wide: bool) -> np.ndarray:
+    """atanh|x| = log1p(2|x| / (1 - |x|)) / 2: inf at 1, NaN beyond (log1p of less than -1). The
+    sign is x's."""
+    a = np.abs(x)
+    t = 1.0 - a
+    np.divide(a + a, t, out=t)
+    y = _log1p_block(t, wide)
+    y *= 0.5
+    return np.copysign(y, x, out=y)
+
+
 def _softplus_block(x: np.ndarray, wide: bool) -> np.ndarray:
     """max(x, 0) + log1p(exp(-|x|)): exp never overflows and the log1p term stays accurate when it
     is the whole result (x very negative)."""
@@ -1102,6 +1201,34 @@ def exact_tanh(x: np.ndarray) -> np.ndarray:
 def exact_softplus(x: np.ndarray) -> np.ndarray:
     """log(1 + e**x) as max(x, 0) + log1p(exp(-|x|)), in float64, rounded once."""
     return _elementwise(_softplus_block, x, name="exact_softplus")
+
+
+def exact_sinh(x: np.ndarray) -> np.ndarray:
+    """Hyperbolic sine through exact_expm1 (see _sinh_block), in float64, rounded once."""
+    return _elementwise(_sinh_block, x, name="exact_sinh")
+
+
+def exact_cosh(x: np.ndarray) -> np.ndarray:
+    """Hyperbolic cosine through exact_exp (see _cosh_block), in float64, rounded once."""
+    return _elementwise(_cosh_block, x, name="exact_cosh")
+
+
+def exact_asinh(x: np.ndarray) -> np.ndarray:
+    """Inverse hyperbolic sine through exact_log1p and sqrt (see _asinh_block), in float64,
+    rounded once."""
+    return _elementwise(_asinh_block, x, name="exact_asinh")
+
+
+def exact_acosh(x: np.ndarray) -> np.ndarray:
+    """Inverse hyperbolic cosine through exact_log1p and sqrt (see _acosh_block), in float64,
+    rounded once."""
+    return _elementwise(_acosh_block, x, name="exact_acosh")
+
+
+def exact_atanh(x: np.ndarray) -> np.ndarray:
+    """Inverse hyperbolic tangent through exact_log1p (see _atanh_block), in float64, rounded
+    once."""
+    return _elementwise(_atanh_block, x, name="exact_atanh")
 
 
 def exact_erf(x: np.ndarray) -> np.ndarray:

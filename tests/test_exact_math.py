@@ -20,6 +20,10 @@ import pytest
 
 from runtime_support import exact_math
 from runtime_support.exact_math import (
+    exact_acosh,
+    exact_asinh,
+    exact_atanh,
+    exact_cosh,
     exact_erf,
     exact_exp,
     exact_expm1,
@@ -27,6 +31,7 @@ from runtime_support.exact_math import (
     exact_log1p,
     exact_pow,
     exact_sigmoid,
+    exact_sinh,
     exact_softplus,
     exact_tanh,
 )
@@ -42,6 +47,11 @@ UNARY = {
     "tanh": exact_tanh,
     "softplus": exact_softplus,
     "erf": exact_erf,
+    "sinh": exact_sinh,
+    "cosh": exact_cosh,
+    "asinh": exact_asinh,
+    "acosh": exact_acosh,
+    "atanh": exact_atanh,
 }
 FLOATS = (np.float16, np.float32, np.float64)
 
@@ -57,6 +67,11 @@ FLOAT64_BOUND = {
     "tanh": 4.0,
     "softplus": 1.5,
     "erf": 2.5,
+    "sinh": 2.0,
+    "cosh": 1.2,
+    "asinh": 1.5,
+    "acosh": 1.6,
+    "atanh": 1.6,
 }
 
 
@@ -109,6 +124,19 @@ SPECIALS = {  # (x, result) pairs that hold in every float type
     "tanh": [(0.0, 0.0), (-0.0, -0.0), (INF, 1.0), (-INF, -1.0), (NAN, NAN), (30.0, 1.0)],
     "softplus": [(INF, INF), (-INF, 0.0), (NAN, NAN)],
     "erf": [(0.0, 0.0), (-0.0, -0.0), (INF, 1.0), (-INF, -1.0), (NAN, NAN), (10.0, 1.0)],
+    "sinh": [(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -INF), (NAN, NAN), (1e30, INF)],
+    "cosh": [(0.0, 1.0), (-0.0, 1.0), (INF, INF), (-INF, INF), (NAN, NAN), (-1e30, INF)],
+    "asinh": [(0.0, 0.0), (-0.0, -0.0), (INF, INF), (-INF, -INF), (NAN, NAN)],
+    "acosh": [(1.0, 0.0), (INF, INF), (0.5, NAN), (-1.0, NAN), (-INF, NAN), (NAN, NAN)],
+    "atanh": [
+        (0.0, 0.0),
+        (-0.0, -0.0),
+        (1.0, INF),
+        (-1.0, -INF),
+        (2.0, NAN),
+        (INF, NAN),
+        (NAN, NAN),
+    ],
 }
 
 
@@ -178,6 +206,11 @@ RANGES = {
     "tanh": (-10.0, 10.0),
     "softplus": (-40.0, 40.0),
     "erf": (-6.0, 6.0),
+    "sinh": (-90.0, 90.0),
+    "cosh": (-90.0, 90.0),
+    "asinh": (-100.0, 100.0),
+    "acosh": (1.0, 100.0),
+    "atanh": (-1.0, 1.0),
 }
 
 
@@ -230,6 +263,11 @@ def _float16_reference(name: str, x: np.ndarray) -> np.ndarray:
                 v > 0, v + np.log1p(np.exp(-np.abs(v))), np.log1p(np.exp(v))
             ),
             "erf": lambda v: np.array([math.erf(float(e)) for e in v], dtype=np.longdouble),
+            "sinh": np.sinh,
+            "cosh": np.cosh,
+            "asinh": np.arcsinh,
+            "acosh": np.arccosh,
+            "atanh": np.arctanh,
         }[name](ld)
         want = ref.astype(np.float64).astype(np.float16)  # numpy's longdouble -> float16 goes
         # through float32 (two roundings); through float64 the second one is caught below.
@@ -345,7 +383,7 @@ def test_shapes_and_types(name):
     assert f(np.zeros((0, 3), np.float16)).shape == (0, 3)
     assert f(np.ones(2, ml_dtypes.bfloat16)).dtype == ml_dtypes.bfloat16
     a = np.linspace(0.1, 3, 24, dtype=np.float32).reshape(2, 3, 4)
-    assert np.array_equal(f(a.transpose(2, 0, 1)), f(a).transpose(2, 0, 1))
+    assert np.array_equal(f(a.transpose(2, 0, 1)), f(a).transpose(2, 0, 1), equal_nan=True)
     with pytest.raises(TypeError):
         f(np.ones(3, dtype=np.int32))
 
@@ -380,7 +418,8 @@ def digest(a):
 out = {}
 for dtype in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64):
     x = inputs(dtype)
-    for name in ("exp", "log", "expm1", "log1p", "sigmoid", "tanh", "softplus", "erf"):
+    for name in ("exp", "log", "expm1", "log1p", "sigmoid", "tanh", "softplus", "erf", "sinh",
+                 "cosh", "asinh", "acosh", "atanh"):
         out[f"{name} {np.dtype(dtype).name}"] = digest(getattr(rt, "exact_" + name)(x))
     if dtype != np.float64:
         with np.errstate(all="ignore"):
@@ -407,6 +446,11 @@ GOLDEN = {
     "tanh float16": "af7e2c0ab9e7a2d8a770f6890ced8b453b3657c7a24cc3d9e98505a46ec6de76",
     "softplus float16": "fab57ded950b7bd749e212ce2422027c2ae61cb8e3487e164453418ac2727ae7",
     "erf float16": "4443413660ecaf5d82d37242c9f25b1e5770db4d83da2cd8def844223603dd99",
+    "sinh float16": "09e0b6e734463f0cfa5765cf8004641ccbbcdefee27e9bfc94bccbffc3241f99",
+    "cosh float16": "acbf23413724a774c4d4f00eaa294630ba2b7996380a9028576d3a8baf5bd374",
+    "asinh float16": "bef5839893dc52329e033e68a36607d821dd04bd6ebf7be18c364c78fe5ff8f0",
+    "acosh float16": "0be0fcc0b7e53c6c07d904289b92222430066ab4f8473d5874cecae32b32847e",
+    "atanh float16": "62bc78722d7bf761705501ac725e73885e12cb71a125271c410d3660b58ec89c",
     "pow float16": "b1b0301ea1f897055a66463f933b42fc7a0f925c90094f1d9001a852f33c65ba",
     "exp bfloat16": "1cbe18cb04cc7500c2c183769aa3d15d34af4b9d52e53e618e5a1d73581098f6",
     "log bfloat16": "bc8274aa44422dd483dcebcf6050dff5060abc3451ff358c84450f9a24e28957",
@@ -416,6 +460,11 @@ GOLDEN = {
     "tanh bfloat16": "26dad91d139840f77405a5339f37a0bfeb26ad8cb3917b5fba2f372567c73912",
     "softplus bfloat16": "6d3b7c72224d9e5e3f5a9c65d7fef0443007e719878dc5f5fc2e9bb535846f37",
     "erf bfloat16": "2de1c4b077e9cafb28374d24cf77f35a41bbeed34fbaac2781bc401417eedb10",
+    "sinh bfloat16": "a91b402328dc044d9a81f2e467eef2af0295c8fdd6ad051acbe351479c221464",
+    "cosh bfloat16": "92820aff193989bef46eaa28b98bf2441f6bdaa38c9877e0a4e7c8a3cff48d29",
+    "asinh bfloat16": "130c0ceffad9b0284a2f2c7e333280564b15567fc904966ab114e138a4b0962f",
+    "acosh bfloat16": "2636f0d6189d8e0bd23d0b9ced858151e4f9b2f74def9d55cc60b3f883ba148b",
+    "atanh bfloat16": "1fce776360c73f48fb26046f4019d7f14090b46cfbdae4fe2fb8e028962b8d03",
     "pow bfloat16": "6ce34e940a54aed1a35cbd5210c95c9ecb137f845e0b1caf11ba9964e5ee35e1",
     "exp float32": "81089b7eea2c26453b045bb5acf1f93b715dbaed664b1db296a6326cd7961aab",
     "log float32": "a258e0138d65fc5a6d11311e815691f38c37a419c4277b0848631d023c4899db",
@@ -425,6 +474,11 @@ GOLDEN = {
     "tanh float32": "7192bc04b56354505984983d02fe8c3c3a0e8f23322b4dbd0ba0238a113c7276",
     "softplus float32": "a69b87a8dac1c3100811187c398afdbc573827e9dc4ec36dc6d44e69deb7c5b5",
     "erf float32": "4b834ce579542b7d5ccb1741349fa3bdbb2f679319cc6d09e66490f516104726",
+    "sinh float32": "c4064e8d43b68c305caf6f7818704431251940eed3be742ca59e1f89e5a35707",
+    "cosh float32": "265826ed032ad4c3bf9d0d31706193e0923f07f6680e1fdd7939ce5ac209bfed",
+    "asinh float32": "9802a8bee6bce5aa722d1142db7dd3dd4c9ec0ada45865a5878ff9aa1e0e4c54",
+    "acosh float32": "717b6ba6d8783bbbee04026f98cd58c3fb5c17e0a0661c69920c06c592d3b451",
+    "atanh float32": "3237aae22c9f55ef8ed0c8bd401cbc8355b9cd402a6e76a95ea680bab70f312e",
     "pow float32": "f02a362e654c6842cadc2f6307e00b1648c672709c8e06a6d371fae0dac68eea",
     "exp float64": "e0291d61d82fbd2d768d232845e8050ec56823d5c398bfd427f9b7fc68b418f3",
     "log float64": "becb35cf84f9e5522ca90201f1f79511d44d6bd260c590f178f6feb3caa7c56c",
@@ -434,6 +488,11 @@ GOLDEN = {
     "tanh float64": "dfaf1da3de5d2823b0c567a672e8dc136714d1755e2638e156581f57b1d458fc",
     "softplus float64": "425a39bd86206716910f97e12b5c3724499325f680ac4829d3d63701ac291017",
     "erf float64": "6846ea74b917bbc60c32ad59363d292ef2d7e0a5aa9c189f9f3991f393f5ef10",
+    "sinh float64": "4261732033f8791a23e47b0d0897774c4a6dbc658314910925792d0217b2eeb1",
+    "cosh float64": "2e379849bbf5ab0051b32abc3c4f831aa2f0b76a16f76cd10f98ac205c07b930",
+    "asinh float64": "45932092e72ac8e8c5ae995c514c5bb64ef410285cf721d1a0b55dec6b780cad",
+    "acosh float64": "b3ff8001276517285036e109b4bafb6a822c644fd20249c865ec71b1fa473de3",
+    "atanh float64": "c06f5d5510f75fccba9bfd080c142100881d90537de2f96c907f3653363f25b7",
 }
 
 

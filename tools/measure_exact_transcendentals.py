@@ -57,6 +57,11 @@ LONGDOUBLE = {
     "sigmoid": _ld_sigmoid,
     "tanh": np.tanh,
     "softplus": _ld_softplus,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
 }
 
 FLOAT64 = {"exp": np.exp, "log": np.log}  # the bulk reference of the exhaustive float32 runs
@@ -71,6 +76,11 @@ MPMATH = {
     "softplus": lambda v: mp.log1p(mp.exp(v)),
     "erf": mp.erf,
     "pow": lambda v, w: mp.power(v, w),
+    "sinh": mp.sinh,
+    "cosh": mp.cosh,
+    "asinh": mp.asinh,
+    "acosh": mp.acosh,
+    "atanh": mp.atanh,
 }
 
 KERNELS = {
@@ -83,6 +93,11 @@ KERNELS = {
     "softplus": em.exact_softplus,
     "erf": em.exact_erf,
     "pow": em.exact_pow,
+    "sinh": em.exact_sinh,
+    "cosh": em.exact_cosh,
+    "asinh": em.exact_asinh,
+    "acosh": em.exact_acosh,
+    "atanh": em.exact_atanh,
 }
 
 
@@ -286,6 +301,11 @@ SAMPLE_RANGES = {  # where the function is not saturated, for the uniform part o
     "tanh": (-10.0, 10.0),
     "softplus": (-110.0, 20.0),
     "erf": (-6.0, 6.0),
+    "sinh": (-90.0, 90.0),
+    "cosh": (-90.0, 90.0),
+    "asinh": (-100.0, 100.0),
+    "acosh": (1.0, 100.0),
+    "atanh": (-1.0, 1.0),
 }
 
 
@@ -346,7 +366,22 @@ FLOAT16_EXPONENTS = np.array(
     + [0.1 * k for k in range(-22, 23) if k % 5],
     dtype=np.float16,
 )
-FUNCTIONS = ("exp", "log", "expm1", "log1p", "sigmoid", "tanh", "softplus", "erf", "pow")
+FUNCTIONS = (
+    "exp",
+    "log",
+    "expm1",
+    "log1p",
+    "sigmoid",
+    "tanh",
+    "softplus",
+    "erf",
+    "pow",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+)
 
 
 NUMPY_COUNTERPART = {  # what the fast variant computes instead, for --speed
@@ -359,6 +394,19 @@ NUMPY_COUNTERPART = {  # what the fast variant computes instead, for --speed
     "softplus": lambda x: np.log1p(np.exp(x)),
     "erf": None,
     "pow": lambda x, y: np.power(np.abs(x), y),
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "asinh": np.arcsinh,
+    "acosh": lambda x: np.arccosh(np.abs(x) + 1),
+    "atanh": lambda x: np.arctanh(x / 21),
+}
+
+
+ARGUMENT = {  # --speed: arguments inside the domain
+    "log": np.abs,
+    "log1p": np.abs,
+    "acosh": lambda v: np.abs(v) + 1,
+    "atanh": lambda v: v / 21,
 }
 
 
@@ -382,7 +430,7 @@ def speed(names, size: int = 1 << 20, repeats: int = 15) -> None:
     )
     print("|---|---|---|---|")
     for name in names:
-        args = (x, y) if name == "pow" else (np.abs(x) if name in ("log", "log1p") else x,)
+        args = (x, y) if name == "pow" else (ARGUMENT.get(name, lambda v: v)(x),)
         exact = best(lambda: KERNELS[name](*args))
         plain = NUMPY_COUNTERPART[name]
         with np.errstate(all="ignore"):

@@ -86,21 +86,19 @@ def _axes(ndim: int, axes, noop_with_empty_axes=0) -> tuple[int, ...]:
 
 
 def _gather(x, axes: tuple[int, ...]) -> tuple[np.ndarray, int]:
-    """A C-contiguous float64 copy of `x` with `axes` merged into one axis that runs over the
-    reduced elements in C order of `axes`, and where that axis is: last (shape (*kept, n)) when
-    `axes` are x's trailing axes (not all), so that no transposition is needed, else first
-    ((n, *kept))."""
+    """`x` with `axes` merged into one axis that runs over the reduced elements in C order of
+    `axes`, and where that axis is: last (shape (*kept, n)) when `axes` are x's trailing axes
+    (not all), so that no transposition is needed, else first ((n, *kept)). A view where
+    numpy can make one; bfloat16 comes as float32."""
     x = np.asarray(x)
+    if x.dtype.kind != "f":
+        x = x.astype(np.float32)
     kept = tuple(a for a in range(x.ndim) if a not in axes)
     kept_shape = tuple(x.shape[a] for a in kept)
     count = math.prod(x.shape[a] for a in axes)
-    trailing = bool(kept) and axes == tuple(range(x.ndim - len(axes), x.ndim))
-    moved = x if trailing else x.transpose(axes + kept)
-    values = np.empty(moved.shape, dtype=np.float64)
-    values[...] = moved
-    if trailing:
-        return values.reshape(kept_shape + (count,)), -1
-    return values.reshape((count,) + kept_shape), 0
+    if kept and axes == tuple(range(x.ndim - len(axes), x.ndim)):
+        return x.reshape(kept_shape + (count,)), -1
+    return x.transpose(axes + kept).reshape((count,) + kept_shape), 0
 
 
 def _restore(reduced: np.ndarray, shape, axes: tuple[int, ...], keepdims) -> np.ndarray:
@@ -111,42 +109,43 @@ def _restore(reduced: np.ndarray, shape, axes: tuple[int, ...], keepdims) -> np.
 
 
 def _pairwise(values: np.ndarray, axis: int, combine) -> np.ndarray:
-    """Reduce `axis` (0 or -1) of `values` with `combine` in a fixed binary tree, and return the
-    result without that axis.
+    """Reduce `axis` (0 or -1) of `values` with `combine` in a fixed binary tree, in float64, and
+    return the result without that axis. `values` (any float type) is not modified.
 
     With m values v[0..m-1] live, one level computes v[i] = combine(v[i], v[i + h]) for
     i < h = m // 2 and, when m is odd, moves v[m-1] to v[h]; levels repeat until one value is
-    left. The tree depends only on the length n (depth ceil(log2 n)). `values` is modified.
-    Along the last axis each level writes a new array, which no input overlaps (numpy would
-    otherwise copy the interleaved halves)."""
-    count = values.shape[axis]
+    left. The tree depends only on the length n (depth ceil(log2 n)). The first level converts
+    to float64 (exactly) as it combines. Along the last axis each level writes a new array, which
+    no input overlaps (numpy would otherwise copy the interleaved halves)."""
+    count, owned = values.shape[axis], False
     while count > 1:
         half, odd = count // 2, count % 2
-        if axis == 0:  # contiguous halves: in place
-            level = values[: half + odd]
-            combine(level[:half], values[half : 2 * half], out=level[:half])
+        if axis == -1 and count <= 16:  # short rows: finish along the first axis
+            values, axis = np.moveaxis(values, -1, 0), 0
+            continue
+        if axis == 0:  # contiguous halves: in place once the levels own the array
+            level = values[: half + odd] if owned else np.empty((half + odd,) + values.shape[1:])
+            combine(values[:half], values[half : 2 * half], out=level[:half], dtype=np.float64)
             if odd:
                 level[half] = values[count - 1]
-        elif count <= 16:  # short rows: finish along a contiguous first axis
-            values, axis = np.ascontiguousarray(np.moveaxis(values, -1, 0)), 0
-            continue
         else:
             level = np.empty(values.shape[:-1] + (half + odd,))
-            combine(values[..., :half], values[..., half : 2 * half], out=level[..., :half])
+            head, tail = values[..., :half], values[..., half : 2 * half]
+            combine(head, tail, out=level[..., :half], dtype=np.float64)
             if odd:
                 level[..., half] = values[..., count - 1]
-        values, count = level, half + odd
-    return values[0] if axis == 0 else values[..., 0]
+        values, count, owned = level, half + odd, True
+    return (values[0] if axis == 0 else values[..., 0]).astype(np.float64)
 
 
 def _sum64(x, axes: tuple[int, ...], before=None) -> np.ndarray:
     """The float64 sum over `axes` (kept axes only), in _pairwise's tree over the reduced
-    elements in C order; `before` (in place, float64) is applied to each element first."""
+    elements in C order; `before` (a ufunc, in float64) is applied to each element first."""
     values, axis = _gather(x, axes)
     if values.shape[axis] == 0:
         return np.zeros(np.delete(values.shape, axis))
     if before is not None:
-        before(values, out=values)
+        values = before(values, dtype=np.float64)
     return _pairwise(values, axis, np.add)
 
 

@@ -143,8 +143,15 @@ def test_matmul_bfloat16():
 
 def test_matmul_shapes_follow_numpy():
     generator = rng(7)
-    cases = [((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((2, 3, 4, 5), (5, 6)),
-             ((1, 4, 5), (3, 5, 2)), ((3, 1, 4, 5), (2, 5, 6)), ((2, 5), (3, 5, 2))]
+    cases = [
+        ((5,), (5,)),
+        ((5,), (5, 3)),
+        ((4, 5), (5,)),
+        ((2, 3, 4, 5), (5, 6)),
+        ((1, 4, 5), (3, 5, 2)),
+        ((3, 1, 4, 5), (2, 5, 6)),
+        ((2, 5), (3, 5, 2)),
+    ]
     for a_shape, b_shape in cases:
         A = generator.standard_normal(a_shape).astype(np.float32)
         B = generator.standard_normal(b_shape).astype(np.float32)
@@ -216,13 +223,24 @@ def test_conv_matches_a_direct_reference():
 
 
 EINSUMS = [
-    ("ij,jk->ik", [(3, 4), (4, 5)]), ("ij,jk", [(3, 4), (4, 5)]), ("ii->i", [(4, 4)]),
-    ("ii", [(4, 4)]), ("ij->ji", [(2, 3)]), ("i,i", [(5,), (5,)]),
-    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]), ("bij,bjk->bik", [(2, 3, 4), (1, 4, 5)]),
-    ("i,j->ij", [(3,), (4,)]), ("ij->", [(3, 4)]), ("abc,cd,de->abe", [(2, 3, 4), (4, 5), (5, 6)]),
-    ("...i,...i->...", [(2, 3), (3,)]), ("ij,ij->ij", [(3, 4), (1, 4)]),
-    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]), ("ij,kj->ik", [(0, 3), (2, 3)]),
-    ("iij->ji", [(3, 3, 2)]), (",->", [(), ()]), ("ab...,b->...a", [(2, 3, 4, 5), (3,)]),
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]),
+    ("ij->ji", [(2, 3)]),
+    ("i,i", [(5,), (5,)]),
+    ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (1, 4, 5)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ij->", [(3, 4)]),
+    ("abc,cd,de->abe", [(2, 3, 4), (4, 5), (5, 6)]),
+    ("...i,...i->...", [(2, 3), (3,)]),
+    ("ij,ij->ij", [(3, 4), (1, 4)]),
+    ("bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("ij,kj->ik", [(0, 3), (2, 3)]),
+    ("iij->ji", [(3, 3, 2)]),
+    (",->", [(), ()]),
+    ("ab...,b->...a", [(2, 3, 4, 5), (3,)]),
 ]
 
 
@@ -364,7 +382,9 @@ def test_same_bits_whatever_the_layout():
         assert layout.tobytes() == reference.tobytes()
     # Reported, not asserted: numpy's own sum depends on the layout.
     plain = [np.sum(v, axis=(0, 2)).tobytes() for v in (x, np.asfortranarray(x))]
-    print(f"\nnp.sum over axes (0, 2) changes bits between C and Fortran order: {plain[0] != plain[1]}")
+    print(
+        f"\nnp.sum over axes (0, 2) changes bits between C and Fortran order: {plain[0] != plain[1]}"
+    )
 
 
 # --- the same bits under every environment -----------------------------------------------------
@@ -448,7 +468,11 @@ def run_digests(python: str, settings: dict) -> dict:
     env.update(settings)
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run(
-        [python, "-c", DIGEST_SCRIPT], env=env, cwd=ROOT, capture_output=True, text=True,
+        [python, "-c", DIGEST_SCRIPT],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -456,7 +480,9 @@ def run_digests(python: str, settings: dict) -> dict:
 
 
 def test_same_bits_in_every_environment():
-    results = {name: run_digests(sys.executable, settings) for name, settings in ENVIRONMENTS.items()}
+    results = {
+        name: run_digests(sys.executable, settings) for name, settings in ENVIRONMENTS.items()
+    }
     # Another numpy major version, when a Python with it is named (not part of the project's set-up).
     other = os.environ.get("ONEMODEL_OTHER_NUMPY_PYTHON")
     if other:

@@ -52,20 +52,38 @@ def _cases(quick: bool):
     )
     X = normal((8, 768, 128) if quick else (32, 768, 128))
     name = "x".join(map(str, X.shape))
-    yield (f"ReduceSum {name} axis 2", lambda: np.sum(X, axis=2, keepdims=True),
-           lambda: rt.exact_reduce_sum(X, (2,)))
-    yield (f"ReduceSum {name} axis 1", lambda: np.sum(X, axis=1, keepdims=True),
-           lambda: rt.exact_reduce_sum(X, (1,)))
+    yield (
+        f"ReduceSum {name} axis 2",
+        lambda: np.sum(X, axis=2, keepdims=True),
+        lambda: rt.exact_reduce_sum(X, (2,)),
+    )
+    yield (
+        f"ReduceSum {name} axis 1",
+        lambda: np.sum(X, axis=1, keepdims=True),
+        lambda: rt.exact_reduce_sum(X, (1,)),
+    )
     yield (f"ReduceSum {name} all", lambda: np.sum(X), lambda: rt.exact_reduce_sum(X, keepdims=0))
-    yield (f"ReduceMean {name} axis 2", lambda: np.mean(X, axis=2, keepdims=True),
-           lambda: rt.exact_reduce_mean(X, (2,)))
-    yield (f"ReduceL2 {name} axis 1", lambda: np.sqrt(np.sum(np.square(X), axis=1, keepdims=True)),
-           lambda: rt.exact_reduce_l2(X, (1,)))
+    yield (
+        f"ReduceMean {name} axis 2",
+        lambda: np.mean(X, axis=2, keepdims=True),
+        lambda: rt.exact_reduce_mean(X, (2,)),
+    )
+    yield (
+        f"ReduceL2 {name} axis 1",
+        lambda: np.sqrt(np.sum(np.square(X), axis=1, keepdims=True)),
+        lambda: rt.exact_reduce_l2(X, (1,)),
+    )
     yield (f"CumSum {name} axis 2", lambda: np.cumsum(X, axis=2), lambda: rt.exact_cumsum(X, 2))
-    yield (f"Softmax {name} axis 2 (np.exp)", lambda: rt.softmax(X, axis=2),
-           lambda: rt.exact_softmax(X, axis=2))
-    yield (f"LayerNorm statistics {name} axis 2", lambda: rt.layer_normalization(X, X[0, 0])[0],
-           lambda: rt.exact_standardize(X, (2,), 1e-5)[0])
+    yield (
+        f"Softmax {name} axis 2 (np.exp)",
+        lambda: rt.softmax(X, axis=2),
+        lambda: rt.exact_softmax(X, axis=2),
+    )
+    yield (
+        f"LayerNorm statistics {name} axis 2",
+        lambda: rt.layer_normalization(X, X[0, 0])[0],
+        lambda: rt.exact_standardize(X, (2,), 1e-5)[0],
+    )
     images = normal((1, 64, 56, 56) if quick else (4, 64, 56, 56))
     filters = normal((64, 64, 3, 3))
     geometry = dict(pads=(1, 1, 1, 1), strides=(1, 1), dilations=(1, 1))

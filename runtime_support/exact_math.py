@@ -754,8 +754,8 @@ def _exp_parts(x: np.ndarray, wide: bool, bias: int = 0) -> tuple[np.ndarray, np
     3. s = 2**(k/128) / 2**bias: the table holds 2**(j/128) (j = k mod 128) with j << 45 taken off
        its bits, so adding (k << 45) mod 2**64 to them puts k // 128 into the exponent field.
     4. tmp = r + (r*r) * p(r), p by Horner (degree 3 wide, 2 narrow): exp(r) - 1; wide, the table
-       entry's relative rounding remainder tail_j = 2**(j/128) / s_j - 1 is added first:
-       tmp = (tail_j + r) + (r*r) * p(r).
+       entry's relative rounding remainder tail_j = 2**(j/128) / T_j - 1 (T_j the double in the
+       table) is added first: tmp = (tail_j + r) + (r*r) * p(r).
     """
     kd = x * _EXP_INV_LN2_N
     kd += _SHIFT

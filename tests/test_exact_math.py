@@ -496,12 +496,12 @@ GOLDEN = {
 }
 
 
-def run_digests(settings: dict) -> dict:
+def run_digests(settings: dict, python: str = sys.executable) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NPY_")}
     env.update(settings)
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run(
-        [sys.executable, "-c", DIGEST_SCRIPT],
+        [python, "-c", DIGEST_SCRIPT],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -523,6 +523,16 @@ def test_same_bits_without_simd():
         f"\nnp.exp float32 bits with SIMD off: {'differ' if changed else 'same'} (numpy "
         f"{default['numpy']}); exact_math: same"
     )
+
+
+@pytest.mark.skipif(
+    not os.environ.get("ONEMODEL_OTHER_NUMPY_PYTHON"),
+    reason="set ONEMODEL_OTHER_NUMPY_PYTHON to a Python with another numpy major version",
+)
+def test_same_bits_with_another_numpy():
+    other = os.environ["ONEMODEL_OTHER_NUMPY_PYTHON"]
+    for settings in ({}, {"NPY_DISABLE_CPU_FEATURES": NO_SIMD}):
+        assert run_digests(settings, other)["exact"] == GOLDEN
 
 
 def test_digest_script_covers_every_function():

@@ -11,7 +11,7 @@ import pytest
 
 from tools import backend_cases, conformance
 
-VARIANTS = ("fast",)
+VARIANTS = ("fast", "exact")
 
 
 def _params():

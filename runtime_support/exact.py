@@ -208,7 +208,8 @@ def exact_standardize(x, axes, epsilon):
 
     Order: mean and variance as exact_var computes them (float64); inv_std = 1 / sqrt(variance +
     epsilon) in float64; mean and inv_std rounded to x's type; then, in x's type, centered =
-    x - mean and centered * inv_std (one IEEE operation each)."""
+    x - mean and centered * inv_std (one IEEE operation each). x is float32 or float64 (the
+    normalization kernels compute float16 and bfloat16 in float32)."""
     x = np.asarray(x)
     axes = _axes(x.ndim, axes)
     mean64, variance64 = _var64(x, axes)

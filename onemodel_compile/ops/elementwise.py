@@ -84,6 +84,24 @@ for _op, (_function, _exact, _since) in UNARY.items():
 for _op, (_function, _exact, _since) in BINARY.items():
     emitter(_op, since=_since, exact=_exact)(_binary_rule(_function))
 
+# The exact variant's math functions: the library's own polynomials of runtime_support/exact_math.py,
+# computed in float64 from + - * / and rounded once to the input's type (each kernel's docstring
+# gives its order of operations).
+EXACT_UNARY = {
+    "Exp": "rt.exact_exp",
+    "Log": "rt.exact_log",
+    "Tanh": "rt.exact_tanh",
+    "Erf": "rt.exact_erf",
+    "Sigmoid": "rt.exact_sigmoid",
+    "Sinh": "rt.exact_sinh",
+    "Cosh": "rt.exact_cosh",
+    "Asinh": "rt.exact_asinh",
+    "Acosh": "rt.exact_acosh",
+    "Atanh": "rt.exact_atanh",
+}
+for _op, _function in EXACT_UNARY.items():
+    emitter(_op, since=UNARY[_op][2], variant="exact", exact=True)(_unary_rule(_function))
+
 
 @emitter("Div", since=7, exact=True)
 def div(view: NodeView) -> str:
@@ -114,6 +132,25 @@ def pow_(view: NodeView) -> str:
     if X.dtype == Y.dtype:
         return f"np.power({X}, {Y})"
     return f"np.power({X}, {Y}).astype({dtype_expr(X.dtype)})"  # Pow's result has the base's type
+
+
+def _pow_exact_exactness(view: NodeView) -> str | None:
+    X = view.inputs[0]
+    if X.dtype == np.float64:
+        return "of a float64 base has no exact implementation (it needs a double-length logarithm)"
+    if is_float(X.dtype):
+        return None
+    return _pow_exactness(view)
+
+
+@emitter("Pow", since=7, variant="exact", exact=_pow_exact_exactness)
+def pow_exact(view: NodeView) -> str:
+    """A float16, bfloat16 or float32 base through rt.exact_pow: exp(y * log|x|) in float64 with
+    IEEE's special cases, rounded once to the base's type. Integer bases as in the fast variant."""
+    X, Y = view.inputs[:2]
+    if is_float(X.dtype):
+        return f"rt.exact_pow({X}, {Y})"
+    return pow_(view)
 
 
 @emitter("Mod", since=10, exact=True)

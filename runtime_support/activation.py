@@ -11,11 +11,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtime_support.exact_math import exact_erf, exact_expm1, exact_sigmoid, exact_softplus, exact_tanh
 from runtime_support.math import sigmoid
 
 __all__ = [
     "celu",
     "elu",
+    "exact_celu",
+    "exact_elu",
+    "exact_gelu",
+    "exact_mish",
+    "exact_selu",
+    "exact_swiglu",
+    "exact_swish",
     "hardmax",
     "log_softmax",
     "mish",
@@ -110,3 +118,67 @@ def log_softmax(x, *, axis=-1):
     """x - max - log(sum(exp(x - max))) along `axis`."""
     shifted = _shifted(x, axis)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+# --- the exact variant's twins --------------------------------------------------------------------
+# Each computes in float64 (every input type widens to it exactly) with IEEE + - * / in the order its
+# docstring gives and the library's own exp-family polynomials (runtime_support/exact_math.py), then
+# rounds once to the input's type: the same bits on every machine.
+
+
+def _float64(X: np.ndarray) -> np.ndarray:
+    return np.asarray(X).astype(np.float64)
+
+
+def exact_elu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+    """x for x > 0, alpha * expm1(min(x, 0)) otherwise."""
+    x = _float64(X)
+    negative = np.float64(alpha) * exact_expm1(np.minimum(x, 0.0))
+    return np.where(x > 0, x, negative).astype(X.dtype)
+
+
+def exact_celu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+    """max(x, 0) + min(0, alpha * expm1(x / alpha))."""
+    x = _float64(X)
+    alpha = np.float64(alpha)
+    negative = np.minimum(0.0, alpha * exact_expm1(x / alpha))
+    return (np.maximum(x, 0.0) + negative).astype(X.dtype)
+
+
+def exact_selu(X: np.ndarray, *, alpha: float = 1.67326319, gamma: float = 1.05070102) -> np.ndarray:
+    """gamma * x for x > 0, gamma * (alpha * expm1(min(x, 0))) otherwise."""
+    x = _float64(X)
+    alpha, gamma = np.float64(alpha), np.float64(gamma)
+    negative = alpha * exact_expm1(np.minimum(x, 0.0))
+    return (gamma * np.where(x > 0, x, negative)).astype(X.dtype)
+
+
+def exact_mish(X: np.ndarray) -> np.ndarray:
+    """x * tanh(softplus(x))."""
+    x = _float64(X)
+    return (x * exact_tanh(exact_softplus(x))).astype(X.dtype)
+
+
+def exact_swish(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+    """x * sigmoid(alpha * x)."""
+    x = _float64(X)
+    return (x * exact_sigmoid(np.float64(alpha) * x)).astype(X.dtype)
+
+
+def exact_swiglu(A: np.ndarray, B: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
+    """(a * sigmoid(alpha * a)) * b."""
+    a = _float64(A)
+    gate = a * exact_sigmoid(np.float64(alpha) * a)
+    return (gate * _float64(B)).astype(A.dtype)
+
+
+def exact_gelu(X: np.ndarray, *, approximate: str = "none") -> np.ndarray:
+    """(0.5 * x) * (1 + erf(x / sqrt(2))), or with approximate="tanh"
+    (0.5 * x) * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * ((x * x) * x))))."""
+    x = _float64(X)
+    if approximate == "tanh":
+        inner = np.float64(0.7978845608028654) * (x + np.float64(0.044715) * ((x * x) * x))
+        y = (0.5 * x) * (1.0 + exact_tanh(inner))
+    else:
+        y = (0.5 * x) * (1.0 + exact_erf(x / np.float64(1.4142135623730951)))
+    return y.astype(X.dtype)

@@ -35,6 +35,15 @@ emitter("Selu", since=6, exact=False)(_kernel_rule("selu", "alpha", "gamma"))
 emitter("Mish", since=18, exact=False)(_kernel_rule("mish"))
 emitter("Swish", since=24, exact=False)(_kernel_rule("swish", "alpha"))
 emitter("SwiGLU", since=28, exact=False)(_kernel_rule("swiglu", "alpha"))
+# The exact variant: the same kernels' exact twins (float64 arithmetic in a fixed order with the
+# library's own exp-family polynomials, rounded once; see each kernel's docstring).
+emitter("Elu", since=6, variant="exact", exact=True)(_kernel_rule("exact_elu", "alpha"))
+emitter("Celu", since=12, variant="exact", exact=True)(_kernel_rule("exact_celu", "alpha"))
+emitter("Selu", since=6, variant="exact", exact=True)(_kernel_rule("exact_selu", "alpha", "gamma"))
+emitter("Mish", since=18, variant="exact", exact=True)(_kernel_rule("exact_mish"))
+emitter("Swish", since=24, variant="exact", exact=True)(_kernel_rule("exact_swish", "alpha"))
+emitter("SwiGLU", since=28, variant="exact", exact=True)(_kernel_rule("exact_swiglu", "alpha"))
+emitter("Softplus", since=1, variant="exact", exact=True)(_kernel_rule("exact_softplus"))
 emitter("Shrink", since=9, exact=True)(_kernel_rule("shrink", "bias", "lambd"))
 emitter("Hardmax", since=1, exact=True)(along_axis_rule("hardmax"))
 

@@ -270,6 +270,12 @@ def gelu(view: NodeView) -> str:
     return f"rt.gelu({view.inputs[0]}, approximate={view.attr('approximate')!r})"
 
 
+@emitter("Gelu", since=20, variant="exact", exact=True)
+def gelu_exact(view: NodeView) -> str:
+    """rt.exact_gelu: float64 arithmetic with the library's erf or tanh, rounded once."""
+    return f"rt.exact_gelu({view.inputs[0]}, approximate={view.attr('approximate')!r})"
+
+
 @emitter("Where", since=9, exact=True)
 def where(view: NodeView) -> str:
     condition, X, Y = view.inputs[:3]

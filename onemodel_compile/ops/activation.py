@@ -2,7 +2,8 @@
 gated form, Shrink, PRelu and Hardmax.
 
 Exactness: the piecewise-linear activations (comparisons, selections and one IEEE operation per
-step in a fixed order) are exact; those built on exp, log, tanh or sigmoid are not. Activations
+step in a fixed order) are exact; those built on numpy's exp, log, tanh or sigmoid are not, and the
+exact variant overrides them with kernels built on the library's own (runtime_support/exact_math.py). Activations
 numpy has no function for run as kernels of runtime_support/activation.py, the others inline.
 """
 
@@ -117,3 +118,12 @@ def prelu(view: NodeView) -> str:
 
 emitter("Softmax", since=1, exact=False)(along_axis_rule("softmax"))
 emitter("LogSoftmax", since=1, exact=False)(along_axis_rule("log_softmax"))
+# The exact variant: rt.exact_softmax and rt.exact_log_softmax with the library's own exp and log
+# (order of operations in their docstrings: exact max, difference, exp, float64 sum, one division
+# or one log and subtraction, one rounding).
+emitter("Softmax", since=1, variant="exact", exact=True)(
+    along_axis_rule("exact_softmax", ", exp=rt.exact_exp")
+)
+emitter("LogSoftmax", since=1, variant="exact", exact=True)(
+    along_axis_rule("exact_log_softmax", ", exp=rt.exact_exp, log=rt.exact_log")
+)

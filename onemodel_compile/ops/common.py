@@ -57,23 +57,26 @@ def is_float(dtype) -> bool:
     return dtype is not None and (np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16")
 
 
-def along_axis_rule(kernel: str):
-    """The emit rule of Softmax, LogSoftmax and Hardmax: `rt.<kernel>(X, axis=...)` along `axis`
-    from opset 13. Before 13 the input is coerced to 2-D [prod(dims before axis), prod(dims from
-    axis)] and the kernel runs along the rows (default axis 1)."""
+def along_axis_rule(kernel: str, keywords: str = ""):
+    """The emit rule of Softmax, LogSoftmax and Hardmax: `rt.<kernel>(X, axis=...<keywords>)`
+    along `axis` from opset 13. Before 13 the input is coerced to 2-D [prod(dims before axis),
+    prod(dims from axis)] and the kernel runs along the rows (default axis 1)."""
 
     def emit(view: NodeView) -> str:
         X = view.inputs[0]
         rank = need_rank(view)
         axis = normalize_axis(view.attr("axis", 1 if view.opset < 13 else -1), rank, view)
         if view.opset >= 13 or axis == rank - 1:
-            return f"rt.{kernel}({X}, axis={axis})"
+            return f"rt.{kernel}({X}, axis={axis}{keywords})"
         shape = X.shape
         if all(isinstance(d, int) for d in shape):
             outer, inner = int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))
-            return f"rt.{kernel}({X}.reshape({outer}, {inner}), axis=1).reshape({py(tuple(shape))})"
+            return (
+                f"rt.{kernel}({X}.reshape({outer}, {inner}), axis=1{keywords})"
+                f".reshape({py(tuple(shape))})"
+            )
         return (
-            f"rt.{kernel}({X}.reshape(int(np.prod({X}.shape[:{axis}])), -1), axis=1)"
+            f"rt.{kernel}({X}.reshape(int(np.prod({X}.shape[:{axis}])), -1), axis=1{keywords})"
             f".reshape({X}.shape)"
         )
 

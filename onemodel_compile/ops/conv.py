@@ -24,6 +24,14 @@ def conv(view: NodeView) -> str:
     return f"rt.conv({_operands(view)}, {keywords}, group={view.attr('group', 1)})"
 
 
+@emitter("Conv", since=1, variant="exact", exact=True)
+def conv_exact(view: NodeView) -> str:
+    """rt.exact_conv, the arguments of rt.conv: the windows and filters as matrices multiplied by
+    exact_matmul in float64, the bias added in float64, rounded once to X's type."""
+    keywords = window_keywords(view, kernel_shape_of(view))
+    return f"rt.exact_conv({_operands(view)}, {keywords}, group={view.attr('group', 1)})"
+
+
 def _conv_transpose_exactness(view: NodeView) -> str | None:
     if view.inputs[1].rank == 5:
         return None

@@ -2,7 +2,8 @@
 
 Max pooling, MaxUnpool and MaxRoiPool select and move values, AveragePool adds the kernel taps in
 a fixed order and divides once (exact). Lp pooling takes powers, GlobalAveragePool and
-GlobalLpPool sum in numpy's order (not exact).
+GlobalLpPool sum in numpy's order (not exact); the exact variant's GlobalAveragePool takes
+rt.exact_mean.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ def _global_rule(function: str):
 
 
 emitter("GlobalAveragePool", since=1, exact=False)(_global_rule("np.mean"))
+# exact: the float64 sum over the spatial axes as exact_sum sums, one division, one rounding
+emitter("GlobalAveragePool", since=1, variant="exact", exact=True)(_global_rule("rt.exact_mean"))
 emitter("GlobalMaxPool", since=1, exact=True)(_global_rule("np.max"))
 
 

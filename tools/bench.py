@@ -722,6 +722,14 @@ def machine(load_before, load_after, seconds: float) -> dict:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
         ).stdout.strip()
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        if commit and changed:
+            commit += " with uncommitted changes"
     except OSError:
         commit = ""
     return {

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from runtime_support.exact_math import exact_erf, exact_expm1, exact_sigmoid, exact_softplus, exact_tanh
+from runtime_support.exact_math import (
+    exact_erf,
+    exact_expm1,
+    exact_sigmoid,
+    exact_softplus,
+    exact_tanh,
+)
 from runtime_support.math import sigmoid
 
 __all__ = [
@@ -121,9 +127,9 @@ def log_softmax(x, *, axis=-1):
 
 
 # --- the exact variant's twins --------------------------------------------------------------------
-# Each computes in float64 (every input type widens to it exactly) with IEEE + - * / in the order its
-# docstring gives and the library's own exp-family polynomials (runtime_support/exact_math.py), then
-# rounds once to the input's type: the same bits on every machine.
+# Each computes in float64 (every input type widens to it exactly) with IEEE + - * / in the order
+# its docstring gives and the library's own exp-family polynomials (runtime_support/exact_math.py),
+# then rounds once to the input's type: the same bits on every machine.
 
 
 def _float64(X: np.ndarray) -> np.ndarray:
@@ -145,7 +151,9 @@ def exact_celu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     return (np.maximum(x, 0.0) + negative).astype(X.dtype)
 
 
-def exact_selu(X: np.ndarray, *, alpha: float = 1.67326319, gamma: float = 1.05070102) -> np.ndarray:
+def exact_selu(
+    X: np.ndarray, *, alpha: float = 1.67326319, gamma: float = 1.05070102
+) -> np.ndarray:
     """gamma * x for x > 0, gamma * (alpha * expm1(min(x, 0))) otherwise."""
     x = _float64(X)
     alpha, gamma = np.float64(alpha), np.float64(gamma)

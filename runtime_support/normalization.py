@@ -14,9 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from runtime_support._dtypes import dtype_from_name
+from runtime_support.exact import exact_mean, exact_standardize
 
 __all__ = [
     "batch_normalization",
+    "exact_group_normalization",
+    "exact_instance_normalization",
+    "exact_layer_normalization",
+    "exact_rms_normalization",
     "group_normalization",
     "instance_normalization",
     "layer_normalization",
@@ -65,12 +70,37 @@ def _standardize(x, axes, epsilon):
     return centered * inv_std, mean, inv_std
 
 
+def _exact_standardize(x, axes, epsilon):
+    """exact_standardize for every stash type: float16 and bfloat16 through float32."""
+    if x.dtype.itemsize >= 4:
+        return exact_standardize(x, axes, epsilon)
+    return tuple(a.astype(x.dtype) for a in exact_standardize(x.astype(np.float32), axes, epsilon))
+
+
+def _exact_mean(x, axes):
+    return exact_mean(x, axes, keepdims=True)
+
+
+def _mean(x, axes):
+    return x.mean(axis=axes, keepdims=True)
+
+
 def instance_normalization(input, scale, B, *, epsilon=1e-5):
     """scale * (x - mean) / sqrt(variance + epsilon) + B, the statistics of each (batch, channel)
     over the spatial axes, scale and B per channel."""
+    return _instance_normalization(input, scale, B, epsilon, _standardize)
+
+
+def exact_instance_normalization(input, scale, B, *, epsilon=1e-5):
+    """instance_normalization with the statistics of exact_standardize (float64 sums, one
+    rounding each), then normalized * scale + B in the compute type, one IEEE operation each."""
+    return _instance_normalization(input, scale, B, epsilon, _exact_standardize)
+
+
+def _instance_normalization(input, scale, B, epsilon, standardize):
     dtype = _compute_dtype(input.dtype)
     shape = (-1,) + (1,) * (input.ndim - 2)
-    normalized, _, _ = _standardize(
+    normalized, _, _ = standardize(
         input.astype(dtype, copy=False), tuple(range(2, input.ndim)), epsilon
     )
     y = normalized * scale.astype(dtype).reshape(shape) + B.astype(dtype).reshape(shape)
@@ -80,10 +110,20 @@ def instance_normalization(input, scale, B, *, epsilon=1e-5):
 def group_normalization(X, scale, bias, *, num_groups, epsilon=1e-5, stash_type=1):
     """The channels (axis 1) split into `num_groups` groups; each (batch, group) standardized over
     its channels and spatial positions (in the stash type), then scale and bias per channel."""
+    return _group_normalization(X, scale, bias, num_groups, epsilon, stash_type, _standardize)
+
+
+def exact_group_normalization(X, scale, bias, *, num_groups, epsilon=1e-5, stash_type=1):
+    """group_normalization with the statistics of exact_standardize (float64 sums, one rounding
+    each), then normalized * scale + bias, one IEEE operation each."""
+    return _group_normalization(X, scale, bias, num_groups, epsilon, stash_type, _exact_standardize)
+
+
+def _group_normalization(X, scale, bias, num_groups, epsilon, stash_type, standardize):
     stash = _stash_dtype(stash_type)
     dtype = np.result_type(stash, _compute_dtype(X.dtype))
     grouped = X.reshape(X.shape[0], num_groups, -1).astype(stash, copy=False)
-    normalized, _, _ = _standardize(grouped, (2,), epsilon)
+    normalized, _, _ = standardize(grouped, (2,), epsilon)
     shape = (-1,) + (1,) * (X.ndim - 2)
     y = normalized.astype(dtype, copy=False).reshape(X.shape) * scale.astype(dtype).reshape(shape)
     return (y + bias.astype(dtype).reshape(shape)).astype(X.dtype, copy=False)
@@ -94,10 +134,20 @@ def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1
 
     The statistics (Mean, InvStdDev) are computed in and returned as the stash type; Scale and B
     are applied in the wider of the stash type and X's type."""
+    return _layer_normalization(X, Scale, B, axis, epsilon, stash_type, _standardize)
+
+
+def exact_layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
+    """layer_normalization with the statistics of exact_standardize (float64 sums, one rounding
+    each), then normalized * Scale + B, one IEEE operation each."""
+    return _layer_normalization(X, Scale, B, axis, epsilon, stash_type, _exact_standardize)
+
+
+def _layer_normalization(X, Scale, B, axis, epsilon, stash_type, standardize):
     stash = _stash_dtype(stash_type)
     dtype = np.result_type(stash, _compute_dtype(X.dtype))
     axes = tuple(range(axis % X.ndim, X.ndim))
-    normalized, mean, inv_std = _standardize(X.astype(stash, copy=False), axes, epsilon)
+    normalized, mean, inv_std = standardize(X.astype(stash, copy=False), axes, epsilon)
     Y = normalized.astype(dtype, copy=False) * Scale.astype(dtype, copy=False)
     if B is not None:
         Y = Y + B.astype(dtype, copy=False)
@@ -107,10 +157,20 @@ def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1
 def rms_normalization(X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
     """x / sqrt(mean(x * x) + epsilon) * scale, the mean over the axes from `axis` on (in the
     stash type)."""
+    return _rms_normalization(X, scale, axis, epsilon, stash_type, _mean)
+
+
+def exact_rms_normalization(X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
+    """rms_normalization with mean(x * x) by exact_mean (the float64 sum of the squares, one
+    division, rounded once to the stash type); the rest elementwise, one IEEE operation each."""
+    return _rms_normalization(X, scale, axis, epsilon, stash_type, _exact_mean)
+
+
+def _rms_normalization(X, scale, axis, epsilon, stash_type, mean):
     stash = _stash_dtype(stash_type)
     dtype = np.result_type(stash, _compute_dtype(X.dtype))
     x = X.astype(stash, copy=False)
-    mean_square = (x * x).mean(axis=tuple(range(axis % X.ndim, X.ndim)), keepdims=True)
+    mean_square = mean(x * x, tuple(range(axis % X.ndim, X.ndim)))
     normalized = x * (stash.type(1) / np.sqrt(mean_square + stash.type(epsilon)))
     y = normalized.astype(dtype, copy=False) * scale.astype(dtype, copy=False)
     return y.astype(X.dtype, copy=False)

@@ -2,9 +2,10 @@
 gated form, Shrink, PRelu and Hardmax.
 
 Exactness: the piecewise-linear activations (comparisons, selections and one IEEE operation per
-step in a fixed order) are exact; those built on numpy's exp, log, tanh or sigmoid are not, and the
-exact variant overrides them with kernels built on the library's own (runtime_support/exact_math.py). Activations
-numpy has no function for run as kernels of runtime_support/activation.py, the others inline.
+step in a fixed order) are exact; those built on numpy's exp, log, tanh or sigmoid are not, and
+the exact variant overrides them with kernels built on the library's own
+(runtime_support/exact_math.py). Activations numpy has no function for run as kernels of
+runtime_support/activation.py, the others inline.
 """
 
 from __future__ import annotations

@@ -84,9 +84,9 @@ for _op, (_function, _exact, _since) in UNARY.items():
 for _op, (_function, _exact, _since) in BINARY.items():
     emitter(_op, since=_since, exact=_exact)(_binary_rule(_function))
 
-# The exact variant's math functions: the library's own polynomials of runtime_support/exact_math.py,
-# computed in float64 from + - * / and rounded once to the input's type (each kernel's docstring
-# gives its order of operations).
+# The exact variant's math functions: the library's own polynomials of
+# runtime_support/exact_math.py, computed in float64 from + - * / and rounded once to the input's
+# type (each kernel's docstring gives its order of operations).
 EXACT_UNARY = {
     "Exp": "rt.exact_exp",
     "Log": "rt.exact_log",

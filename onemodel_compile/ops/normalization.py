@@ -3,7 +3,8 @@ LayerNormalization, RMSNormalization, LpNormalization, MeanVarianceNormalization
 
 Exactness: inference BatchNormalization is elementwise IEEE arithmetic in a fixed order (exact);
 the others take means, sums or powers (float reductions, `**`): not exact. Every one runs as a
-kernel of runtime_support/normalization.py.
+kernel of runtime_support/normalization.py. The exact variant runs InstanceNormalization,
+GroupNormalization, LayerNormalization and RMSNormalization through the kernels' exact twins.
 """
 
 from __future__ import annotations
@@ -45,32 +46,47 @@ def batch_normalization(view: NodeView) -> str:
     return f"rt.batch_normalization({_operands(view)}, epsilon={py(view.attr('epsilon'))})"
 
 
-@emitter("InstanceNormalization", since=6, exact=False)
-def instance_normalization(view: NodeView) -> str:
-    return f"rt.instance_normalization({_operands(view)}, epsilon={py(view.attr('epsilon'))})"
+# Each rule emits a call of `rt.<prefix><kernel>`; the exact variant's prefix "exact_" names the
+# kernels' exact twins (statistics by exact_standardize or exact_mean: float64 sums in a fixed
+# order, one rounding each; the rest elementwise IEEE operations in a fixed order).
 
 
-@emitter("GroupNormalization", since=18, until=20, exact=False)
-def group_normalization_18(view: NodeView) -> str:
-    """Opset 18: scale and bias hold one value per group, repeated here over its channels."""
-    X, scale, bias = view.inputs
-    groups = view.attr("num_groups")
-    channels = X.shape[1] if X.shape is not None and isinstance(X.shape[1], int) else None
-    per_group = py(channels // groups) if channels is not None else f"{X}.shape[1] // {groups}"
-    return (
-        f"rt.group_normalization({X}, np.repeat({scale}, {per_group}), "
-        f"np.repeat({bias}, {per_group}), num_groups={groups}, "
-        f"epsilon={py(view.attr('epsilon'))})"
-    )
+def _instance_normalization(prefix: str):
+    def emit(view: NodeView) -> str:
+        return (
+            f"rt.{prefix}instance_normalization({_operands(view)}, "
+            f"epsilon={py(view.attr('epsilon'))})"
+        )
+
+    return emit
 
 
-@emitter("GroupNormalization", since=21, exact=False)
-def group_normalization(view: NodeView) -> str:
-    """Opset 21: scale and bias per channel; statistics in the stash type."""
-    return (
-        f"rt.group_normalization({_operands(view)}, num_groups={view.attr('num_groups')}, "
-        f"epsilon={py(view.attr('epsilon'))}, stash_type={_stash_type(view)})"
-    )
+def _group_normalization_18(prefix: str):
+    def emit(view: NodeView) -> str:
+        """Opset 18: scale and bias hold one value per group, repeated here over its channels."""
+        X, scale, bias = view.inputs
+        groups = view.attr("num_groups")
+        channels = X.shape[1] if X.shape is not None and isinstance(X.shape[1], int) else None
+        per_group = py(channels // groups) if channels is not None else f"{X}.shape[1] // {groups}"
+        return (
+            f"rt.{prefix}group_normalization({X}, np.repeat({scale}, {per_group}), "
+            f"np.repeat({bias}, {per_group}), num_groups={groups}, "
+            f"epsilon={py(view.attr('epsilon'))})"
+        )
+
+    return emit
+
+
+def _group_normalization(prefix: str):
+    def emit(view: NodeView) -> str:
+        """Opset 21: scale and bias per channel; statistics in the stash type."""
+        return (
+            f"rt.{prefix}group_normalization({_operands(view)}, "
+            f"num_groups={view.attr('num_groups')}, epsilon={py(view.attr('epsilon'))}, "
+            f"stash_type={_stash_type(view)})"
+        )
+
+    return emit
 
 
 def _axis_keywords(view: NodeView) -> str:
@@ -78,17 +94,39 @@ def _axis_keywords(view: NodeView) -> str:
     return f"axis={axis}, epsilon={py(view.attr('epsilon'))}, stash_type={_stash_type(view)}"
 
 
-@emitter("LayerNormalization", since=17, exact=False)
-def layer_normalization(view: NodeView) -> str:
-    """The kernel returns (Y, Mean, InvStdDev); the node may list fewer outputs."""
-    call = f"rt.layer_normalization({_operands(view)}, {_axis_keywords(view)})"
-    count = len(view.outputs)
-    return f"{call}[0]" if count == 1 else call if count == 3 else f"{call}[:{count}]"
+def _layer_normalization(prefix: str):
+    def emit(view: NodeView) -> str:
+        """The kernel returns (Y, Mean, InvStdDev); the node may list fewer outputs."""
+        call = f"rt.{prefix}layer_normalization({_operands(view)}, {_axis_keywords(view)})"
+        count = len(view.outputs)
+        return f"{call}[0]" if count == 1 else call if count == 3 else f"{call}[:{count}]"
+
+    return emit
 
 
-@emitter("RMSNormalization", since=23, exact=False)
-def rms_normalization(view: NodeView) -> str:
-    return f"rt.rms_normalization({_operands(view)}, {_axis_keywords(view)})"
+def _rms_normalization(prefix: str):
+    def emit(view: NodeView) -> str:
+        return f"rt.{prefix}rms_normalization({_operands(view)}, {_axis_keywords(view)})"
+
+    return emit
+
+
+for _prefix, _variant, _exact in (("", None, False), ("exact_", "exact", True)):
+    emitter("InstanceNormalization", since=6, variant=_variant, exact=_exact)(
+        _instance_normalization(_prefix)
+    )
+    emitter("GroupNormalization", since=18, until=20, variant=_variant, exact=_exact)(
+        _group_normalization_18(_prefix)
+    )
+    emitter("GroupNormalization", since=21, variant=_variant, exact=_exact)(
+        _group_normalization(_prefix)
+    )
+    emitter("LayerNormalization", since=17, variant=_variant, exact=_exact)(
+        _layer_normalization(_prefix)
+    )
+    emitter("RMSNormalization", since=23, variant=_variant, exact=_exact)(
+        _rms_normalization(_prefix)
+    )
 
 
 @emitter("LpNormalization", since=1, exact=False)

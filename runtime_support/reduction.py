@@ -17,11 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtime_support.exact import exact_reduce_sum
+from runtime_support.exact_math import exact_exp, exact_log
+
 __all__ = [
     "argmax",
     "argmin",
     "cumprod",
     "cumsum",
+    "exact_reduce_log_sum",
+    "exact_reduce_log_sum_exp",
     "highest",
     "lowest",
     "reduce_l1",
@@ -141,6 +146,34 @@ def reduce_log_sum_exp(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
     result = np.log(np.sum(np.exp(values - shift), axis=axes, keepdims=True)) + shift
     if not keepdims:
         result = np.squeeze(result, axis=axes)
+    return result.astype(data.dtype, copy=False)
+
+
+def exact_reduce_log_sum(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceLogSum of floats, exactly: the float64 sum in exact_sum's order rounded once to the
+    compute type (float32 for float16 and bfloat16), then exact_log, rounded to data's type."""
+    total = exact_reduce_sum(
+        _widened(data), axes, keepdims=keepdims, noop_with_empty_axes=noop_with_empty_axes
+    )
+    return exact_log(total).astype(data.dtype, copy=False)
+
+
+def exact_reduce_log_sum_exp(data, axes=None, *, keepdims=1, noop_with_empty_axes=0):
+    """ReduceLogSumExp of floats, exactly, in the compute type (float32 for float16 and bfloat16):
+    m = the largest finite value reduced (0 when there is none; exact), d = x - m, exact_exp(d),
+    their float64 sum in exact_sum's order rounded once, exact_log of it, + m; rounded to data's
+    type."""
+    values = _widened(data)
+    reduced = _reduced_axes(data, axes, noop_with_empty_axes)
+    finite = np.where(np.isfinite(values), values, -np.inf)
+    shift = np.max(finite, axis=reduced, keepdims=True, initial=-np.inf)
+    shift = np.where(np.isfinite(shift), shift, 0).astype(values.dtype)
+    total = exact_reduce_sum(
+        exact_exp(values - shift), axes, keepdims=1, noop_with_empty_axes=noop_with_empty_axes
+    )
+    result = exact_log(total) + shift
+    if not keepdims:
+        result = np.squeeze(result, axis=reduced)
     return result.astype(data.dtype, copy=False)
 
 

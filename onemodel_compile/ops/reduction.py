@@ -11,7 +11,8 @@ Exactness: max, min, ArgMax/ArgMin and TopK compare and move data; integer sums 
 integer arithmetic (and the integer ReduceL2 a correctly rounded sqrt of an exact integer).
 numpy's float reductions sum pairwise in an order that depends on memory layout and SIMD width,
 so they are not exact: the exact variant computes float sums, means, products and CumSum with
-runtime_support.exact's kernels (float64 in a fixed pairwise order, one rounding at the end).
+runtime_support.exact's kernels (float64 in a fixed pairwise order, one rounding at the end), and
+ReduceLogSum and ReduceLogSumExp with those sums and the library's own exp and log.
 """
 
 from __future__ import annotations
@@ -72,8 +73,16 @@ REDUCTIONS = {
         exact_kinds=_INTEGERS,
         exact_kernel="rt.exact_reduce_l2",
     ),
-    "ReduceLogSum": Reduction("np.sum", "rt.reduce_log_sum", 18, after="np.log"),
-    "ReduceLogSumExp": Reduction(None, "rt.reduce_log_sum_exp", 18),
+    "ReduceLogSum": Reduction(
+        "np.sum",
+        "rt.reduce_log_sum",
+        18,
+        after="np.log",
+        exact_kernel="rt.exact_reduce_log_sum",
+    ),
+    "ReduceLogSumExp": Reduction(
+        None, "rt.reduce_log_sum_exp", 18, exact_kernel="rt.exact_reduce_log_sum_exp"
+    ),
     "ReduceMean": Reduction(
         "np.mean",
         "rt.reduce_mean",

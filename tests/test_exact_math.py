@@ -60,18 +60,18 @@ FLOATS = (np.float16, np.float32, np.float64)
 NARROW_BOUND = 0.5 + 2.0**-10
 FLOAT64_BOUND = {
     "exp": 0.52,
-    "log": 0.8,
-    "expm1": 1.5,
+    "log": 1.0,
+    "expm1": 2.5,
     "log1p": 1.0,
     "sigmoid": 2.5,
     "tanh": 4.0,
-    "softplus": 1.5,
+    "softplus": 2.0,
     "erf": 2.5,
-    "sinh": 2.0,
+    "sinh": 3.5,
     "cosh": 1.2,
-    "asinh": 1.5,
-    "acosh": 1.6,
-    "atanh": 1.6,
+    "asinh": 2.0,
+    "acosh": 2.0,
+    "atanh": 2.0,
 }
 
 

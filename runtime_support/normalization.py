@@ -14,13 +14,15 @@ from __future__ import annotations
 import numpy as np
 
 from runtime_support._dtypes import dtype_from_name
-from runtime_support.exact import exact_mean, exact_standardize
+from runtime_support.exact import exact_mean, exact_standardize, exact_sum
 
 __all__ = [
     "batch_normalization",
     "exact_group_normalization",
     "exact_instance_normalization",
     "exact_layer_normalization",
+    "exact_lp_normalization",
+    "exact_mean_variance_normalization",
     "exact_rms_normalization",
     "group_normalization",
     "instance_normalization",
@@ -176,13 +178,31 @@ def _rms_normalization(X, scale, axis, epsilon, stash_type, mean):
     return y.astype(X.dtype, copy=False)
 
 
+def _sum(x, axis):
+    return x.sum(axis=axis, keepdims=True)
+
+
+def _exact_sum(x, axis):
+    return exact_sum(x, axis, keepdims=True)
+
+
 def lp_normalization(input, *, axis=-1, p=2):
     """x / norm(x) along `axis`, the L1 (p=1) or L2 (p=2) norm; an all-zero slice gives zeros."""
+    return _lp_normalization(input, axis, p, _sum)
+
+
+def exact_lp_normalization(input, *, axis=-1, p=2):
+    """lp_normalization with the sum of |x| or x * x by exact_sum (float64, fixed order, rounded
+    once to the compute type), then sqrt and the division, one IEEE operation each."""
+    return _lp_normalization(input, axis, p, _exact_sum)
+
+
+def _lp_normalization(input, axis, p, total):
     x = input.astype(_compute_dtype(input.dtype), copy=False)
     if p == 1:
-        norm = np.abs(x).sum(axis=axis, keepdims=True)
+        norm = total(np.abs(x), axis)
     else:
-        norm = np.sqrt((x * x).sum(axis=axis, keepdims=True))
+        norm = np.sqrt(total(x * x, axis))
     zero = norm == 0
     y = np.where(zero, x.dtype.type(0), x / np.where(zero, x.dtype.type(1), norm))
     return y.astype(input.dtype, copy=False)
@@ -191,12 +211,22 @@ def lp_normalization(input, *, axis=-1, p=2):
 def mean_variance_normalization(X, *, axes=(0, 2, 3)):
     """(x - mean) / (sqrt(variance) + 1e-9) over `axes`. A constant slice gives zeros: its mean
     is taken to be its value, not a rounded sum divided by the count."""
+    return _mean_variance_normalization(X, axes, _mean)
+
+
+def exact_mean_variance_normalization(X, *, axes=(0, 2, 3)):
+    """mean_variance_normalization with both means by exact_mean (float64 sums in a fixed order,
+    one division, rounded once to the compute type); the rest one IEEE operation each."""
+    return _mean_variance_normalization(X, axes, _exact_mean)
+
+
+def _mean_variance_normalization(X, axes, mean_of):
     x = X.astype(_compute_dtype(X.dtype), copy=False)
     axes = tuple(axes)
-    mean = x.mean(axis=axes, keepdims=True)
+    mean = mean_of(x, axes)
     low, high = x.min(axis=axes, keepdims=True), x.max(axis=axes, keepdims=True)
     centered = x - np.where(low == high, high, mean)
-    std = np.sqrt((centered * centered).mean(axis=axes, keepdims=True))
+    std = np.sqrt(mean_of(centered * centered, axes))
     return (centered / (std + x.dtype.type(_MVN_EPSILON))).astype(X.dtype, copy=False)
 
 

@@ -4,7 +4,8 @@ LayerNormalization, RMSNormalization, LpNormalization, MeanVarianceNormalization
 Exactness: inference BatchNormalization is elementwise IEEE arithmetic in a fixed order (exact);
 the others take means, sums or powers (float reductions, `**`): not exact. Every one runs as a
 kernel of runtime_support/normalization.py. The exact variant runs InstanceNormalization,
-GroupNormalization, LayerNormalization and RMSNormalization through the kernels' exact twins.
+GroupNormalization, LayerNormalization, RMSNormalization, LpNormalization and
+MeanVarianceNormalization through the kernels' exact twins.
 """
 
 from __future__ import annotations
@@ -129,20 +130,31 @@ for _prefix, _variant, _exact in (("", None, False), ("exact_", "exact", True)):
     )
 
 
-@emitter("LpNormalization", since=1, exact=False)
-def lp_normalization(view: NodeView) -> str:
-    p = view.attr("p")
-    if p not in (1, 2):
-        raise CompileError(f"{view.node.label}: LpNormalization supports p 1 and 2, not {p}")
-    axis = normalize_axis(view.attr("axis"), need_rank(view), view)
-    return f"rt.lp_normalization({view.inputs[0]}, axis={axis}, p={p})"
+def _lp_normalization(prefix: str):
+    def emit(view: NodeView) -> str:
+        p = view.attr("p")
+        if p not in (1, 2):
+            raise CompileError(f"{view.node.label}: LpNormalization supports p 1 and 2, not {p}")
+        axis = normalize_axis(view.attr("axis"), need_rank(view), view)
+        return f"rt.{prefix}lp_normalization({view.inputs[0]}, axis={axis}, p={p})"
+
+    return emit
 
 
-@emitter("MeanVarianceNormalization", since=9, exact=False)
-def mean_variance_normalization(view: NodeView) -> str:
-    rank = need_rank(view)
-    axes = tuple(sorted({normalize_axis(a, rank, view) for a in view.attr("axes")}))
-    return f"rt.mean_variance_normalization({view.inputs[0]}, axes={py(axes)})"
+def _mean_variance_normalization(prefix: str):
+    def emit(view: NodeView) -> str:
+        rank = need_rank(view)
+        axes = tuple(sorted({normalize_axis(a, rank, view) for a in view.attr("axes")}))
+        return f"rt.{prefix}mean_variance_normalization({view.inputs[0]}, axes={py(axes)})"
+
+    return emit
+
+
+for _prefix, _variant, _exact in (("", None, False), ("exact_", "exact", True)):
+    emitter("LpNormalization", since=1, variant=_variant, exact=_exact)(_lp_normalization(_prefix))
+    emitter("MeanVarianceNormalization", since=9, variant=_variant, exact=_exact)(
+        _mean_variance_normalization(_prefix)
+    )
 
 
 @emitter("LRN", since=1, exact=False)

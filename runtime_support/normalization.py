@@ -15,12 +15,14 @@ import numpy as np
 
 from runtime_support._dtypes import dtype_from_name
 from runtime_support.exact import exact_mean, exact_standardize, exact_sum
+from runtime_support.exact_math import exact_pow
 
 __all__ = [
     "batch_normalization",
     "exact_group_normalization",
     "exact_instance_normalization",
     "exact_layer_normalization",
+    "exact_lrn",
     "exact_lp_normalization",
     "exact_mean_variance_normalization",
     "exact_rms_normalization",
@@ -234,6 +236,17 @@ def lrn(X, *, size, alpha=0.0001, beta=0.75, bias=1.0):
     """Local response normalization across channels (axis 1):
     x / (bias + alpha / size * sum of x * x over the window of `size` channels around c) ** beta,
     the window reaching floor((size - 1) / 2) channels before c and ceil((size - 1) / 2) after."""
+    return _lrn(X, size, alpha, beta, bias, np.power)
+
+
+def exact_lrn(X, *, size, alpha=0.0001, beta=0.75, bias=1.0):
+    """lrn with the power by exact_pow (float16, bfloat16 and float32 only: exact_pow refuses a
+    float64 base); the window sum adds the channels in a fixed order and the rest is one IEEE
+    operation each, in the order lrn's docstring gives."""
+    return _lrn(X, size, alpha, beta, bias, exact_pow)
+
+
+def _lrn(X, size, alpha, beta, bias, power):
     x = X.astype(_compute_dtype(X.dtype), copy=False)
     before = (size - 1) // 2
     pads = [(0, 0)] * x.ndim
@@ -244,5 +257,5 @@ def lrn(X, *, size, alpha=0.0001, beta=0.75, bias=1.0):
     for offset in range(1, size):
         square_sum += squares[:, offset : offset + channels]
     dtype = x.dtype.type
-    denominator = (dtype(bias) + dtype(alpha) / dtype(size) * square_sum) ** dtype(beta)
+    denominator = power(dtype(bias) + dtype(alpha) / dtype(size) * square_sum, dtype(beta))
     return (x / denominator).astype(X.dtype, copy=False)

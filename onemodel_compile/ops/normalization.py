@@ -4,11 +4,13 @@ LayerNormalization, RMSNormalization, LpNormalization, MeanVarianceNormalization
 Exactness: inference BatchNormalization is elementwise IEEE arithmetic in a fixed order (exact);
 the others take means, sums or powers (float reductions, `**`): not exact. Every one runs as a
 kernel of runtime_support/normalization.py. The exact variant runs InstanceNormalization,
-GroupNormalization, LayerNormalization, RMSNormalization, LpNormalization and
-MeanVarianceNormalization through the kernels' exact twins.
+GroupNormalization, LayerNormalization, RMSNormalization, LpNormalization,
+MeanVarianceNormalization and LRN (not float64) through the kernels' exact twins.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops.code import py
@@ -157,9 +159,21 @@ for _prefix, _variant, _exact in (("", None, False), ("exact_", "exact", True)):
     )
 
 
-@emitter("LRN", since=1, exact=False)
-def lrn(view: NodeView) -> str:
-    keywords = ", ".join(
-        f"{name}={py(view.attr(name))}" for name in ("size", "alpha", "beta", "bias")
-    )
-    return f"rt.lrn({view.inputs[0]}, {keywords})"
+def _lrn(prefix: str):
+    def emit(view: NodeView) -> str:
+        keywords = ", ".join(
+            f"{name}={py(view.attr(name))}" for name in ("size", "alpha", "beta", "bias")
+        )
+        return f"rt.{prefix}lrn({view.inputs[0]}, {keywords})"
+
+    return emit
+
+
+def _lrn_exactness(view: NodeView) -> str | None:
+    if view.inputs[0].dtype == np.float64:
+        return "of float64 values has no exact implementation (exact_pow takes no float64 base)"
+    return None
+
+
+emitter("LRN", since=1, exact=False)(_lrn(""))
+emitter("LRN", since=1, variant="exact", exact=_lrn_exactness)(_lrn("exact_"))

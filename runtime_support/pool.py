@@ -19,9 +19,13 @@ from runtime_support._windows import (
     reduce_windows,
     window_view,
 )
+from runtime_support.exact import exact_sum
+from runtime_support.exact_math import exact_pow
 
 __all__ = [
     "average_pool",
+    "exact_global_lp_pool",
+    "exact_lp_pool",
     "global_lp_pool",
     "lp_pool",
     "max_pool",
@@ -140,16 +144,52 @@ def _lp_root(total, p):
     return np.power(total, total.dtype.type(1 / p))
 
 
+def _exact_lp_power(x, p):
+    """|x| ** p: |x| for p = 1, x * x for p = 2, otherwise exact_pow (not for a float64 x)."""
+    if p == 1:
+        return np.abs(x)
+    if p == 2:
+        return x * x
+    return exact_pow(np.abs(x), x.dtype.type(p))
+
+
+def _exact_lp_root(total, p):
+    """total ** (1 / p): total for p = 1, sqrt for p = 2, otherwise exact_pow."""
+    if p == 1:
+        return total
+    if p == 2:
+        return np.sqrt(total)
+    return exact_pow(total, total.dtype.type(1 / p))
+
+
+def _window_sum(powers, rank, pads, extra, kernel_shape, strides, dilations):
+    windows = window_view(pad_spatial(powers, pads, 0, extra), kernel_shape, strides, dilations)
+    return reduce_windows(windows, rank, np.add)
+
+
 def lp_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"):
     """LpPool: (sum of |x| ** p over each window) ** (1 / p); padding adds nothing. Float16 and
     bfloat16 compute in float32."""
+    return _lp_pool(X, kernel_shape, pads, strides, dilations, ceil_mode, p, auto_pad, False)
+
+
+def exact_lp_pool(
+    X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"
+):
+    """lp_pool exactly: |x| ** p as |x|, x * x or exact_pow; the window taps added in a fixed
+    order; the root as itself, sqrt or exact_pow (p other than 1 and 2 needs a float16, bfloat16
+    or float32 X)."""
+    return _lp_pool(X, kernel_shape, pads, strides, dilations, ceil_mode, p, auto_pad, True)
+
+
+def _lp_pool(X, kernel_shape, pads, strides, dilations, ceil_mode, p, auto_pad, exact):
     rank = len(kernel_shape)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
-    powers = _lp_power(X.astype(accumulator(X.dtype), copy=False), p)
-    windows = window_view(pad_spatial(powers, pads, 0, extra), kernel_shape, strides, dilations)
-    total = reduce_windows(windows, rank, np.add)
-    return _lp_root(total, p).astype(X.dtype, copy=False)
+    power, root = (_exact_lp_power, _exact_lp_root) if exact else (_lp_power, _lp_root)
+    powers = power(X.astype(accumulator(X.dtype), copy=False), p)
+    total = _window_sum(powers, rank, pads, extra, kernel_shape, strides, dilations)
+    return root(total, p).astype(X.dtype, copy=False)
 
 
 def global_lp_pool(X, *, p=2):
@@ -157,6 +197,14 @@ def global_lp_pool(X, *, p=2):
     powers = _lp_power(X.astype(accumulator(X.dtype), copy=False), p)
     total = powers.sum(axis=tuple(range(2, X.ndim)), keepdims=True)
     return _lp_root(total, p).astype(X.dtype, copy=False)
+
+
+def exact_global_lp_pool(X, *, p=2):
+    """global_lp_pool exactly: |x| ** p as in exact_lp_pool, the sum by exact_sum (float64 in a
+    fixed order, rounded once), the root as in exact_lp_pool."""
+    powers = _exact_lp_power(X.astype(accumulator(X.dtype), copy=False), p)
+    total = exact_sum(powers, tuple(range(2, X.ndim)), keepdims=True)
+    return _exact_lp_root(total, p).astype(X.dtype, copy=False)
 
 
 def max_unpool(X, I, output_shape=None, *, kernel_shape, pads=None, strides=None):

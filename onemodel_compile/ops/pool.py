@@ -3,10 +3,12 @@
 Max pooling, MaxUnpool and MaxRoiPool select and move values, AveragePool adds the kernel taps in
 a fixed order and divides once (exact). Lp pooling takes powers, GlobalAveragePool and
 GlobalLpPool sum in numpy's order (not exact); the exact variant's GlobalAveragePool takes
-rt.exact_mean.
+rt.exact_mean, LpPool and GlobalLpPool exact twins of their kernels.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from onemodel_compile.ops.code import number, py
 from onemodel_compile.ops.common import need_rank
@@ -46,6 +48,19 @@ def lp_pool(view: NodeView) -> str:
     return f"rt.lp_pool({view.inputs[0]}, {_window(view)}, p={number(view.attr('p', 2))})"
 
 
+def _lp_exactness(view: NodeView) -> str | None:
+    if view.attr("p", 2) in (1, 2) or view.inputs[0].dtype != np.float64:
+        return None
+    return "of float64 values with p other than 1 and 2 has no exact implementation (exact_pow)"
+
+
+@emitter("LpPool", since=1, variant="exact", exact=_lp_exactness)
+def lp_pool_exact(view: NodeView) -> str:
+    """rt.exact_lp_pool: |x| ** p and the root by |x|, x * x, sqrt or exact_pow, the window taps
+    added in a fixed order."""
+    return f"rt.exact_lp_pool({view.inputs[0]}, {_window(view)}, p={number(view.attr('p', 2))})"
+
+
 def _global_rule(function: str):
     def emit(view: NodeView) -> str:
         axes = tuple(range(2, need_rank(view)))
@@ -63,6 +78,12 @@ emitter("GlobalMaxPool", since=1, exact=True)(_global_rule("np.max"))
 @emitter("GlobalLpPool", since=1, exact=False)
 def global_lp_pool(view: NodeView) -> str:
     return f"rt.global_lp_pool({view.inputs[0]}, p={number(view.attr('p', 2))})"
+
+
+@emitter("GlobalLpPool", since=1, variant="exact", exact=_lp_exactness)
+def global_lp_pool_exact(view: NodeView) -> str:
+    """rt.exact_global_lp_pool: as exact_lp_pool, the sum by exact_sum."""
+    return f"rt.exact_global_lp_pool({view.inputs[0]}, p={number(view.attr('p', 2))})"
 
 
 @emitter("MaxUnpool", since=9, exact=True)

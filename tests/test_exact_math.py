@@ -1,8 +1,9 @@
 """The library's own transcendental functions (runtime_support.exact_math): special values as IEEE
 and numpy give them, accuracy against mpmath within the bounds measured by
-tools/measure_exact_transcendentals.py (docs/exact-transcendentals.md), every float16 input
-correctly rounded, and the same bits with numpy's SIMD code paths switched off (subprocesses,
-SHA-256 digests, also held against digests committed here)."""
+tools/measure_exact_transcendentals.py (docs/exact-transcendentals.md), every float16 and bfloat16
+input correctly rounded, and the same bits with numpy's SIMD code paths switched off and under
+another numpy when one is named (subprocesses, SHA-256 digests, also held against digests committed
+here)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation; with three spatial axes, direct loops in a fixed order (input element, output
   channel, kernel tap) with no matrix product, so its bits are the same on every machine.
+- `exact_conv_transpose`: the direct loops for every spatial rank (the exact variant's).
 - `col2im`: additions in a fixed order (exact).
 """
 
@@ -24,7 +25,7 @@ from runtime_support._windows import (
     window_view,
 )
 
-__all__ = ["col2im", "conv", "conv_transpose"]
+__all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
 
 
 def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTSET"):
@@ -113,6 +114,33 @@ def conv_transpose(
 ):
     """ConvTranspose of X (N, C, *in) with W (C, M/group, *k); Y (N, M, *out). Geometry as ONNX
     (see `_transpose_geometry`). Float16 and bfloat16 accumulate in float32."""
+    options = (auto_pad, dilations, group, output_padding, output_shape, pads, strides)
+    return _conv_transpose(X, W, B, *options, direct=X.ndim == 5)
+
+
+def exact_conv_transpose(
+    X,
+    W,
+    B=None,
+    *,
+    auto_pad="NOTSET",
+    dilations=None,
+    group=1,
+    output_padding=None,
+    output_shape=None,
+    pads=None,
+    strides=None,
+):
+    """conv_transpose with every spatial rank through the direct loops (see
+    _conv_transpose_direct: one IEEE multiplication and one addition per term, in a fixed order),
+    the bias added last: exact."""
+    options = (auto_pad, dilations, group, output_padding, output_shape, pads, strides)
+    return _conv_transpose(X, W, B, *options, direct=True)
+
+
+def _conv_transpose(
+    X, W, B, auto_pad, dilations, group, output_padding, output_shape, pads, strides, direct
+):
     rank = X.ndim - 2
     kernel_shape = W.shape[2:]
     strides = tuple(strides or (1,) * rank)
@@ -131,7 +159,7 @@ def conv_transpose(
     maps = W.shape[1] * group
     acc = accumulator(X.dtype)
     Y = np.zeros((batch, maps, *out), dtype=acc)
-    if rank == 3:
+    if direct:
         _conv_transpose_direct(Y, X, W, group, strides, dilations, begins)
     else:
         # (G, M/G * K, C/G) @ (N, G, C/G, L): every input element times every filter tap.
@@ -170,7 +198,11 @@ def _conv_transpose_direct(Y, X, W, group, strides, dilations, begins):
             if where is None:
                 continue
             inputs, outputs = where
-            w = W[(c, slice(None)) + tap].astype(acc).reshape((maps_per_group, 1, 1, 1))
+            w = (
+                W[(c, slice(None)) + tap]
+                .astype(acc)
+                .reshape((maps_per_group,) + (1,) * len(spatial))
+            )
             Y[(slice(None), maps) + outputs] += x[every + inputs] * w
 
 

@@ -2,7 +2,8 @@
 
 Conv and the one- and two-dimensional ConvTranspose sum through BLAS, in an order that depends on
 the build and the CPU: not exact. ConvTranspose with three spatial axes runs direct loops in a
-fixed order (DESIGN.md, settled semantics) and Col2Im only adds in a fixed order: exact.
+fixed order (DESIGN.md, settled semantics) and Col2Im only adds in a fixed order: exact. The exact
+variant runs Conv through rt.exact_conv and ConvTranspose of every rank through the direct loops.
 """
 
 from __future__ import annotations
@@ -42,8 +43,7 @@ def _ints(values) -> str:
     return py(tuple(int(v) for v in values))
 
 
-@emitter("ConvTranspose", since=1, exact=_conv_transpose_exactness)
-def conv_transpose(view: NodeView) -> str:
+def _conv_transpose_keywords(view: NodeView) -> list[str]:
     """The ONNX attributes as given (the kernel settles the geometry, so spatial dims may be
     known only at run time); pads only where they count (no output_shape, no auto_pad)."""
     keywords = []
@@ -63,7 +63,19 @@ def conv_transpose(view: NodeView) -> str:
         keywords.append(f"output_padding={_ints(view.attr('output_padding'))}")
     if view.attr("group", 1) != 1:
         keywords.append(f"group={view.attr('group')}")
-    return f"rt.conv_transpose({', '.join([_operands(view)] + keywords)})"
+    return keywords
+
+
+@emitter("ConvTranspose", since=1, exact=_conv_transpose_exactness)
+def conv_transpose(view: NodeView) -> str:
+    return f"rt.conv_transpose({', '.join([_operands(view)] + _conv_transpose_keywords(view))})"
+
+
+@emitter("ConvTranspose", since=1, variant="exact", exact=True)
+def conv_transpose_exact(view: NodeView) -> str:
+    """rt.exact_conv_transpose: direct loops in a fixed order for every spatial rank."""
+    operands = [_operands(view)] + _conv_transpose_keywords(view)
+    return f"rt.exact_conv_transpose({', '.join(operands)})"
 
 
 def _shape_operand(view: NodeView, index: int) -> str:

@@ -1,22 +1,22 @@
-"""The library's own exp and log, and the functions built on them, with the same bits on every machine.
+"""The library's own exp and log, and the functions built on them: the same bits on every machine.
 
 numpy's exp, log, tanh, ... give different bits at different SIMD levels and in different numpy
 versions (DESIGN.md, "Exactness"). These kernels use nothing but
-- IEEE-754 float64 `+ - * /`, each a separate numpy call and so one correctly rounded operation (numpy
-  never fuses them into multiply-adds), in the order written here;
+- IEEE-754 float64 `+ - * /`, each a separate numpy call and so one correctly rounded operation
+  (numpy never fuses them into multiply-adds), in the order written here;
 - IEEE-754 float64 `sqrt` (correctly rounded too), for the inverse hyperbolic functions;
-- exact operations: comparisons, abs, negation, min/max, floor, copysign, multiplication by a power of
-  two, conversions that are exact, and the one final conversion to the result type, which IEEE
-  rounds correctly;
+- exact operations: comparisons, abs, negation, min/max, floor, copysign, multiplication by a
+  power of two, conversions that are exact, and the one final conversion to the result type,
+  which IEEE rounds correctly;
 - integer arithmetic on the float64 bit patterns (unsigned, so wrap-around is defined) and lookups
   in tables of constants.
 Every constant is a literal derived by tools/derive_exact_coefficients.py with mpmath (rerun it
-with --check to verify them); nothing here calls libm.
+with --check to verify them) or a correctly rounded Python division; nothing here calls libm.
 
 float16, bfloat16 and float32 inputs are widened to float64 (exactly), evaluated with polynomials
-accurate far below their ulp, and rounded once to the input's type: the result is the correctly rounded value but
-for rare near-halfway inputs, and never more than 1 ulp off. float64 inputs use longer polynomials
-and stay within about 1 ulp (exact_exp, exact_log: the measured figures are in
+accurate far below their ulp, and rounded once to the input's type: the result is the correctly
+rounded value but for rare near-halfway inputs, and never more than 1 ulp off. float64 inputs use
+longer polynomials and stay within an ulp or a few (the measured figures are in
 docs/exact-transcendentals.md). Every function maps an ndarray of float16, bfloat16, float32 or
 float64 to an ndarray of the same dtype and shape (exact_pow: the dtype of the base); bfloat16
 results are rounded once too, by way of a round-to-odd float32.
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 
@@ -724,6 +725,14 @@ _NARROW_EXP_RANGE = (-110.0, 90.0)  # exp rounds to 0 below and to inf above in 
 # |x| <= 700: exp(x) is at least 2**-1010, so neither 2**(k/128) nor s*tmp is subnormal or overflows
 _WIDE_EXP_LIMIT = 700.0
 _EXPM1_FLOOR = -40.0  # expm1(x) rounds to -1 below, in every type
+_NORMAL_MIN = math.ldexp(1.0, -1022)
+_SPLITTER = float(2**27 + 1)  # Veltkamp's constant for float64
+# 2/3 and 2/5 as head + tail, and 2/(2i + 7): Python's float division and Fraction's conversion
+# round correctly, so these are the same on every machine.
+_TWO_THIRDS = (2.0 / 3.0, float(Fraction(2, 3) - Fraction(2.0 / 3.0)))
+_TWO_FIFTHS = (2.0 / 5.0, float(Fraction(2, 5) - Fraction(2.0 / 5.0)))
+_LOG_SERIES_TAIL = np.array([2.0 / (2 * i + 7) for i in range(11)])
+_POW_EXPONENT_LIMIT = math.ldexp(1.0, 900)
 _HYPERBOLIC_LARGE = float(2**28)  # beyond: asinh(x) = log(2x), acosh(x) = log(2x) to 2**-58
 _ERF_LAST = 6.0  # erf rounds to 1 in float64 from about 5.92 on
 _ERF_SCALE = 4.0  # intervals of width 1/4
@@ -743,9 +752,12 @@ def _horner(coeffs: np.ndarray, t: np.ndarray) -> np.ndarray:
     return p
 
 
-def _exp_parts(x: np.ndarray, wide: bool, bias: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """(s, tmp) with exp(x) = 2**bias * (s + s*tmp), for float64 x whose 2**(k/128) / 2**bias is a
-    normal float64; `wide` selects float64 accuracy (else enough for a float32 result).
+def _exp_parts(
+    x: np.ndarray, wide: bool, bias: int = 0, low: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(s, tmp) with exp(x + low) = 2**bias * (s + s*tmp), for float64 x whose 2**(k/128) / 2**bias
+    is a normal float64; `wide` selects float64 accuracy (else enough for a float32 result); `low`,
+    a correction far below x's ulp (pow's double-length argument), is added to r after step 2.
 
     1. k = rint(x * 128/ln2): x * (128/ln2) + 1.5*2**52 leaves k in the low mantissa bits;
        kd = that - 1.5*2**52 is k as a float.
@@ -769,6 +781,8 @@ def _exp_parts(x: np.ndarray, wide: bool, bias: int = 0) -> tuple[np.ndarray, np
     np.subtract(x, r, out=r)
     kd *= _EXP_LN2_N_LO
     r -= kd
+    if low is not None:
+        r += low
     s = np.take(_EXP_TABLE, index)
     s += top
     tmp = _horner(_EXP_POLY_64 if wide else _EXP_POLY_32, r)
@@ -780,16 +794,16 @@ def _exp_parts(x: np.ndarray, wide: bool, bias: int = 0) -> tuple[np.ndarray, np
     return s.view(np.float64), tmp
 
 
-def _exp_core(x: np.ndarray, wide: bool) -> np.ndarray:
-    """exp(x) = s + s*tmp (see _exp_parts), for x whose result is a normal float64."""
-    s, tmp = _exp_parts(x, wide)
+def _exp_core(x: np.ndarray, wide: bool, low: np.ndarray | None = None) -> np.ndarray:
+    """exp(x + low) = s + s*tmp (see _exp_parts), for x whose result is a normal float64."""
+    s, tmp = _exp_parts(x, wide, 0, low)
     tmp *= s
     tmp += s
     return tmp
 
 
-def _exp_far(x: np.ndarray) -> np.ndarray:
-    """exp(x) for float64 x outside [-700, 700] or NaN, rounded once.
+def _exp_far(x: np.ndarray, low: np.ndarray | None = None) -> np.ndarray:
+    """exp(x + low) for float64 x outside [-700, 700] or NaN, rounded once.
 
     x > 700: the core with 2**512 taken out of s, multiplied back at the end (exact, or the
     overflow to inf). x < -700: 2**1022 taken out, y = s + s*tmp; where y < 1 the result is
@@ -801,11 +815,11 @@ def _exp_far(x: np.ndarray) -> np.ndarray:
     y = np.empty_like(x)
     high = x > 0
     if high.any():
-        s, tmp = _exp_parts(x[high], True, 512)
+        s, tmp = _exp_parts(x[high], True, 512, None if low is None else low[high])
         y[high] = (s + s * tmp) * math.ldexp(1.0, 512)
-    low = ~high
-    if low.any():
-        s, tmp = _exp_parts(x[low], True, -1022)
+    rest = ~high
+    if rest.any():
+        s, tmp = _exp_parts(x[rest], True, -1022, None if low is None else low[rest])
         tmp *= s
         scaled = s + tmp
         lo = s - scaled
@@ -814,17 +828,18 @@ def _exp_far(x: np.ndarray) -> np.ndarray:
         lo += (1.0 - hi) + scaled
         hi += lo
         hi -= 1.0
-        y[low] = np.where(scaled < 1.0, hi, scaled) * math.ldexp(1.0, -1022)
+        y[rest] = np.where(scaled < 1.0, hi, scaled) * math.ldexp(1.0, -1022)
     return y
 
 
-def _exp_block(x: np.ndarray, wide: bool) -> np.ndarray:
+def _exp_block(x: np.ndarray, wide: bool, low: np.ndarray | None = None) -> np.ndarray:
+    """exp(x) (plus a float64 correction `low` to the argument: pow's)."""
     if not wide:
         return _exp_core(np.clip(x, *_NARROW_EXP_RANGE), False)
-    y = _exp_core(np.clip(x, -_WIDE_EXP_LIMIT, _WIDE_EXP_LIMIT), True)
+    y = _exp_core(np.clip(x, -_WIDE_EXP_LIMIT, _WIDE_EXP_LIMIT), True, low)
     far = ~(np.abs(x) <= _WIDE_EXP_LIMIT)
     if far.any():
-        y[far] = _exp_far(x[far])
+        y[far] = _exp_far(x[far], None if low is None else low[far])
     return y
 
 
@@ -1061,26 +1076,111 @@ def _erf_block(x: np.ndarray, wide: bool) -> np.ndarray:
     return np.copysign(p, x, out=p)
 
 
-def _pow_block(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x**y for float16 and float32 x: exp(y * log|x|) in float64, then the sign and IEEE's cases.
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Veltkamp's split: a = hi + lo exactly, each of at most 26 significant bits (|a| < 2**995)."""
+    c = a * _SPLITTER
+    hi = c - (c - a)
+    return hi, a - hi
 
-    log|x| uses the float64 polynomial (relative error ~2**-57), so y*log|x| is within ~2**-45 of
-    the truth wherever the result is a finite float32; exp is clamped like exact_exp's. A negative x
-    gives NaN for a non-integer y and the negated magnitude for an odd y. Zeros, infinities and NaNs
-    of either operand follow C99 Annex F (as numpy does): x**0 = 1 and 1**y = 1 even for NaN,
-    (-1)**(+-inf) = 1, 0**negative = inf (signed for odd y), and so on.
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dekker's product: a*b = p + e exactly, p = a*b rounded (no fused multiply-add needed)."""
+    p = a * b
+    a_hi, a_lo = _split(a)
+    b_hi, b_lo = _split(b)
+    e = a_hi * b_hi - p
+    e += a_hi * b_lo
+    e += a_lo * b_hi
+    e += a_lo * b_lo
+    return p, e
+
+
+def _fast_two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """a + b = s + e exactly, for |a| >= |b| (or a zero)."""
+    total = a + b
+    return total, b - (total - a)
+
+
+def _log_double(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """log(a) = hi + lo with a relative error near 2**-64, for positive finite float64 a (float64
+    subnormals scaled by 2**54 first); garbage elsewhere.
+
+    With x = 2**k (1 + f) as in exact_log (f exact) and s = f / (2 + f):
+    log(1 + f) = 2s + (2/3)s**3 + (2/5)s**5 + s**7 * h3(s**2), h3(z) = sum 2 z**i / (2i + 7),
+    i = 0..10 (the series itself: its first omitted term is below 2**-56 of h3 here). s, s**2,
+    s**3, s**5, (2/3)s**3 and (2/5)s**5 are carried as double-length values (Dekker's products, the
+    quotient's remainder) and the three leading terms added by exact sums; h3's term, below 2**-18
+    of the result, in plain float64. Then k*ln2 (42-bit head, exact; tail) is added with an exact
+    sum and the pair renormalised.
+    """
+    tiny = a < _NORMAL_MIN
+    k, f = _log_reduce(np.where(tiny, a * math.ldexp(1.0, 54), a))
+    k -= np.where(tiny, 54.0, 0.0)
+    d_hi, d_lo = _fast_two_sum(np.full_like(f, 2.0), f)
+    s_hi = f / d_hi
+    p, e = _two_product(s_hi, d_hi)
+    s_lo = f - p  # exact: p is within an ulp of f
+    s_lo -= e
+    s_lo -= s_hi * d_lo
+    s_lo /= d_hi
+    q_hi, q_lo = _two_product(s_hi, s_hi)  # s**2
+    q_lo += 2.0 * s_hi * s_lo
+    c_hi, c_lo = _two_product(q_hi, s_hi)  # s**3
+    c_lo += q_hi * s_lo + q_lo * s_hi
+    t_hi, t_lo = _two_product(c_hi, _TWO_THIRDS[0])  # (2/3) s**3
+    t_lo += c_hi * _TWO_THIRDS[1] + c_lo * _TWO_THIRDS[0]
+    v_hi, v_lo = _two_product(c_hi, q_hi)  # s**5
+    v_lo += c_hi * q_lo + c_lo * q_hi
+    w_hi, w_lo = _two_product(v_hi, _TWO_FIFTHS[0])  # (2/5) s**5
+    w_lo += v_hi * _TWO_FIFTHS[1] + v_lo * _TWO_FIFTHS[0]
+    tail = _horner(_LOG_SERIES_TAIL, q_hi)
+    tail *= v_hi * q_hi  # s**7 h3(s**2)
+    u_hi, u_lo = _fast_two_sum(2.0 * s_hi, t_hi)
+    u_hi, err = _fast_two_sum(u_hi, w_hi)
+    u_lo += err
+    u_lo += 2.0 * s_lo + (t_lo + (w_lo + tail))
+    head = k * _LOG_LN2_HI  # exact
+    total = head + u_hi  # an exact two-sum (no order between the magnitudes)
+    back = total - head
+    err = (head - (total - back)) + (u_hi - back)
+    err += u_lo + k * _LOG_LN2_LO
+    return _fast_two_sum(total, err)
+
+
+def _pow_block(x: np.ndarray, y: np.ndarray, wide: bool) -> np.ndarray:
+    """x**y: exp(y * log|x|) in float64, then the sign and IEEE's cases.
+
+    float16/bfloat16/float32 x: log|x| with the float64 polynomial (relative error ~2**-57), so
+    y*log|x| is within ~2**-45 wherever the result is finite in x's type; exp clamped like
+    exact_exp's. float64 x: log|x| as a double-length value (see _log_double, relative error near
+    2**-70), z = y*log|x| as z_hi + z_lo by Dekker's product (y clamped to +-2**900, where the
+    result is 0 or inf anyway), and exp(z_hi) with z_lo added to its reduced argument, so z's error
+    stays far below an ulp of the result. A negative x gives NaN for a non-integer y and the
+    negated magnitude for an odd y. Zeros, infinities and NaNs of either operand follow C99 Annex F
+    (as numpy does): x**0 = 1 and 1**y = 1 even for NaN, (-1)**(+-inf) = 1, 0**negative = inf
+    (signed for odd y), and so on.
     """
     a = np.abs(x)
-    z = _log_block(a, True)
-    z *= y
-    magnitude = _exp_block(z, False)
+    if wide:
+        log_hi, log_lo = _log_double(a)
+        y_clamped = np.clip(y, -_POW_EXPONENT_LIMIT, _POW_EXPONENT_LIMIT)
+        z, z_low = _two_product(y_clamped, log_hi)
+        z_low += y_clamped * log_lo
+        far = ~(np.abs(z) <= 1000.0)  # 0 or inf: the correction no longer matters
+        z[far] = np.clip(z[far], -1000.0, 1000.0)
+        z_low[far] = 0.0
+        magnitude = _exp_block(z, True, z_low)
+    else:
+        z = _log_block(a, True)
+        z *= y
+        magnitude = _exp_block(z, False)
     integer = np.floor(y) == y
     half = y * 0.5
     odd = integer & (np.floor(half) != half)
     negative = x < 0.0
     result = np.where(negative & odd, -magnitude, magnitude)
     result[negative & ~integer] = np.nan
-    irregular = _irregular(a) | ~(np.abs(y) < np.inf) | (y == 0.0)
+    irregular = (a == 0.0) | ~(a < np.inf) | ~(np.abs(y) < np.inf) | (y == 0.0)
     if irregular.any():
         result[irregular] = _pow_special(x[irregular], y[irregular], odd[irregular])
     return result
@@ -1238,10 +1338,7 @@ def exact_erf(x: np.ndarray) -> np.ndarray:
 
 
 def exact_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """x**y for a float16, bfloat16 or float32 base x (broadcast with y, any real dtype that
-    converts to float64 exactly), in x's dtype: exp(y * log|x|) in float64 with IEEE's special cases (see
-    _pow_block). A float64 base is refused: y*log|x| would need a double-length logarithm."""
-    x = np.asarray(x)
-    if x.dtype == np.float64:
-        raise TypeError("exact_pow takes a float16, bfloat16 or float32 base, not float64")
-    return _elementwise(lambda x, y, wide: _pow_block(x, y), x, y, name="exact_pow")
+    """x**y in the base's dtype (x broadcast with y, y of any real dtype; it is converted to
+    float64): exp(y * log|x|) in float64 with IEEE's special cases; for a float64 base the
+    logarithm and the product are double-length (see _pow_block)."""
+    return _elementwise(_pow_block, x, y, name="exact_pow")

@@ -1,7 +1,7 @@
 """Derive every constant of runtime_support/exact_math.py with mpmath, so that they can be checked.
 
     python -m tools.derive_exact_coefficients           # print the constants block
-    python -m tools.derive_exact_coefficients --check   # compare with the module (exit 1 if not equal)
+    python -m tools.derive_exact_coefficients --check   # compare with the module (exit 1 if not)
 
 Nothing here runs at import or test time of the library: the module holds the numbers as literals
 (float.hex text and integer bit patterns), so its results never depend on the platform's libm.
@@ -17,7 +17,8 @@ What is derived (docs/exact-transcendentals.md explains how each is used):
 
 The minimax polynomials come from the Remez exchange algorithm below (absolute error, polynomial
 basis, reference moved to the extrema of the error on a dense Chebyshev grid until the levelled
-error is stable to 1e-9), run in 40-digit arithmetic; the coefficients are then rounded to double and
+error is stable to 1e-9), run in 40-digit arithmetic; the coefficients are then rounded to double
+and
 the error of the rounded polynomial is measured again on a denser grid: that is the bound reported.
 """
 

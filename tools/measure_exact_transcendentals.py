@@ -2,11 +2,11 @@
 
     python -m tools.measure_exact_transcendentals [--jobs 2] [--quick]
 
-float32 exp and log: every one of the 2**32 bit patterns. float32 expm1, log1p, sigmoid, tanh,
-softplus, erf and pow: samples spread over the whole range (half uniform over the bit patterns, which
-reaches every binade and the specials, half uniform over the interval where the function is not
-saturated). float16: every one of the 65536 values (pow: every base with a set of exponents).
-float64: samples.
+float32 exp and log: every one of the 2**32 bit patterns. The other float32 functions: samples
+spread over the whole range (half uniform over the bit patterns, which reaches every binade and the
+specials, half uniform over the interval where the function is not saturated; pow's samples aim a
+quarter of the pairs at every finite result). float16: every one of the 65536 values (pow: every
+base with a set of exponents). float64: samples.
 
 References: numpy's float64 exp and log for the exhaustive float32 runs (libm quality, a few 2**-53
 at worst, so good to 2**-27 of a float32 ulp), numpy longdouble (x87 extended, 64-bit significand:
@@ -38,7 +38,7 @@ from runtime_support import exact_math as em
 LD = np.longdouble
 mp.mp.dps = 60
 
-# --- references -------------------------------------------------------------------------------------
+# --- references -----------------------------------------------------------------------------------
 
 
 def _ld_sigmoid(x):
@@ -310,7 +310,7 @@ SAMPLE_RANGES = {  # where the function is not saturated, for the uniform part o
 
 
 def _sample(rng, dtype, n, low, high):
-    """Half uniform over the bit patterns (every binade and the specials), half uniform in [low, high]."""
+    """Half uniform over the bit patterns (every binade, the specials), half uniform in [low, high]."""
     uint = _uint(dtype)
     info = np.iinfo(uint)
     bits = rng.integers(0, int(info.max) + 1, n // 2, dtype=np.uint64).astype(uint)
@@ -331,7 +331,15 @@ def sampled(name: str, dtype, n: int, seed: int) -> Stats:
                 rng.uniform(-30, 30, m).astype(dtype),
             ).astype(dtype)
             x = np.where(rng.random(m) < 0.2, -x, x)
+            # A quarter aimed at every finite result, down to the smallest subnormal and up to
+            # the overflow edge: y = z / log(x) for z uniform over that range of log(result).
+            info = np.finfo(dtype)
+            aimed = rng.random(m) < 0.25
+            base = rng.uniform(0.5, 3.0, m)
+            z = rng.uniform(np.log(float(info.smallest_subnormal)), np.log(float(info.max)), m)
             with np.errstate(all="ignore"):
+                x = np.where(aimed, base.astype(dtype), x)
+                y = np.where(aimed, (z / np.log(base)).astype(dtype), y)
                 ref = np.power(x.astype(LD), y.astype(LD))
             total.merge(check_batch(name, np.dtype(dtype), (x, y), ref))
             continue
@@ -483,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
                 lambda: all_float16(name),
             )
         )
-        if name not in ("pow", "erf"):
+        if name != "erf":
             n64 = sample // 10
             runs.append(("float64", f"{n64:,} sampled", lambda: sampled(name, np.float64, n64, 2)))
         elif name == "erf":

@@ -81,3 +81,15 @@ def along_axis_rule(kernel: str, keywords: str = ""):
         )
 
     return emit
+
+
+def exact_for_integers(why: str):
+    """An exactness rule: integer inputs are exact; float inputs are refused, saying `why`."""
+
+    def rule(view: NodeView) -> str | None:
+        dtype = view.inputs[0].dtype
+        if dtype is not None and not is_float(dtype):
+            return None
+        return f"of {getattr(dtype, 'name', 'unknown')} values has no exact implementation ({why})"
+
+    return rule

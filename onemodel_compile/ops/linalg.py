@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel_compile.ops.code import dtype_expr, element, py, scalar
-from onemodel_compile.ops.common import is_float
+from onemodel_compile.ops.common import exact_for_integers, is_float
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 
@@ -67,14 +67,7 @@ def _half(dtype) -> bool:
     return is_float(dtype) and np.dtype(dtype).itemsize == 2
 
 
-def _integers_only(view: NodeView) -> str | None:
-    dtype = view.inputs[0].dtype
-    if dtype is not None and not is_float(dtype):
-        return None
-    return (
-        f"of {getattr(dtype, 'name', 'unknown')} values has no exact implementation "
-        "(BLAS sums in a machine-dependent order)"
-    )
+_integers_only = exact_for_integers("BLAS sums in a machine-dependent order")
 
 
 @emitter("Einsum", since=12, exact=_integers_only)

@@ -24,7 +24,14 @@ import numpy as np
 from runtime_support.reduction import highest, lowest
 
 from onemodel_compile.ops.code import dtype_expr, number, py
-from onemodel_compile.ops.common import RunTime, ints_from, is_float, need_rank, normalize_axis
+from onemodel_compile.ops.common import (
+    RunTime,
+    exact_for_integers,
+    ints_from,
+    is_float,
+    need_rank,
+    normalize_axis,
+)
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 
@@ -241,14 +248,7 @@ def arg_extreme(view: NodeView) -> str:
 # --- CumSum, CumProd -----------------------------------------------------------------------------
 
 
-def _integers_only(view: NodeView) -> str | None:
-    dtype = view.inputs[0].dtype
-    if dtype is not None and not is_float(dtype):
-        return None
-    return (
-        f"of {getattr(dtype, 'name', 'unknown')} values has no exact implementation "
-        "(float rounding depends on the machine's summation order)"
-    )
+_integers_only = exact_for_integers("float rounding depends on the machine's summation order")
 
 
 @emitter("CumSum", since=11, exact=_integers_only)

@@ -8,10 +8,8 @@ change bits there, which shows that the switches take effect on this machine."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -20,6 +18,7 @@ import numpy as np
 import pytest
 
 from runtime_support import exact
+from tools.bit_identity import NO_AVX2, NO_AVX512, run_json_script
 from runtime_support.exact import (
     exact_conv,
     exact_cumsum,
@@ -449,9 +448,6 @@ json.dump({"exact": {k: digest(v) for k, v in kernels.items()},
            "numpy": np.__version__}, sys.stdout)
 """
 
-# numpy 2.x and 1.26 name the CPU features differently and ignore names they do not know.
-NO_AVX512 = "X86_V4 AVX512_ICL AVX512_SPR AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL"
-NO_AVX2 = NO_AVX512 + " X86_V3 AVX2 FMA3"
 ENVIRONMENTS = {
     "default": {},
     "AVX-512 off": {"NPY_DISABLE_CPU_FEATURES": NO_AVX512},
@@ -464,19 +460,7 @@ ENVIRONMENTS = {
 
 
 def run_digests(python: str, settings: dict) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENBLAS_", "NPY_"))}
-    env.update(settings)
-    env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run(
-        [python, "-c", DIGEST_SCRIPT],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    return run_json_script(DIGEST_SCRIPT, settings, python)
 
 
 def test_same_bits_in_every_environment():

@@ -446,12 +446,34 @@ def ensure_numpy126_python() -> Path:
     return python
 
 
-def run_environment(work: Path, environment: Environment, python: str | Path) -> dict:
-    """The run step in a subprocess under `environment`; its result (the digests and probes)."""
+def clean_environment(settings: dict) -> dict[str, str]:
+    """This process's environment without any NPY_ or OPENBLAS_ switch (nor PYTHONHOME), plus
+    `settings`, with the repository on PYTHONPATH: what every matrix subprocess runs under."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENBLAS_", "NPY_"))}
     env.pop("PYTHONHOME", None)
-    env.update(environment.settings)
+    env.update(settings)
     env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+def run_json_script(script: str, settings: dict, python: str | Path = sys.executable) -> dict:
+    """Run `script`, which prints one JSON document, in a subprocess under `settings`."""
+    done = subprocess.run(
+        [str(python), "-c", script],
+        env=clean_environment(settings),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"the script failed under {settings} ({python}):\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout)
+
+
+def run_environment(work: Path, environment: Environment, python: str | Path) -> dict:
+    """The run step in a subprocess under `environment`; its result (the digests and probes)."""
+    env = clean_environment(environment.settings)
     out = Path(work) / "runs" / f"{environment.name.replace(' ', '_').replace('=', '-')}.json"
     out.parent.mkdir(exist_ok=True)
     start = time.perf_counter()

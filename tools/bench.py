@@ -15,8 +15,10 @@ before numpy is imported and so that memory is measured from a clean process:
    intra/inter-op threads 1; "default": the variables unset, onnxruntime given the number of
    usable CPUs): for each model in turn, in that one process, the compiled module, an onnxruntime
    session (all graph optimizations) and a ReferenceEvaluator. After one warm-up run each (whose
-   outputs are compared), compiled and onnxruntime runs alternate until both have had
-   `--budget` seconds or `--max-runs` runs (at least `--min-runs`); the median of each is kept.
+   outputs are compared), compiled and onnxruntime run in alternating blocks of about 0.25 s with
+   a 0.2 s pause between blocks (so neither side meets the other's still-spinning worker
+   threads), until both have had `--budget` seconds or `--max-runs` runs (at least
+   `--min-runs`); the median of each is kept.
    The reference runs at most 3 times within `--ref-budget` seconds; a single run longer than
    `--ref-cap` seconds is interrupted and reported as a lower bound.
 3. memory, per model and side in its own process: the resident set size after the imports and
@@ -56,6 +58,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 ANALYSIS_HEADING = "## Analysis"
+BLOCK_SECONDS = 0.25  # one side runs this long before the other side's turn
+SETTLE_SECONDS = 0.2  # pause between blocks: spinning worker threads go idle
 
 # The issue's targets (ratios against onnxruntime in the same run, 1 thread).
 TARGETS = {"transformer": 1.2, "conv": 1.5, "small": 2.5}
@@ -262,7 +266,12 @@ def worker_latency(cases: list[Case], cache: Path, setting: str, args) -> dict:
 
 
 def _time_pair(case: Case, cache: Path, feeds: dict, threads: int, args) -> dict:
-    """Median latencies of the compiled module and onnxruntime, their runs alternating."""
+    """Median latencies of the compiled module and onnxruntime, timed in alternating blocks.
+
+    Each block runs one side for about BLOCK_SECONDS (at least one run), then the process sleeps
+    SETTLE_SECONDS before the other side's block: both OpenBLAS's and onnxruntime's worker threads
+    spin for a while after their last task, and with more than one thread a side measured right
+    after the other would compete with those spinning threads (measured: several times slower)."""
     module = import_generated(compiled_path(cache, case.name))
     arguments = [feeds[name] for name, _, _ in module.INPUTS]
     session = ort_session(case, threads)
@@ -276,19 +285,32 @@ def _time_pair(case: Case, cache: Path, feeds: dict, threads: int, args) -> dict
     difference = max_relative_difference(list(compiled()), ort())
     times = {compiled: [], ort: []}
     spent = {compiled: 0.0, ort: 0.0}
-    rounds = 0
-    while rounds < args.max_runs and (rounds < args.min_runs or min(spent.values()) < args.budget):
+
+    def done() -> bool:
+        runs = min(len(v) for v in times.values())
+        return runs >= args.max_runs or (
+            runs >= args.min_runs and min(spent.values()) >= args.budget
+        )
+
+    while not done():
         for function in (compiled, ort):
-            start = time.perf_counter()
-            function()
-            elapsed = time.perf_counter() - start
-            times[function].append(elapsed)
-            spent[function] += elapsed
-        rounds += 1
+            block_start = time.perf_counter()
+            while True:
+                start = time.perf_counter()
+                function()
+                elapsed = time.perf_counter() - start
+                times[function].append(elapsed)
+                spent[function] += elapsed
+                if (
+                    start + elapsed - block_start >= BLOCK_SECONDS
+                    or len(times[function]) >= args.max_runs
+                ):
+                    break
+            time.sleep(SETTLE_SECONDS)
     return {
         "compiled_ms": 1e3 * statistics.median(times[compiled]),
         "ort_ms": 1e3 * statistics.median(times[ort]),
-        "runs": rounds,
+        "runs": min(len(v) for v in times.values()),
         "max_rel_diff": difference,
     }
 
@@ -790,7 +812,7 @@ def render(cases: list[Case], results: dict) -> str:
         f"after: {', '.join(f'{v:.1f}' for v in m['load_after'])}. "
         + (
             "The machine was shared and loaded during the run: absolute times are noisy, ratios less "
-            "so (both sides alternate within one process)."
+            "so (both sides alternate in blocks within one process)."
             if max(m["load_before"] + m["load_after"]) > 0.5 * m["cpus"]
             else "The machine was otherwise idle."
         ),
@@ -799,7 +821,8 @@ def render(cases: list[Case], results: dict) -> str:
         "process with `OPENBLAS_NUM_THREADS`/`OMP_NUM_THREADS`/`MKL_NUM_THREADS` set before numpy is "
         "imported, and onnxruntime gets the same count as `intra_op_num_threads` and "
         "`inter_op_num_threads` (graph optimizations: all). After one warm-up run each, compiled "
-        "and onnxruntime runs alternate; the figures are medians. The ReferenceEvaluator runs 1 to 3 "
+        "and onnxruntime run in alternating blocks of about 0.25 s, with a 0.2 s pause between blocks "
+        "so that neither meets the other's spinning worker threads; the figures are medians. The ReferenceEvaluator runs 1 to 3 "
         "times (it is slow); a run over the cap is interrupted (a lower bound, marked ≥). "
         "*max rel. diff* is the largest |compiled − onnxruntime| over the largest |onnxruntime| of "
         "each output. Light models get arange(n)/n (the onnx backend runner's input); the built "

@@ -103,6 +103,12 @@ def load_weights(path: str | Path, *, sha256: str) -> dict[str, np.ndarray]:
 
 
 def filled(shape: tuple, value: np.ndarray) -> np.ndarray:
-    """A read-only array of `shape` whose elements all equal the 0-d `value`: a broadcast view,
-    so a large uniform constant costs no memory."""
-    return np.broadcast_to(value, shape)
+    """A read-only array of `shape` whose elements all equal the 0-d `value`.
+
+    Materialized once at import, not a zero-stride broadcast view: numpy hands no zero-stride
+    operand to BLAS, so a uniform weight of a MatMul, Gemm or Conv kept as a view ran numpy's
+    naive product on every call (alexnet's fc6 2.7x slower). The memory is what any runtime
+    holding the initializer pays."""
+    array = np.full(shape, value, dtype=value.dtype)
+    array.flags.writeable = False
+    return array

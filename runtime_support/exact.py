@@ -1,8 +1,9 @@
 """Exact kernels: results whose bits depend only on the input bits.
 
 The exact variant's matrix products (MatMul, Gemm, Einsum, Conv), determinants, reductions,
-cumulative sums, softmax and the normalizations' statistics. Every kernel here is built from operations whose result does not depend on the machine, the SIMD level,
-the BLAS build, the thread count or the numpy version (DESIGN.md "Exactness"):
+cumulative sums and products, softmax and the normalizations' statistics. Every kernel here is
+built from operations whose result does not depend on the machine, the SIMD level, the BLAS build,
+the thread count or the numpy version (DESIGN.md "Exactness"):
 - IEEE-754 elementwise `+ - * /` and `sqrt` (correctly rounded), in an order written in each
   kernel's docstring; comparisons, `abs`, `max`, `trunc`, `ldexp`, `frexp`, data movement;
 - BLAS and numpy sums only over integer-valued float64 operands whose every partial result is an
@@ -28,6 +29,7 @@ import numpy as np
 
 __all__ = [
     "exact_conv",
+    "exact_cumprod",
     "exact_cumsum",
     "exact_det",
     "exact_einsum",
@@ -310,6 +312,31 @@ def exact_cumsum(x, axis, *, exclusive=0, reverse=0):
     if reverse:
         values = values[..., ::-1]
     return _rounded(np.moveaxis(values, -1, axis), x.dtype)
+
+
+def exact_cumprod(x, axis, *, exclusive=0, reverse=0):
+    """ONNX CumProd of floats along `axis` (an int, or a scalar or one-element array).
+
+    Order: sequential, in float64: p[0] = x[0], p[i] = p[i - 1] * x[i], one correctly rounded
+    IEEE multiplication per step, so every p[i] is a fixed function of the input bits (no tree,
+    no reassociation). numpy's multiply.accumulate is this recurrence: its inner loop takes
+    (p[i - 1], x[i]) -> p[i] one element at a time (a running product cannot be vectorized along
+    the axis), and elementwise multiplication is correctly rounded on every SIMD level. `reverse`
+    runs the same on the reversed axis; `exclusive` shifts the result one place (the first
+    becomes 1). Rounded once to x's type (float16, bfloat16 and float32 values convert to float64
+    exactly, so those products carry 53 bits where the type has at most 24)."""
+    x = np.asarray(x)
+    axis = int(np.asarray(axis).reshape(-1)[0]) % x.ndim
+    values = np.moveaxis(_float64(x), axis, -1)
+    if reverse:
+        values = values[..., ::-1]
+    with np.errstate(all="ignore"):  # overflow to inf and 0 * inf = NaN, as IEEE defines them
+        running = np.multiply.accumulate(values, axis=-1)
+    if exclusive and values.shape[-1]:
+        running = np.concatenate([np.ones_like(running[..., :1]), running[..., :-1]], axis=-1)
+    if reverse:
+        running = running[..., ::-1]
+    return _rounded(np.moveaxis(running, -1, axis), x.dtype)
 
 
 # --- softmax --------------------------------------------------------------------------------------

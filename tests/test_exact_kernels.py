@@ -21,6 +21,7 @@ from runtime_support import exact
 from tools.bit_identity import NO_AVX2, NO_AVX512, run_json_script
 from runtime_support.exact import (
     exact_conv,
+    exact_cumprod,
     exact_cumsum,
     exact_det,
     exact_einsum,
@@ -338,6 +339,56 @@ def test_cumsum_within_bound_and_options():
     assert np.array_equal(exact_cumsum(small, 1, exclusive=1, reverse=1), [[14, 12, 9, 5, 0]])
 
 
+def sequential_products(row) -> list[float]:
+    """Running products of `row` with Python floats: one IEEE double multiplication per step."""
+    products, running = [], 1.0
+    for i, value in enumerate(row):
+        running = float(value) if i == 0 else running * float(value)
+        products.append(running)
+    return products
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64, "bfloat16"])
+def test_cumprod_is_the_sequential_float64_product(dtype):
+    dtype = (
+        np.dtype(dtype)
+        if dtype != "bfloat16"
+        else np.dtype(pytest.importorskip("ml_dtypes").bfloat16)
+    )
+    x = (1 + rng(16).standard_normal((5, 60)) * 0.3).astype(dtype)
+    x[0, 3], x[1, 10], x[2, 20], x[3, 7] = 0, np.inf, np.nan, -np.inf
+    result = exact_cumprod(x, 1)
+    with np.errstate(all="ignore"):
+        reference = np.array([sequential_products(row) for row in x.astype(np.float64)])
+        expected = reference.astype(np.float32).astype(dtype)  # float64 -> dtype, as _rounded
+        if dtype in (np.float16, np.float64):
+            expected = reference.astype(dtype)
+    assert result.dtype == dtype
+    same = (result.astype(np.float64) == expected.astype(np.float64)) | (
+        np.isnan(result.astype(np.float64)) & np.isnan(expected.astype(np.float64))
+    )
+    assert same.all()
+    # Every NaN is numpy's default NaN (0 * inf and the NaN input alike).
+    nan_bits = np.array([np.nan], dtype=dtype).tobytes()
+    assert all(v.tobytes() == nan_bits for v in result[np.isnan(result.astype(np.float64))])
+
+
+def test_cumprod_options_and_layout():
+    small = np.arange(1, 6, dtype=np.float32).reshape(1, 5)
+    assert np.array_equal(exact_cumprod(small, np.array([1])), [[1, 2, 6, 24, 120]])
+    assert np.array_equal(exact_cumprod(small, 1, exclusive=1), [[1, 1, 2, 6, 24]])
+    assert np.array_equal(exact_cumprod(small, -1, reverse=1), [[120, 120, 60, 20, 5]])
+    assert np.array_equal(exact_cumprod(small, 1, exclusive=1, reverse=1), [[120, 60, 20, 5, 1]])
+    assert exact_cumprod(np.zeros((2, 0), np.float32), 1, exclusive=1).shape == (2, 0)
+    x = (1 + rng(17).standard_normal((20, 30, 40)) * 0.1).astype(np.float32)
+    for axis in range(3):
+        reference = exact_cumprod(x, axis)
+        assert exact_cumprod(np.asfortranarray(x), axis).tobytes() == reference.tobytes()
+        column = np.moveaxis(x, axis, 0)[:, 3, 4].astype(np.float64)
+        expected = np.array(sequential_products(column)).astype(np.float32)
+        assert np.moveaxis(reference, axis, 0)[:, 3, 4].tobytes() == expected.tobytes()
+
+
 def test_var_standardize_softmax():
     x = rng(14).standard_normal((4, 6, 7)).astype(np.float32) + 3
     d = x.astype(np.float64)
@@ -421,6 +472,7 @@ kernels = {
     "sum64": rt.exact_reduce_sum(x.astype(np.float64) / 3, [1]),
     "prod": rt.exact_reduce_prod(x[:, :40] / 1000, [1]),
     "cumsum": rt.exact_cumsum(x, 1),
+    "cumprod": rt.exact_cumprod(1 + x[:, :500] / 4000, 1, reverse=1),
     "softmax": rt.exact_softmax(x[:, :100] / 1000, axis=1, exp=lambda v: v * v + 1),
     "log_softmax": rt.exact_log_softmax(x[:, :100] / 1000, axis=1, exp=lambda v: v * v + 1,
                                         log=lambda v: v - 1),

@@ -10,8 +10,8 @@ gives; the backend data have no case); `noop_with_empty_axes` keeps the elementw
 Exactness: max, min, ArgMax/ArgMin and TopK compare and move data; integer sums and products are
 integer arithmetic (and the integer ReduceL2 a correctly rounded sqrt of an exact integer).
 numpy's float reductions sum pairwise in an order that depends on memory layout and SIMD width,
-so they are not exact: the exact variant computes float sums, means, products and CumSum with
-runtime_support.exact's kernels (float64 in a fixed pairwise order, one rounding at the end), and
+so they are not exact: the exact variant computes float sums, means, products, CumSum and CumProd
+with runtime_support.exact's kernels (float64 in a fixed order, one rounding at the end), and
 ReduceLogSum and ReduceLogSumExp with those sums and the library's own exp and log.
 """
 
@@ -266,16 +266,18 @@ def cumulative(view: NodeView) -> str:
 
 
 @emitter("CumSum", since=11, variant="exact", exact=True)
-def cumsum_exact(view: NodeView) -> str:
-    """Floats through rt.exact_cumsum (float64 doubling-step sums, one rounding); integers as in
-    the fast variant."""
+@emitter("CumProd", since=26, variant="exact", exact=True)
+def cumulative_exact(view: NodeView) -> str:
+    """Floats through rt.exact_cumsum (float64 doubling-step sums) or rt.exact_cumprod (float64
+    sequential products), rounded once; integers as in the fast variant."""
     X, axis = view.inputs[0], view.inputs[1]
     if not is_float(X.dtype):
         return cumulative(view)
     if axis.const is not None:
         axis = normalize_axis(int(np.asarray(axis.const).reshape(-1)[0]), need_rank(view), view)
+    function = "exact_cumsum" if view.op_type == "CumSum" else "exact_cumprod"
     keywords = [f"{name}=1" for name in ("exclusive", "reverse") if view.attr(name, 0)]
-    return f"rt.exact_cumsum({', '.join([str(X), str(axis)] + keywords)})"
+    return f"rt.{function}({', '.join([str(X), str(axis)] + keywords)})"
 
 
 # --- TopK ----------------------------------------------------------------------------------------

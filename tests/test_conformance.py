@@ -3,6 +3,7 @@
 A case in the variant's expected-pass list (tests/conformance/expected_pass_<variant>.txt) must
 pass. Any other case runs as a non-strict xfail: a newly passing one shows up as XPASS in the summary
 (`-rX`), a sign to grow the list with `python -m tools.conformance --update-expected`.
+Every case the exact variant passes is also run in both variants and the two compared.
 """
 
 from __future__ import annotations
@@ -29,6 +30,15 @@ def _params():
 @pytest.mark.parametrize("name,variant", list(_params()))
 def test_backend_case(name: str, variant: str) -> None:
     outcome = conformance.run_case(name, variant)
+    assert outcome.status == "pass", f"{outcome.status}: {outcome.detail}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(conformance.expected_passes("exact")))
+def test_fast_and_exact_agree(name: str) -> None:
+    """Where the exact variant compiles and passes, the fast variant's outputs agree with its
+    outputs at the case's backend tolerance (issue #6's acceptance)."""
+    outcome = conformance.run_agreement(name)
     assert outcome.status == "pass", f"{outcome.status}: {outcome.detail}"
 
 

@@ -115,54 +115,91 @@ def as_numpy(value):
     return value
 
 
-def run_case(name: str, variant: str) -> Outcome:
+def _execute(case, name: str, variant: str, folder: str):
+    """Compile `case` in `variant` and run every data set: the list of each data set's results,
+    or the Outcome that stopped it (refused, compile or runtime error)."""
     from onemodel_compile import CompileError, ExactnessError, UnsupportedError, compile_model
 
+    try:
+        path = compile_model(case.model, Path(folder) / f"model_{variant}.py", variant)
+    except ExactnessError as exc:
+        return Outcome(name, variant, "refused", str(exc))
+    except UnsupportedError as exc:
+        return Outcome(name, variant, "unsupported", str(exc))
+    except CompileError as exc:
+        return Outcome(name, variant, "compile error", str(exc))
+    except Exception as exc:
+        return Outcome(name, variant, "compile error", f"internal: {type(exc).__name__}: {exc}")
+    try:
+        module = import_module_from(path, f"conformance_{name}_{variant}")
+        results = []
+        for inputs, _ in case.data_sets:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                results.append(list(module.run(*as_numpy(list(inputs)))))
+        return results
+    except Exception as exc:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        return Outcome(
+            name,
+            variant,
+            "runtime error",
+            f"{type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})",
+        )
+
+
+def _first_difference(case, reference_sets, result_sets) -> str | None:
+    """What differs between two runs' outputs (data set by data set), at the case's tolerance."""
+    for index, (expected, actual) in enumerate(zip(reference_sets, result_sets)):
+        if len(actual) != len(expected):
+            return f"{len(actual)} outputs, expected {len(expected)}"
+        for position, (e, a) in enumerate(zip(expected, actual)):
+            problem = compare(e, a, case.rtol, case.atol, f"data set {index}, output {position}")
+            if problem:
+                return problem
+    return None
+
+
+def run_case(name: str, variant: str) -> Outcome:
+    """Compile and run one backend case in one variant; compare with the backend's outputs."""
     case = backend_cases.case(name)
     with tempfile.TemporaryDirectory(prefix="conformance-") as folder:
-        try:
-            path = compile_model(case.model, Path(folder) / "model.py", variant)
-        except ExactnessError as exc:
-            return Outcome(name, variant, "refused", str(exc))
-        except UnsupportedError as exc:
-            return Outcome(name, variant, "unsupported", str(exc))
-        except CompileError as exc:
-            return Outcome(name, variant, "compile error", str(exc))
-        except Exception as exc:
-            return Outcome(name, variant, "compile error", f"internal: {type(exc).__name__}: {exc}")
-        try:
-            module = import_module_from(path, f"conformance_{name}_{variant}")
-            for index, (inputs, outputs) in enumerate(case.data_sets):
-                inputs, outputs = as_numpy(list(inputs)), as_numpy(list(outputs))
-                with warnings.catch_warnings(), np.errstate(all="ignore"):
-                    warnings.simplefilter("ignore")
-                    results = module.run(*inputs)
-                if len(results) != len(outputs):
-                    return Outcome(
-                        name,
-                        variant,
-                        "mismatch",
-                        f"{len(results)} outputs, expected {len(outputs)}",
-                    )
-                for position, (e, a) in enumerate(zip(outputs, results)):
-                    problem = compare(
-                        e, a, case.rtol, case.atol, f"data set {index}, output {position}"
-                    )
-                    if problem:
-                        return Outcome(name, variant, "mismatch", problem)
-        except Exception as exc:
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            return Outcome(
-                name,
-                variant,
-                "runtime error",
-                f"{type(exc).__name__}: {exc} ({Path(frame.filename).name}:{frame.lineno})",
-            )
-    return Outcome(name, variant, "pass")
+        results = _execute(case, name, variant, folder)
+    if isinstance(results, Outcome):
+        return results
+    expected = [as_numpy(list(outputs)) for _, outputs in case.data_sets]
+    problem = _first_difference(case, expected, results)
+    return (
+        Outcome(name, variant, "mismatch", problem) if problem else Outcome(name, variant, "pass")
+    )
+
+
+AGREEMENT = "fast~exact"  # the Outcome.variant of an agreement check
+
+
+def run_agreement(name: str) -> Outcome:
+    """Compile one backend case in both variants and compare their outputs with each other at the
+    case's tolerance (the exact run taken as the reference): "pass" when they agree, "mismatch"
+    when not, or the outcome that kept either variant from running (a refusal, say)."""
+    case = backend_cases.case(name)
+    with tempfile.TemporaryDirectory(prefix="conformance-") as folder:
+        exact = _execute(case, name, "exact", folder)
+        if isinstance(exact, Outcome):
+            return Outcome(name, AGREEMENT, exact.status, exact.detail)
+        fast = _execute(case, name, "fast", folder)
+    if isinstance(fast, Outcome):
+        return Outcome(name, AGREEMENT, fast.status, fast.detail)
+    problem = _first_difference(case, exact, fast)
+    return (
+        Outcome(name, AGREEMENT, "mismatch", problem)
+        if problem
+        else Outcome(name, AGREEMENT, "pass")
+    )
 
 
 def _run_packed(args) -> Outcome:
-    return run_case(*args)
+    name, variant = args
+    return run_agreement(name) if variant == AGREEMENT else run_case(name, variant)
 
 
 def run_all(names: list[str], variants: list[str], jobs: int) -> list[Outcome]:
@@ -212,6 +249,22 @@ def render_report(outcomes: list[Outcome], variants: list[str]) -> str:
     for op in sorted(per_op):
         cells = [str(sum(by_case[(n, v)].status == "pass" for n in per_op[op])) for v in variants]
         lines.append(f"| {op} | {len(per_op[op])} | " + " | ".join(cells) + " |")
+    agreement = [o for o in outcomes if o.variant == AGREEMENT]
+    if agreement:
+        compared = [o for o in agreement if o.status in ("pass", "mismatch")]
+        differing = [o for o in compared if o.status == "mismatch"]
+        lines += [
+            "",
+            "## Fast and exact agree",
+            "",
+            f"Every case both variants compile and run, the fast outputs compared with the exact "
+            f"ones at the case's tolerance (`--agreement`): {len(compared)} compared, "
+            f"{len(compared) - len(differing)} agree, {len(differing)} differ; "
+            f"{len(agreement) - len(compared)} not compared (refused in exact, or not running).",
+        ]
+        if differing:
+            lines += ["", "| case | difference |", "|---|---|"]
+            lines += [f"| {o.name} | {o.detail} |" for o in sorted(differing, key=lambda o: o.name)]
     lines += ["", "## Cases not passing", ""]
     for variant in variants:
         failing = [o for o in outcomes if o.variant == variant and o.status != "pass"]
@@ -237,6 +290,11 @@ def main(argv=None) -> int:
         choices=("fast", "exact"),
         help="variant(s) to run (default: fast)",
     )
+    parser.add_argument(
+        "--agreement",
+        action="store_true",
+        help="also compare the fast variant's outputs with the exact variant's, case by case",
+    )
     parser.add_argument("--report", type=Path, help="write the markdown report here")
     parser.add_argument(
         "--update-expected",
@@ -250,7 +308,17 @@ def main(argv=None) -> int:
     variants = args.variant or ["fast"]
     names = [n for n in backend_cases.in_scope_names() if not args.pattern or args.pattern in n]
     backend_cases.all_cases()  # generate once before forking
-    outcomes = run_all(names, variants, args.jobs)
+    outcomes = run_all(names, variants + [AGREEMENT] * args.agreement, args.jobs)
+    if args.agreement:
+        agreement = [o for o in outcomes if o.variant == AGREEMENT]
+        counts = collections.Counter(o.status for o in agreement)
+        print(
+            f"fast vs exact: {counts['pass']} agree, {counts['mismatch']} differ, "
+            f"{len(agreement) - counts['pass'] - counts['mismatch']} not compared"
+        )
+        for o in agreement:
+            if o.status == "mismatch":
+                print(f"  {o.name}: fast and exact differ: {o.detail}")
     for variant in variants:
         mine = [o for o in outcomes if o.variant == variant]
         counts = collections.Counter(o.status for o in mine)

@@ -1340,5 +1340,32 @@ def exact_erf(x: np.ndarray) -> np.ndarray:
 def exact_pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """x**y in the base's dtype (x broadcast with y, y of any real dtype; it is converted to
     float64): exp(y * log|x|) in float64 with IEEE's special cases; for a float64 base the
-    logarithm and the product are double-length (see _pow_block)."""
+    logarithm and the product are double-length (see _pow_block).
+
+    An integer base (ONNX Pow with a float exponent) is converted to float64 (exact below 2**53,
+    correctly rounded above), raised as a float64 base, and the power converted back by
+    _to_integer."""
+    x = np.asarray(x)
+    if x.dtype.kind in "iu":
+        return _to_integer(
+            _elementwise(_pow_block, x.astype(np.float64), y, name="exact_pow"), x.dtype
+        )
     return _elementwise(_pow_block, x, y, name="exact_pow")
+
+
+def _to_integer(values: np.ndarray, dtype) -> np.ndarray:
+    """float64 `values` truncated toward zero to the integer `dtype`, the same on every machine
+    (numpy's cast of a float outside the target's range or NaN gives what the CPU gives).
+
+    The truncated value becomes an int64 (exactly: it is an integer below 2**63 in magnitude) and
+    wraps to `dtype` (two's complement), as integer Pow wraps; so an integer-valued exponent gives
+    integer Pow's result wherever the power is below 2**53. uint64 takes [2**63, 2**64) directly.
+    NaN, infinities and other values beyond int64 become -2**63 first (x86's "integer indefinite",
+    which numpy's int64 cast gives there) and wrap like the rest."""
+    dtype = np.dtype(dtype)
+    whole = np.trunc(values)
+    bits = np.where(np.abs(whole) < 2.0**63, whole, -(2.0**63)).astype(np.int64)
+    if dtype == np.uint64:
+        high = (whole >= 2.0**63) & (whole < 2.0**64)
+        return np.where(high, np.where(high, whole, 0.0).astype(np.uint64), bits.view(np.uint64))
+    return bits.astype(dtype)

@@ -382,7 +382,54 @@ def test_pow_broadcasts_and_takes_other_exponent_types():
     assert exact_pow(x, np.array([2, 3], dtype=np.int64)).tolist() == [[2.25, 3.375], [4.0, -8.0]]
     assert exact_pow(x, np.float64(0.5)).shape == (2, 1)
     with pytest.raises(TypeError):
-        exact_pow(np.ones(2, np.int32), np.ones(2))
+        exact_pow(np.ones(2, np.bool_), np.ones(2))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint64])
+def test_pow_integer_base_integral_exponents_are_integer_powers(dtype):
+    """An integer-valued float exponent gives the exact integer power, wrapped to the base's type
+    as integer Pow wraps, wherever the power is below 2**53 (Python's integer ** is the reference).
+    """
+    info = np.iinfo(dtype)
+    bases, exponents = [], []
+    for base in range(max(info.min, -20), min(info.max, 20) + 1):
+        for exponent in range(0, 60):
+            if abs(base) ** exponent < 2**53:
+                bases.append(base)
+                exponents.append(exponent)
+    x = np.array(bases, dtype=dtype)
+    for exponent_type in (np.float32, np.float64):
+        got = exact_pow(x, np.array(exponents, dtype=exponent_type))
+        assert got.dtype == dtype
+        bits = info.bits
+        want = [(b**e) % 2**bits for b, e in zip(bases, exponents)]
+        want = [w - 2**bits if info.min < 0 and w > info.max else w for w in want]
+        assert got.tolist() == want
+
+
+def test_pow_integer_base_truncates_toward_zero():
+    r = np.random.default_rng(21)
+    x = r.integers(-1000, 1000, 400).astype(np.int64)
+    y = r.uniform(-3, 4, 400)
+    y[x < 0] = np.round(y[x < 0])  # a negative base needs an integer exponent for a real power
+    got = exact_pow(x, y)
+    for base, exponent, value in zip(x.tolist(), y.tolist(), got.tolist()):
+        if base == 0 and exponent < 0:
+            continue  # infinite: see the special cases below
+        exact = mp.power(mp.mpf(base), mp.mpf(exponent))
+        if abs(exact - mp.nint(exact)) < 1e-6 * max(1, abs(exact)):
+            continue  # too near an integer for the 0.5-ulp float64 power to decide the truncation
+        assert value == int(exact), (base, exponent)
+
+
+def test_pow_integer_base_outside_the_type_is_defined():
+    """NaN, infinities and powers beyond int64 become -2**63 and wrap; uint64 keeps [2**63, 2**64)."""
+    nan_inf = (np.array([-2, 0, 10]), np.array([0.5, -1.0, 400.0]))  # NaN, inf, beyond 2**63
+    assert exact_pow(nan_inf[0].astype(np.int64), nan_inf[1]).tolist() == [-(2**63)] * 3
+    assert exact_pow(nan_inf[0].astype(np.int32), nan_inf[1]).tolist() == [0] * 3
+    big = exact_pow(np.array([2, 2, 3], np.uint64), np.array([63.0, 64.0, 1.5]))
+    assert big.tolist() == [2**63, 2**63, 5]
+    assert exact_pow(np.array([2, 3], np.uint8), np.array([9.0, 5.5])).tolist() == [0, 420 - 256]
 
 
 # --- shapes, types, blocks ------------------------------------------------------------------------
@@ -436,6 +483,8 @@ for dtype in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64):
     with np.errstate(all="ignore"):
         exponent = x[::-1] / 8
     out[f"pow {np.dtype(dtype).name}"] = digest(rt.exact_pow(np.abs(x), exponent))
+bases = np.arange(-(1 << 15), 1 << 15, dtype=np.int32)
+out["pow int32"] = digest(rt.exact_pow(bases, np.linspace(-3, 5, bases.size)))
 with np.errstate(all="ignore"):
     plain = digest(np.exp(inputs(np.float32)))
 json.dump({"exact": out, "np.exp float32": plain, "numpy": np.__version__}, sys.stdout)
@@ -502,6 +551,7 @@ GOLDEN = {
     "acosh float64": "b3ff8001276517285036e109b4bafb6a822c644fd20249c865ec71b1fa473de3",
     "atanh float64": "c06f5d5510f75fccba9bfd080c142100881d90537de2f96c907f3653363f25b7",
     "pow float64": "04e913fc9dfdf0841d4b2c5d077ad5a0efbc532b3a16f4873b3f006c41072848",
+    "pow int32": "e93c45e3bb357607e458191da77f37d2fb4ff5ce1911df6be54ef6bbfbc5a7f4",
 }
 
 

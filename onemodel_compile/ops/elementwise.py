@@ -134,21 +134,14 @@ def pow_(view: NodeView) -> str:
     return f"np.power({X}, {Y}).astype({dtype_expr(X.dtype)})"  # Pow's result has the base's type
 
 
-def _pow_exact_exactness(view: NodeView) -> str | None:
-    X = view.inputs[0]
-    if X.dtype == np.float64:
-        return "of a float64 base has no exact implementation (it needs a double-length logarithm)"
-    if is_float(X.dtype):
-        return None
-    return _pow_exactness(view)
-
-
-@emitter("Pow", since=7, variant="exact", exact=_pow_exact_exactness)
+@emitter("Pow", since=7, variant="exact", exact=True)
 def pow_exact(view: NodeView) -> str:
-    """A float16, bfloat16 or float32 base through rt.exact_pow: exp(y * log|x|) in float64 with
-    IEEE's special cases, rounded once to the base's type. Integer bases as in the fast variant."""
+    """A float base or exponent through rt.exact_pow: exp(y * log|x|) in float64 (for a float64
+    base with a double-length logarithm) with IEEE's special cases, rounded once to the base's
+    type; an integer base's power is truncated to its type, the same on every machine. Integer
+    base and exponent as in the fast variant (integer arithmetic)."""
     X, Y = view.inputs[:2]
-    if is_float(X.dtype):
+    if is_float(X.dtype) or is_float(Y.dtype):
         return f"rt.exact_pow({X}, {Y})"
     return pow_(view)
 

@@ -1,4 +1,5 @@
-"""The pipeline end to end: load -> ir -> resolve -> emit, and writing the files."""
+"""The pipeline end to end: load -> ir -> resolve -> optimize (fast variant) -> emit, and writing
+the files."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from onemodel_compile.emit import EmittedModule, emit_module
 from onemodel_compile.errors import CompileError
 from onemodel_compile.load import load
 from onemodel_compile.names import sanitize
+from onemodel_compile.optimize import optimize
 from onemodel_compile.ops.registry import VARIANTS
 from onemodel_compile.resolve import resolve
 
@@ -32,6 +34,8 @@ def generate(
     loaded = load(model)
     graph = ir.from_onnx(loaded)
     resolved = resolve(graph, variant)
+    if variant == "fast":  # the exact variant computes every node as written
+        resolved = optimize(resolved)
     return emit_module(graph, resolved, variant, weights_name)
 
 

@@ -33,6 +33,8 @@ from runtime_support._weights import encode_weights
 INLINE_LIMIT = 16
 INLINE_WIDTH = 72
 BLACK_MODE = black.Mode(line_length=100)
+
+
 def _imports(has_weights: bool) -> list[str]:
     standard = ["import typing"] + (["from pathlib import Path"] if has_weights else [])
     return standard + ["", "import numpy as np", "", "import runtime_support as rt"]
@@ -120,6 +122,7 @@ class GraphBody:
             except Exception as exc:
                 raise CompileError(f"{node.label}: cannot emit: {exc}") from None
             out.append(f"# {_provenance(node)}")
+            out += [f"# + {_provenance(n)}, folded in" for n in getattr(step, "fused", ())]
             out += functions
             out += emitted
             used = node.inputs + node.outputs + sorted(_body_reads(node))

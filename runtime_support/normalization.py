@@ -51,18 +51,25 @@ def _stash_dtype(stash_type: int) -> np.dtype:
     return dtype_from_name(_STASH_TYPES[stash_type])
 
 
-def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon):
+def batch_normalization(X, scale, B, input_mean=None, input_var=None, *, epsilon=None):
     """Inference BatchNormalization: (X - mean) * (scale / sqrt(var + epsilon)) + B, statistics per
     channel (axis 1), or per activation when they have X's non-batch shape (opset 7, spatial=0).
+    Elementwise IEEE operations in a fixed order, in the widest of the operands' types: exact.
 
-    Elementwise IEEE operations in a fixed order, in the widest of the operands' types: exact."""
+    Without the statistics, `scale` and `B` are the factor and shift the compiler computed (fast
+    variant), shaped to broadcast against X: X * scale + B."""
+    if input_mean is None:
+        Y = np.multiply(X, scale)
+        return np.add(Y, B, out=Y).astype(X.dtype, copy=False)
     shape = (-1,) + (1,) * (X.ndim - 2) if scale.ndim == 1 else scale.shape
     dtype = np.result_type(X.dtype, scale.dtype, input_mean.dtype)
     scale, B, mean, var = (
         a.astype(dtype, copy=False).reshape(shape) for a in (scale, B, input_mean, input_var)
     )
     factor = scale / np.sqrt(var + dtype.type(epsilon))
-    return ((X.astype(dtype, copy=False) - mean) * factor + B).astype(X.dtype, copy=False)
+    Y = np.subtract(X, mean, dtype=dtype)
+    np.multiply(Y, factor, out=Y)
+    return np.add(Y, B, out=Y).astype(X.dtype, copy=False)
 
 
 def _standardize(x, axes, epsilon):

@@ -1,0 +1,294 @@
+"""The fast variant's graph rewrites (onemodel_compile/optimize.py): a Conv absorbs the per-channel
+affine nodes after it (BatchNormalization, Mul, Add, Sub, Div by constants); a BatchNormalization
+left over gets its factor and shift at compile time. Results are compared with onnxruntime and
+with the exact variant, which computes every node as written."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+import onemodel_compile
+from onemodel_compile.compiler import generate
+from tests import models
+from tests.models import init, tensor
+
+CHANNELS = 6
+
+
+def _bn(r, name: str, x: str, out: str, channels: int = CHANNELS, dtype=np.float32):
+    inits = [
+        init(f"{name}.scale", (1 + 0.3 * r.standard_normal(channels)).astype(dtype)),
+        init(f"{name}.bias", (0.2 * r.standard_normal(channels)).astype(dtype)),
+        init(f"{name}.mean", (0.2 * r.standard_normal(channels)).astype(dtype)),
+        init(f"{name}.var", r.uniform(0.2, 2.0, channels).astype(dtype)),
+    ]
+    node = helper.make_node(
+        "BatchNormalization", [x] + [i.name for i in inits], [out], name=name, epsilon=1e-3
+    )
+    return node, inits
+
+
+def conv_chain_model(
+    bias: bool = True,
+    group: int = 1,
+    tail=("bn", "mul", "add"),
+    extra_output: str | None = None,
+    dtype=np.float32,
+    seed: int = 0,
+) -> onnx.ModelProto:
+    """x[2, 4, 9, 9] -> Conv (3x3, pads 1) -> the `tail` nodes in order -> Relu -> y."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    r = models.rng(seed)
+    c_in = 6 if group > 1 else 4
+    w = r.standard_normal((CHANNELS, c_in // group, 3, 3)).astype(dtype)
+    inits = [init("W", w)]
+    conv_inputs = ["x", "W"]
+    if bias:
+        inits.append(init("B", r.standard_normal(CHANNELS).astype(dtype)))
+        conv_inputs.append("B")
+    nodes = [
+        helper.make_node(
+            "Conv", conv_inputs, ["c"], name="conv", kernel_shape=[3, 3], pads=[1] * 4, group=group
+        )
+    ]
+    value = "c"
+    for i, kind in enumerate(tail):
+        out = f"t{i}"
+        if kind == "bn":
+            node, more = _bn(r, f"bn{i}", value, out, dtype=dtype)
+            nodes.append(node)
+            inits += more
+            value = out
+            continue
+        op, shape = {
+            "mul": ("Mul", (CHANNELS, 1, 1)),
+            "add": ("Add", (1, CHANNELS, 1, 1)),
+            "sub": ("Sub", (CHANNELS, 1, 1)),
+            "div": ("Div", (CHANNELS, 1, 1)),
+            "scalar_mul": ("Mul", ()),
+            "spatial_mul": ("Mul", (9, 9)),  # varies along the spatial axes: not per channel
+        }[kind]
+        c = (1 + 0.5 * r.uniform(0.2, 1.0, shape)).astype(dtype)
+        inits.append(init(f"c{i}", c))
+        operands = [f"c{i}", value] if op in ("Mul", "Add") and i % 2 else [value, f"c{i}"]
+        nodes.append(helper.make_node(op, operands, [out], name=f"{kind}{i}"))
+        value = out
+    nodes.append(helper.make_node("Relu", [value], ["y"], name="relu"))
+    outputs = [tensor("y", [2, CHANNELS, 9, 9], elem)]
+    if extra_output:
+        outputs.append(tensor(extra_output, [2, CHANNELS, 9, 9], elem))
+    graph = helper.make_graph(
+        nodes, "conv_chain", [tensor("x", [2, c_in, 9, 9], elem)], outputs, initializer=inits
+    )
+    return models.finish(graph, opset=15)
+
+
+def _input(model: onnx.ModelProto, seed: int = 1) -> np.ndarray:
+    dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    elem = model.graph.input[0].type.tensor_type.elem_type
+    dtype = helper.tensor_dtype_to_np_dtype(elem)
+    return models.rng(seed).standard_normal(dims).astype(dtype)
+
+
+def _onnxruntime(model: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    return session.run(None, {"x": x})
+
+
+TAILS = {
+    "bn": ("bn",),
+    "bn_mul_add": ("bn", "mul", "add"),  # inception_v2's pattern
+    "mul_add_sub_div": ("mul", "add", "sub", "div"),
+    "two_bns": ("bn", "bn"),
+    "scalar_mul": ("scalar_mul",),
+}
+
+
+@pytest.mark.parametrize("tail", TAILS, ids=list(TAILS))
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+def test_conv_absorbs_the_affine_chain(tmp_path, tail, bias):
+    model = conv_chain_model(bias=bias, tail=TAILS[tail])
+    source = generate(model, "fast").source
+    assert source.count("rt.conv(") == 1
+    for op in ("batch_normalization", "np.multiply", "np.add", "np.subtract", "np.divide"):
+        assert op not in source
+    assert source.count(", folded in") == len(TAILS[tail])
+    assert "# Conv 'conv' (opset 15)" in source
+
+    x = _input(model)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    exact = onemodel_compile.load_compiled(model, "exact").run(x).y
+    (expected,) = _onnxruntime(model, x)
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(fast, exact, rtol=1e-5, atol=1e-5)
+
+
+def test_depthwise_conv_absorbs_batch_normalization(tmp_path):
+    model = conv_chain_model(group=CHANNELS, tail=("bn",))
+    assert "batch_normalization" not in generate(model, "fast").source
+    x = _input(model)
+    (expected,) = _onnxruntime(model, x)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_folding_in_other_float_types(tmp_path, dtype):
+    model = conv_chain_model(tail=("bn", "mul"), dtype=dtype)
+    source = generate(model, "fast").source
+    assert "batch_normalization" not in source
+    x = _input(model)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    assert fast.dtype == dtype
+    # the reference: onnxruntime on the same graph in float32 (it has no float16 or float64 Conv)
+    narrow = conv_chain_model(tail=("bn", "mul"), dtype=dtype)
+    for tensor_proto in narrow.graph.initializer:
+        value = onnx.numpy_helper.to_array(tensor_proto).astype(np.float32)
+        tensor_proto.CopyFrom(init(tensor_proto.name, value))
+    for info in list(narrow.graph.input) + list(narrow.graph.output):
+        info.type.tensor_type.elem_type = TensorProto.FLOAT
+    (expected,) = _onnxruntime(narrow, x.astype(np.float32))
+    tolerance = 1e-2 if dtype == np.float16 else 1e-5
+    np.testing.assert_allclose(fast, expected, rtol=tolerance, atol=tolerance)
+
+
+def test_the_chain_stops_at_a_value_with_another_reader(tmp_path):
+    """The BatchNormalization's output is also a graph output: the Conv absorbs nothing after it
+    (the Mul may not move into the Conv past a value the caller sees)."""
+    model = conv_chain_model(tail=("bn", "mul"), extra_output="t0")
+    source = generate(model, "fast").source
+    assert "folded in" in source and source.count(", folded in") == 1  # the BN only
+    x = _input(model)
+    module = onemodel_compile.load_compiled(model, "fast")
+    got = module.run(x)
+    expected = _onnxruntime(model, x)
+    np.testing.assert_allclose(got.y, expected[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got.t0, expected[1], rtol=1e-5, atol=1e-5)
+
+
+def test_conv_output_that_is_a_graph_output_is_not_folded(tmp_path):
+    model = conv_chain_model(tail=("bn",), extra_output="c")
+    source = generate(model, "fast").source
+    assert "folded in" not in source
+    x = _input(model)
+    got = onemodel_compile.load_compiled(model, "fast").run(x)
+    expected = _onnxruntime(model, x)
+    np.testing.assert_allclose(got.y, expected[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got.c, expected[1], rtol=1e-5, atol=1e-5)
+
+
+def test_a_constant_that_varies_along_space_is_not_folded(tmp_path):
+    model = conv_chain_model(tail=("bn", "spatial_mul"))
+    source = generate(model, "fast").source
+    assert source.count(", folded in") == 1  # the BN, not the Mul
+    x = _input(model)
+    (expected,) = _onnxruntime(model, x)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_the_exact_variant_is_not_rewritten():
+    source = generate(conv_chain_model(tail=("bn", "mul")), "exact").source
+    assert "folded" not in source
+    assert "rt.batch_normalization(" in source and "epsilon=" in source
+
+
+def test_folded_weights_are_byte_identical_across_compiles():
+    model = conv_chain_model(tail=("bn", "mul", "add"))
+    first, second = generate(model, "fast"), generate(model, "fast")
+    assert first.weights is not None
+    assert first.source == second.source and first.weights == second.weights
+    assert "W_folded" in first.source
+
+
+def standalone_bn_model(rank: int = 4, dtype=np.float32) -> onnx.ModelProto:
+    """x -> BatchNormalization -> y, no Conv before it (a pre-activation block)."""
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    shape = [3, CHANNELS, 5, 7][:rank]
+    node, inits = _bn(models.rng(2), "bn", "x", "y", dtype=dtype)
+    graph = helper.make_graph(
+        [node], "bn", [tensor("x", shape, elem)], [tensor("y", shape, elem)], initializer=inits
+    )
+    return models.finish(graph, opset=15)
+
+
+@pytest.mark.parametrize("rank", [2, 3, 4])
+def test_a_standalone_batch_normalization_is_precomputed(tmp_path, rank):
+    model = standalone_bn_model(rank)
+    source = generate(model, "fast").source
+    assert "rt.batch_normalization(x, x_bn_factor, x_bn_shift)" in source
+    assert "epsilon" not in source
+    x = _input(model)
+    (expected,) = _onnxruntime(model, x)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    exact = onemodel_compile.load_compiled(model, "exact").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(exact, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_batch_normalization_with_run_time_statistics_is_left_alone(tmp_path):
+    """Statistics that are graph inputs are not constants: the kernel gets all five operands."""
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], name="bn")
+    stats = [tensor(n, [CHANNELS]) for n in "sbmv"]
+    graph = helper.make_graph(
+        [node], "bn", [tensor("x", [2, CHANNELS, 3])] + stats, [tensor("y", [2, CHANNELS, 3])]
+    )
+    model = models.finish(graph, opset=15)
+    source = generate(model, "fast").source
+    assert "rt.batch_normalization(x, s, b, m, v, epsilon=" in source
+    r = models.rng(3)
+    feeds = {n: r.uniform(0.5, 1.5, [CHANNELS]).astype(np.float32) for n in "sbmv"}
+    feeds["x"] = r.standard_normal((2, CHANNELS, 3)).astype(np.float32)
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    (expected,) = session.run(None, feeds)
+    got = onemodel_compile.load_compiled(model, "fast").run_feeds(feeds)["y"]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_folding_inside_a_subgraph(tmp_path):
+    """An If branch holding Conv -> BatchNormalization: the body is rewritten too."""
+    inner = conv_chain_model(tail=("bn",))
+    branch = helper.make_graph(
+        list(inner.graph.node),
+        "then",
+        [],
+        [tensor("y", [2, CHANNELS, 9, 9])],
+        initializer=list(inner.graph.initializer),
+    )
+    other = helper.make_graph(
+        [helper.make_node("Relu", ["x_wide"], ["z"], name="relu2")],
+        "else",
+        [],
+        [tensor("z", [2, CHANNELS, 9, 9])],
+    )
+    nodes = [
+        helper.make_node("Concat", ["x", "x"], ["x_wide_full"], name="cat", axis=1),
+        helper.make_node("Slice", ["x_wide_full", "starts", "ends", "axes"], ["x_wide"], name="sl"),
+        helper.make_node(
+            "If", ["flag"], ["out"], name="branch", then_branch=branch, else_branch=other
+        ),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "if",
+        [tensor("x", [2, 4, 9, 9]), tensor("flag", [], TensorProto.BOOL)],
+        [tensor("out", [2, CHANNELS, 9, 9])],
+        initializer=[
+            init("starts", np.array([0])),
+            init("ends", np.array([CHANNELS])),
+            init("axes", np.array([1])),
+        ],
+    )
+    model = models.finish(graph, opset=15)
+    assert ", folded in" in generate(model, "fast").source
+    x = _input(model)
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    module = onemodel_compile.load_compiled(model, "fast")
+    for flag in (True, False):
+        (expected,) = session.run(None, {"x": x, "flag": np.array(flag)})
+        got = module.run(x, np.array(flag)).out
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

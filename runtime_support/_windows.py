@@ -9,6 +9,7 @@ settles it here, at run time, with the same rule (`explicit_pads`).
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -55,18 +56,6 @@ def window_view(x, kernel_shape, strides, dilations):
     return view[index]
 
 
-def reduce_windows(windows, rank, combine, dtype=None):
-    """Combine (np.add, np.maximum) the kernel taps of `windows` (N, C, *out, *kernel) in C order
-    of the taps: a fixed order of elementwise operations, so sums are the same bits everywhere
-    (and faster than a reduction over a strided view). `dtype`: the type to combine in."""
-    every = (slice(None),) * (windows.ndim - rank)
-    kernel = taps(windows.shape[windows.ndim - rank :])
-    result = np.array(windows[every + kernel[0]], dtype=dtype)
-    for tap in kernel[1:]:
-        combine(result, windows[every + tap], out=result)
-    return result
-
-
 def output_extent(size, begin, end, kernel, stride, dilation, ceil_mode):
     reach = (kernel - 1) * dilation + 1
     span = size + begin + end - reach
@@ -78,13 +67,109 @@ def output_extent(size, begin, end, kernel, stride, dilation, ceil_mode):
 
 
 def pad_spatial(x, pads, value, extra=None):
-    """Pad the spatial axes by `pads` (+ `extra` at the end of each), with `value`."""
+    """Pad the spatial axes by `pads` (+ `extra` at the end of each), with `value`: a filled buffer
+    of the padded shape with x copied into its interior (cheaper than np.pad)."""
     rank = x.ndim - 2
     extra = extra or (0,) * rank
-    widths = [(0, 0), (0, 0)] + [(pads[i], pads[i + rank] + max(extra[i], 0)) for i in range(rank)]
-    if not any(b or e for b, e in widths):
+    begins = pads[:rank]
+    ends = [pads[i + rank] + max(extra[i], 0) for i in range(rank)]
+    if not any(begins) and not any(ends):
         return x
-    return np.pad(x, widths, mode="constant", constant_values=value)
+    shape = x.shape[:2] + tuple(n + b + e for n, b, e in zip(x.shape[2:], begins, ends))
+    padded = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
+    interior = tuple(slice(b, b + n) for b, n in zip(begins, x.shape[2:]))
+    padded[(slice(None), slice(None)) + interior] = x
+    return padded
+
+
+def window_positions(spatial, kernel_shape, strides, dilations):
+    """The output shape of windows slid over `spatial` (padding included)."""
+    return tuple(
+        (n - (k - 1) * d - 1) // s + 1
+        for n, k, s, d in zip(spatial, kernel_shape, strides, dilations)
+    )
+
+
+def flat_taps(x, pads, value, kernel_shape, strides, dilations, extra=None, dtype=None):
+    """Every kernel tap's operand as one long row per (sample, channel), so that elementwise
+    kernels run long contiguous inner loops instead of one short loop per output row.
+
+    x (N, C, *spatial) is padded by `pads` (+ `extra` at the end of each axis) with `value` and
+    split into phase planes: the padded positions p = q * stride + a of one phase a, on the grid
+    q of `planes` (ceil(padded / stride) on each axis). Output position o at tap t reads padded
+    position o * stride + t * dilation, that is phase (t * dilation) % stride at q = o + shift,
+    shift = (t * dilation) // stride: a constant offset into the flattened phase plane. So tap t
+    reads the slice [offset, offset + V) of its flattened plane, V = out[0] * prod(planes[1:]):
+    the results on the grid (out[0], *planes[1:]), of which [:out[0], ..., :out[-1]] are the
+    windows' (`crop_grid`); the rest is never read. Only the phases some tap reads are built.
+
+    Returns (views, grid, out): one (N, C, V) view per tap in C order, the grid, the output's
+    spatial shape. `dtype`: the views' type (x's by default)."""
+    rank = len(kernel_shape)
+    extra = extra or (0,) * rank
+    batch, channels = x.shape[:2]
+    begins = pads[:rank]
+    padded = [n + pads[i] + pads[i + rank] + max(extra[i], 0) for i, n in enumerate(x.shape[2:])]
+    out = window_positions(padded, kernel_shape, strides, dilations)
+    planes = [-(-p // s) for p, s in zip(padded, strides)]
+    sizes = [math.prod(planes[i + 1 :]) for i in range(rank)]  # flat step of each axis
+    reads = []  # (phase, offset) of each tap
+    for tap in taps(kernel_shape):
+        shifts = [t * d for t, d in zip(tap, dilations)]
+        phase = tuple(u % s for u, s in zip(shifts, strides))
+        reads.append((phase, sum(u // s * z for u, s, z in zip(shifts, strides, sizes))))
+    phases = sorted({phase for phase, _ in reads})
+    plane_size = math.prod(planes)
+    length = plane_size + max(offset for _, offset in reads)
+    shape = (batch, channels, len(phases), length)
+    dtype = x.dtype if dtype is None else dtype
+    buffer = np.zeros(shape, dtype) if value == 0 else np.full(shape, value, dtype)
+    every = (slice(None), slice(None))
+    for k, phase in enumerate(phases):
+        inside = _phase_slices(phase, x.shape[2:], begins, strides, planes)
+        if inside is not None:
+            plane = buffer[:, :, k, :plane_size].reshape((batch, channels) + tuple(planes))
+            plane[every + inside[0]] = x[every + inside[1]]
+    size = out[0] * sizes[0]
+    views = [buffer[:, :, phases.index(p), o : o + size] for p, o in reads]
+    return views, (out[0],) + tuple(planes[1:]), out
+
+
+def _phase_slices(phase, spatial, begins, strides, planes):
+    """(plane slices, x slices) of the elements of x in phase plane `phase`: padded position
+    q * stride + a holds x[q * stride + a - begin]; None when the phase holds none."""
+    inside, source = [], []
+    for a, n, b, s, q in zip(phase, spatial, begins, strides, planes):
+        first = max(0, -((a - b) // s))  # the smallest q with q * s + a >= b
+        stop = min(q, (b + n - 1 - a) // s + 1)
+        if stop <= first:
+            return None
+        inside.append(slice(first, stop))
+        start = first * s + a - b
+        source.append(slice(start, start + (stop - first - 1) * s + 1, s))
+    return tuple(inside), tuple(source)
+
+
+def crop_grid(y, grid, out):
+    """y (..., V) computed on flat_taps' grid, as (..., *out): a view."""
+    y = y.reshape(y.shape[:-1] + tuple(grid))
+    if tuple(grid) == tuple(out):
+        return y
+    return y[(Ellipsis,) + tuple(slice(0, o) for o in out)]
+
+
+def reduce_windows(
+    x, pads, value, kernel_shape, strides, dilations, combine, extra=None, dtype=None
+):
+    """Combine (np.add, np.maximum) the kernel taps of every window of x (N, C, *spatial) padded
+    with `value`, in C order of the taps, in `dtype` (x's by default): a fixed order of
+    elementwise operations, so sums are the same bits everywhere. Returns the (N, C, *out)
+    results cropped from flat_taps' grid (a view)."""
+    views, grid, out = flat_taps(x, pads, value, kernel_shape, strides, dilations, extra, dtype)
+    result = views[0].copy()
+    for view in views[1:]:
+        combine(result, view, out=result)
+    return crop_grid(result, grid, out)
 
 
 def taps(kernel_shape):

@@ -18,11 +18,11 @@ from runtime_support._windows import (
     SAME,
     accumulator,
     add_windows,
+    crop_grid,
     explicit_pads,
-    pad_spatial,
+    flat_taps,
     tap_slices,
     taps,
-    window_view,
 )
 
 __all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
@@ -31,34 +31,51 @@ __all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
 def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTSET"):
     """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
     `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it.
-    Float16 and bfloat16 go through float32 (BLAS)."""
-    batch, channels = X.shape[:2]
-    maps = W.shape[0]
-    kernel_shape = W.shape[2:]
-    rank = len(kernel_shape)
-    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
+    Float16 and bfloat16 go through float32 (BLAS). The layouts put every product directly in
+    NCHW order (see the module docstring)."""
     acc = accumulator(X.dtype)
-    windows = window_view(
-        pad_spatial(X.astype(acc, copy=False), pads, 0), kernel_shape, strides, dilations
-    )
-    out_shape = windows.shape[2 : 2 + rank]
-    out_size = int(np.prod(out_shape))
-    kernel_size = int(np.prod(kernel_shape))
-    in_per_group = channels // group
-    maps_per_group = maps // group
-    # im2col, one matrix product per group: (G, N*O, C/G*K) @ (G, C/G*K, M/G)
-    # (N, G, C/G, *out, *k) is still a view of X; the one copy is the matrix's
-    windows = windows.reshape((batch, group, in_per_group) + out_shape + tuple(kernel_shape))
-    spatial, taps_axes = tuple(range(3, 3 + rank)), tuple(range(3 + rank, 3 + 2 * rank))
-    matrix = windows.transpose((1, 0) + spatial + (2,) + taps_axes).reshape(
-        group, batch * out_size, in_per_group * kernel_size
-    )
-    filters = W.astype(acc, copy=False).reshape(group, maps_per_group, -1).transpose(0, 2, 1)
-    Y = (matrix @ filters).reshape(group, batch, out_size, maps_per_group).transpose(1, 0, 3, 2)
-    Y = Y.reshape((batch, maps) + out_shape)
+    w = W.astype(acc, copy=False)
+    batch, channels = X.shape[:2]
+    maps, kernel_shape = w.shape[0], w.shape[2:]
+    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
+    if all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads):
+        grid = out = X.shape[2:]  # 1x1: the input is the im2col matrix already
+        views = [X.astype(acc, copy=False).reshape(batch, channels, -1)]
+    else:
+        views, grid, out = flat_taps(X, pads, 0, kernel_shape, strides, dilations, dtype=acc)
+    if group == channels and group > 1:
+        Y = _depthwise(views, w)
+    else:
+        columns = views[0]
+        if len(views) > 1:
+            columns = np.empty((batch, channels, len(views), views[0].shape[-1]), acc)
+            for t, view in enumerate(views):
+                columns[:, :, t] = view
+        # (G, M/G, C/G*K) @ (N, G, C/G*K, V); one plain product without groups
+        filters = w.reshape(group, maps // group, -1)
+        Y = np.matmul(filters, columns.reshape(batch, group, filters.shape[-1], -1))
+    Y = crop_grid(Y.reshape(batch, maps, -1), grid, out)
     if B is not None:
-        Y = Y + B.astype(acc, copy=False).reshape((maps,) + (1,) * rank)
-    return np.ascontiguousarray(Y, dtype=X.dtype)
+        bias = B.astype(acc, copy=False).reshape((maps,) + (1,) * len(out))
+        Y = np.add(Y, bias, out=Y if Y.flags.c_contiguous else None)
+    return np.ascontiguousarray(Y).astype(X.dtype, copy=False)
+
+
+def _depthwise(views, w):
+    """Depthwise convolution (one input channel per group, M = C * multiplier) from flat_taps'
+    views: no matrix product; each tap's weights times that tap's view, accumulated in place in
+    C order of the taps. Returns (N, C, multiplier, V)."""
+    batch, channels, size = views[0].shape
+    multiplier = w.shape[0] // channels
+    # (K, C, multiplier, 1): the weights of one tap broadcast over the row
+    weights = w.reshape(channels, multiplier, -1).transpose(2, 0, 1)[..., None]
+    Y = np.empty((batch, channels, multiplier, size), w.dtype)
+    term = np.empty_like(Y)
+    for t, view in enumerate(views):
+        np.multiply(view[:, :, None], weights[t], out=Y if t == 0 else term)
+        if t:
+            Y += term
+    return Y
 
 
 def _transpose_geometry(

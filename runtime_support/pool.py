@@ -75,12 +75,12 @@ def max_pool(
     rank = len(kernel_shape)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
-    windows = window_view(
-        pad_spatial(X, pads, _lowest(X.dtype), extra), kernel_shape, strides, dilations
-    )
-    Y = reduce_windows(windows, rank, np.maximum)
+    lowest = _lowest(X.dtype)
+    Y = reduce_windows(X, pads, lowest, kernel_shape, strides, dilations, np.maximum, extra)
+    Y = np.ascontiguousarray(Y)
     if not with_indices:
         return Y
+    windows = window_view(pad_spatial(X, pads, lowest, extra), kernel_shape, strides, dilations)
     spatial = X.shape[2:]
     plane = math.prod(spatial)
     grid = np.arange(plane, dtype=np.int64)
@@ -121,17 +121,19 @@ def average_pool(
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     acc = accumulator(X.dtype)
-    windows = window_view(pad_spatial(X, pads, 0, extra), kernel_shape, strides, dilations)
-    total = reduce_windows(windows, rank, np.add, acc)
-    # Count taps per window on a one-sample, one-channel mask.
-    inside = np.ones((1, 1) + X.shape[2:], dtype=acc)
-    if count_include_pad:
-        inside = pad_spatial(inside, pads, 1)
-        mask = pad_spatial(inside, (0,) * (2 * rank), 0, extra)
-    else:
-        mask = pad_spatial(inside, pads, 0, extra)
-    counts = reduce_windows(window_view(mask, kernel_shape, strides, dilations), rank, np.add)
-    return (total / counts).astype(X.dtype, copy=False)
+    total = reduce_windows(X, pads, 0, kernel_shape, strides, dilations, np.add, extra, acc)
+    # The taps inside X (or its explicit pads) of each window: a product of per-axis counts
+    counts = np.ones((1,) * rank, acc)
+    for axis in range(rank):
+        begin, size = pads[axis], X.shape[2 + axis]
+        stop = begin + size + pads[axis + rank] if count_include_pad else begin + size
+        first = np.arange(total.shape[2 + axis]) * strides[axis]
+        where = first[:, None] + np.arange(kernel_shape[axis]) * dilations[axis]
+        inside = ((where >= (0 if count_include_pad else begin)) & (where < stop)).sum(axis=1)
+        counts = counts * inside.astype(acc).reshape((-1,) + (1,) * (rank - 1 - axis))
+    if (counts == counts.flat[0]).all():
+        counts = counts.flat[0]  # one divisor: no array to broadcast
+    return np.divide(total, counts).astype(X.dtype, copy=False)
 
 
 def _lp_power(x, p):
@@ -163,8 +165,7 @@ def _exact_lp_root(total, p):
 
 
 def _window_sum(powers, rank, pads, extra, kernel_shape, strides, dilations):
-    windows = window_view(pad_spatial(powers, pads, 0, extra), kernel_shape, strides, dilations)
-    return reduce_windows(windows, rank, np.add)
+    return reduce_windows(powers, pads, 0, kernel_shape, strides, dilations, np.add, extra)
 
 
 def lp_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"):

@@ -12,14 +12,109 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _SERIES_LIMIT = 3.0  # below: power series; above: continued fraction for erfc
 _SATURATION = 6.0  # erfc(6) < 2**-54: erf rounds to +-1 in float64
 
+# The float32 erf: erf(x) = a * P(a*a) / Q(a*a), a = x clamped to [-4, 4] (erf rounds to +-1 in
+# float32 from |x| = 3.92 on). Coefficients of t**0.. (P) and t**1.. (Q, whose t**0 is 1), all
+# positive, fitted and measured by tools/derive_erf_float32.py (relative error of the rational
+# 2.5e-8, 5.4e-8 with the coefficients rounded to float32).
+_ERF32_CLAMP = np.float32(4.0)
+_ERF32_P = tuple(
+    np.float32(c)
+    for c in (
+        1.1283791065216064,
+        0.19354753196239471,
+        0.053102023899555206,
+        0.003883430967107415,
+        0.00028456488507799804,
+        1.9867291030095657e-06,
+    )
+)
+_ERF32_Q = tuple(
+    np.float32(c)
+    for c in (
+        0.5048595666885376,
+        0.11535097658634186,
+        0.015207435004413128,
+        0.0011855862103402615,
+        3.741955879377201e-05,
+    )
+)
+_ONE32 = np.float32(1)
+_HALF32 = np.float32(0.5)
+_SQRT_HALF32 = np.float32(math.sqrt(0.5))
+_SQRT_TWO_OVER_PI32 = np.float32(math.sqrt(2.0 / math.pi))
+_GELU_CUBIC = np.float32(0.044715)
+# Elements per block of the float32 kernels: their chains of in-place ufuncs then work on a few
+# buffers of 256 KB that stay in L2 (about 20% faster than whole-array passes at 1M elements).
+_BLOCK = 65536
+
+
+def _via_float32(x: np.ndarray) -> bool:
+    """Whether the fast float32 kernels serve x: float32, and float16/bfloat16 widened to it."""
+    return x.dtype == np.float32 or x.dtype.name in ("float16", "bfloat16")
+
+
+def _blocks(x: np.ndarray, out: np.ndarray):
+    """(x block, out block, scratch buffers) over the flat float32 arrays x and out."""
+    flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+    size = flat_x.size
+    scratch = np.empty((2, min(size, _BLOCK)), np.float32)
+    for start in range(0, size, _BLOCK):
+        stop = min(start + _BLOCK, size)
+        n = stop - start
+        yield flat_x[start:stop], flat_out[start:stop], scratch[0, :n], scratch[1, :n]
+
+
+def _erf32_block(x: np.ndarray, out: np.ndarray, a: np.ndarray, t: np.ndarray) -> None:
+    """out = erf(x) for float32 blocks, by Horner's rule in float32 (a, t: scratch; x may be t:
+    it is read once, first)."""
+    np.minimum(np.maximum(x, -_ERF32_CLAMP, out=a), _ERF32_CLAMP, out=a)
+    np.multiply(a, a, out=t)
+    p = out
+    np.multiply(t, _ERF32_P[-1], out=p)
+    for c in _ERF32_P[-2:0:-1]:
+        np.add(p, c, out=p)
+        np.multiply(p, t, out=p)
+    np.add(p, _ERF32_P[0], out=p)
+    np.multiply(p, a, out=p)
+    # Q(t) = 1 + t * (q1 + t * (...)) into `a`'s buffer once a is no longer needed: P was
+    # multiplied by a above, so a is free.
+    q = a
+    np.multiply(t, _ERF32_Q[-1], out=q)
+    for c in _ERF32_Q[-2::-1]:
+        np.add(q, c, out=q)
+        np.multiply(q, t, out=q)
+    np.add(q, _ONE32, out=q)
+    np.divide(p, q, out=p)
+    # Rounding in float32 can carry the quotient a few ulps past +-1 near saturation.
+    np.minimum(np.maximum(p, -_ONE32, out=p), _ONE32, out=p)
+
 
 def erf(x: np.ndarray) -> np.ndarray:
-    """The error function, accurate to a few float64 ulps, returned in x's dtype.
+    """The error function in x's dtype.
 
-    |x| < 3: erf(x) = 2/sqrt(pi) exp(-x^2) sum_n (2x^2)^n x / (1*3*...*(2n+1)), a series of
-    positive terms (no cancellation). 3 <= |x| < 6: erfc from its continued fraction, evaluated
-    backwards from a fixed depth that converges there. |x| >= 6: +-1.
+    float32 (and float16, bfloat16 through float32): a clamped rational in float32, see
+    _erf32_block, about 40 times faster than the float64 path. Measured by
+    tools/derive_erf_float32.py against libm's float64 erf: at most 6.9 float32 ulps (mean 0.7)
+    over every float32 in [2, 4] and 2 * 10**7 random inputs (uniform in [-5, 5] and random bit
+    patterns); never beyond +-1; +-inf gives +-1, NaN stays NaN.
+
+    Other types: float64, accurate to a few float64 ulps. |x| < 3: erf(x) = 2/sqrt(pi) exp(-x^2)
+    sum_n (2x^2)^n x / (1*3*...*(2n+1)), a series of positive terms (no cancellation).
+    3 <= |x| < 6: erfc from its continued fraction, evaluated backwards from a fixed depth that
+    converges there. |x| >= 6: +-1.
     """
+    x = np.asarray(x)
+    if _via_float32(x):
+        x32 = x.astype(np.float32, copy=False)
+        out = np.empty(x32.shape, np.float32)
+        for block in _blocks(x32, out):
+            _erf32_block(*block)
+        return out.astype(x.dtype, copy=False)
+    return _erf64(x)
+
+
+def _erf64(x: np.ndarray) -> np.ndarray:
+    """erf in float64 (series and continued fraction, see erf), returned in x's dtype."""
     x64 = np.asarray(x, dtype=np.float64)
     a = np.abs(x64)
     result = np.ones_like(x64)
@@ -51,14 +146,37 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def gelu(x: np.ndarray, *, approximate: str = "none") -> np.ndarray:
-    """Gelu: x * Phi(x), exactly through erf or with the tanh approximation."""
-    x64 = np.asarray(x, dtype=np.float64)
-    if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (x64 + 0.044715 * x64**3)
-        y = 0.5 * x64 * (1.0 + np.tanh(inner))
-    else:
-        y = 0.5 * x64 * (1.0 + erf(x64 / math.sqrt(2.0)))
-    return y.astype(x.dtype, copy=False)
+    """Gelu: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt 2)), or with approximate="tanh"
+    0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3))).
+
+    float32 (float16, bfloat16 through it): in float32 blocks with the float32 erf of `erf`; the
+    kernel a graph rewrite of the Div/Erf/Add/Mul/Mul pattern could call. Other types: float64."""
+    x = np.asarray(x)
+    if not _via_float32(x):
+        x64 = x.astype(np.float64)
+        if approximate == "tanh":
+            inner = math.sqrt(2.0 / math.pi) * (x64 + 0.044715 * x64**3)
+            y = 0.5 * x64 * (1.0 + np.tanh(inner))
+        else:
+            y = 0.5 * x64 * (1.0 + _erf64(x64 / math.sqrt(2.0)))
+        return y.astype(x.dtype, copy=False)
+    x32 = x.astype(np.float32, copy=False)
+    out = np.empty(x32.shape, np.float32)
+    for xb, yb, a, t in _blocks(x32, out):
+        if approximate == "tanh":
+            np.multiply(xb, xb, out=t)
+            np.multiply(t, _GELU_CUBIC, out=t)
+            np.add(t, _ONE32, out=t)
+            np.multiply(t, xb, out=t)
+            np.multiply(t, _SQRT_TWO_OVER_PI32, out=t)
+            np.tanh(t, out=yb)
+        else:
+            np.multiply(xb, _SQRT_HALF32, out=t)
+            _erf32_block(t, yb, a, t)
+        np.add(yb, _ONE32, out=yb)
+        np.multiply(yb, xb, out=yb)
+        np.multiply(yb, _HALF32, out=yb)
+    return out.astype(x.dtype, copy=False)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:

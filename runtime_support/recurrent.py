@@ -1,4 +1,4 @@
-"""Recurrent layer kernels: RNN, GRU and LSTM, as ONNX defines them.
+"""Recurrent layer kernels: RNN, GRU and LSTM, as ONNX defines them, in a fast and an exact variant.
 
 Shapes (layout 0; layout 1 swaps the first two axes of X, initial_h, initial_c, Y_h and Y_c, and
 puts Y's batch axis first, [batch, seq_length, num_directions, hidden_size]):
@@ -26,60 +26,147 @@ hidden].
 - GRU `linear_before_reset` applies the reset gate after the recurrence's product and bias;
   LSTM `input_forget` couples the forget gate to the input gate: f = 1 - i.
 
-float16 and bfloat16 run in float32 and are rounded once at the end.
+float16 and bfloat16 run in float32 and are rounded once at the end (the working type T: float32,
+or float64 for float64 inputs).
+
+How the kernels compute (both variants). The input projection of all time steps is one matrix
+product, XW = X2 @ W^T with X2 the [seq_length * batch, input_size] view of X, and the biases are
+added to it once: XW + (Wb + Rb) (GRU with linear_before_reset: Rb's h part is left out, the reset
+gate scales it). The recurrence keeps its states transposed, [hidden, batch], so that each step's
+product R @ H reads R in the layout ONNX stores it (no transposed copy of the weights). The
+elementwise arithmetic of a step is IEEE arithmetic in T in the order each kernel's docstring
+writes (parentheses are the order; `a + b * c` is a + (b * c)).
+
+The exact variant (exact_rnn, exact_gru, exact_lstm) differs only in its matrix products, which
+are runtime_support.exact.exact_matmul's (rounded once to T), and in the transcendental functions,
+which are runtime_support.exact_math's (exact_sigmoid, exact_tanh, exact_expm1, exact_softplus, each
+rounded once to T); every other operation is an IEEE + - * / in T, a comparison, min or max, or data
+movement, so its bits depend on nothing but the inputs. Every NaN in its outputs is numpy's np.nan.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from runtime_support.math import sigmoid
+from runtime_support.exact import exact_matmul
+from runtime_support.exact_math import exact_expm1, exact_sigmoid, exact_softplus, exact_tanh
 
-__all__ = ["gru", "lstm", "rnn"]
-
-
-def _relu(x, alpha, beta):
-    return np.maximum(x, x.dtype.type(0))
+__all__ = ["exact_gru", "exact_lstm", "exact_rnn", "gru", "lstm", "rnn"]
 
 
-def _tanh(x, alpha, beta):
-    return np.tanh(x)
+# --- arithmetic of the two variants ----------------------------------------------------------------
+# Each function writes its result into `out` (which may be `x` itself) and returns it.
 
 
-def _sigmoid(x, alpha, beta):
-    return sigmoid(x)
+class _Fast:
+    matmul = staticmethod(np.matmul)
+
+    @staticmethod
+    def sigmoid(x, out):
+        """1 / (1 + exp(-x)); exp overflows to inf for very negative x, which gives 0."""
+        np.negative(x, out=out)
+        np.exp(out, out=out)
+        out += out.dtype.type(1)
+        return np.reciprocal(out, out=out)
+
+    @staticmethod
+    def tanh(x, out):
+        return np.tanh(x, out=out)
+
+    @staticmethod
+    def expm1(x):
+        return np.expm1(x)
+
+    @staticmethod
+    def softplus(x):
+        return np.logaddexp(x, x.dtype.type(0))  # log(exp(x) + exp(0)) without overflow
 
 
-def _affine(x, alpha, beta):
-    return alpha * x + beta
+class _Exact:
+    @staticmethod
+    def matmul(a, b, out=None):
+        product = exact_matmul(a, b)
+        if out is None:
+            return product
+        out[...] = product
+        return out
+
+    @staticmethod
+    def sigmoid(x, out):
+        out[...] = exact_sigmoid(x)
+        return out
+
+    @staticmethod
+    def tanh(x, out):
+        out[...] = exact_tanh(x)
+        return out
+
+    expm1 = staticmethod(exact_expm1)
+    softplus = staticmethod(exact_softplus)
 
 
-def _leaky_relu(x, alpha, beta):
-    return np.where(x >= 0, x, alpha * x)
+# --- activation functions: f(x, out, alpha, beta, arithmetic) -> out ------------------------------
 
 
-def _thresholded_relu(x, alpha, beta):
-    return np.where(x > alpha, x, x.dtype.type(0))
+def _relu(x, out, alpha, beta, m):
+    return np.maximum(x, x.dtype.type(0), out=out)
 
 
-def _scaled_tanh(x, alpha, beta):
-    return alpha * np.tanh(beta * x)
+def _tanh(x, out, alpha, beta, m):
+    return m.tanh(x, out)
 
 
-def _hard_sigmoid(x, alpha, beta):
-    return np.minimum(np.maximum(alpha * x + beta, x.dtype.type(0)), x.dtype.type(1))
+def _sigmoid(x, out, alpha, beta, m):
+    return m.sigmoid(x, out)
 
 
-def _elu(x, alpha, beta):
-    return np.where(x >= 0, x, alpha * np.expm1(np.minimum(x, x.dtype.type(0))))
+def _affine(x, out, alpha, beta, m):
+    """(alpha * x) + beta."""
+    np.multiply(x, alpha, out=out)
+    out += beta
+    return out
 
 
-def _softsign(x, alpha, beta):
-    return x / (x.dtype.type(1) + np.abs(x))
+def _leaky_relu(x, out, alpha, beta, m):
+    out[...] = np.where(x >= 0, x, alpha * x)
+    return out
 
 
-def _softplus(x, alpha, beta):
-    return np.logaddexp(x, x.dtype.type(0))
+def _thresholded_relu(x, out, alpha, beta, m):
+    out[...] = np.where(x > alpha, x, x.dtype.type(0))
+    return out
+
+
+def _scaled_tanh(x, out, alpha, beta, m):
+    """alpha * tanh(beta * x)."""
+    np.multiply(x, beta, out=out)
+    m.tanh(out, out)
+    out *= alpha
+    return out
+
+
+def _hard_sigmoid(x, out, alpha, beta, m):
+    """min(max((alpha * x) + beta, 0), 1)."""
+    _affine(x, out, alpha, beta, m)
+    np.maximum(out, out.dtype.type(0), out=out)
+    return np.minimum(out, out.dtype.type(1), out=out)
+
+
+def _elu(x, out, alpha, beta, m):
+    """x where x >= 0, else alpha * expm1(x)."""
+    out[...] = np.where(x >= 0, x, alpha * m.expm1(np.minimum(x, x.dtype.type(0))))
+    return out
+
+
+def _softsign(x, out, alpha, beta, m):
+    """x / (1 + |x|)."""
+    out[...] = x / (x.dtype.type(1) + np.abs(x))
+    return out
+
+
+def _softplus(x, out, alpha, beta, m):
+    out[...] = m.softplus(x)
+    return out
 
 
 # name: (function, default alpha, default beta); None: the function has no such parameter and
@@ -100,19 +187,21 @@ ACTIVATIONS = {
 _BY_LOWER_NAME = {name.lower(): entry for name, entry in ACTIVATIONS.items()}
 
 
-def _activations(names, alphas, betas, per_direction, directions, dtype):
-    """One list of `per_direction` functions of x per direction, parameters bound."""
+def _activations(names, alphas, betas, clips, directions, dtype, m):
+    """One list of functions g(x, out) -> out per direction (`out` may be `x`), with their
+    parameters bound and their clip bound, applied to x first: `clips` holds one per function of
+    a direction (None: not clipped)."""
+    per_direction = len(clips)
     alphas, betas = list(alphas or ()), list(betas or ())
     bound = []
-    for name in names:
+    for position, name in enumerate(names):
         function, alpha, beta = _BY_LOWER_NAME[name.lower()]
+        clip = clips[position % per_direction]
         if alpha is not None and alphas:
             alpha = alphas.pop(0)
         if beta is not None and betas:
             beta = betas.pop(0)
-        bound.append(
-            lambda x, f=function, a=dtype.type(alpha or 0), b=dtype.type(beta or 0): f(x, a, b)
-        )
+        bound.append(_bind(function, dtype.type(alpha or 0), dtype.type(beta or 0), clip, m))
     if len(bound) == per_direction:
         bound = bound * directions
     if len(bound) != per_direction * directions:
@@ -123,17 +212,27 @@ def _activations(names, alphas, betas, per_direction, directions, dtype):
     return [bound[d * per_direction : (d + 1) * per_direction] for d in range(directions)]
 
 
-def _clipper(clip, dtype):
+def _bind(function, alpha, beta, clip, m):
+    """function(x, out, alpha, beta, m) as g(x, out), x first bounded to [-clip, clip]."""
     if clip is None:
-        return lambda x: x
-    bound = dtype.type(clip)
-    return lambda x: np.minimum(np.maximum(x, -bound), bound)
+        return lambda x, out: function(x, out, alpha, beta, m)
+    bound = alpha.dtype.type(clip)
+
+    def clipped(x, out):
+        np.maximum(x, -bound, out=out)
+        np.minimum(out, bound, out=out)
+        return function(out, out, alpha, beta, m)
+
+    return clipped
 
 
 class _Layer:
-    """What the three operators share: layouts, directions, lengths, initial states, outputs."""
+    """What the three operators share: layouts, directions, lengths, initial states, the input
+    projection, the time loop and the outputs."""
 
-    def __init__(self, X, W, R, B, sequence_lens, gates, direction, layout):
+    def __init__(self, X, W, R, B, sequence_lens, gates, direction, layout, m):
+        self.m = m
+        self.input_dtype = X.dtype
         self.dtype = np.dtype(np.float32) if X.dtype.itemsize < 4 else X.dtype
         x = X if layout == 0 else np.swapaxes(X, 0, 1)
         self.x = x.astype(self.dtype, copy=False)
@@ -160,46 +259,212 @@ class _Layer:
                 raise ValueError(
                     f"sequence_lens must lie in [0, {self.steps}], got {sequence_lens.tolist()}"
                 )
+        self.Y = np.zeros((self.steps, self.directions, self.batch, self.hidden), self.dtype)
 
     def state(self, initial):
-        """An initial state [num_directions, batch, hidden] in layout 0 (zeros when absent)."""
+        """An initial state per direction, transposed: [num_directions, hidden, batch] (zeros when
+        absent)."""
         if initial is None:
-            return np.zeros((self.directions, self.batch, self.hidden), self.dtype)
+            return np.zeros((self.directions, self.hidden, self.batch), self.dtype)
         initial = initial if self.layout == 0 else np.swapaxes(initial, 0, 1)
-        return initial.astype(self.dtype, copy=False)
+        return np.swapaxes(initial.astype(self.dtype, copy=False), 1, 2)
 
     def projection(self, direction, bias):
-        """X times the direction's input weights, plus `bias`: [seq_length, batch, gates * hidden]."""
-        return self.x @ self.W[direction].T + bias
+        """X_t W^T + bias for every step, as one matrix product: [seq_length, batch, gates *
+        hidden] (each step's slice is read transposed)."""
+        x2 = self.x.reshape(self.steps * self.batch, -1)
+        product = self.m.matmul(x2, self.W[direction].T)
+        product += bias
+        return product.reshape(self.steps, self.batch, -1)
 
-    def run(self, xw, reverse, step, states):
-        """Runs `step(xw_t, *states) -> states` over the sequence; returns Y [seq_length, batch,
-        hidden] (the first state of each step) and the final states."""
-        Y = np.zeros((self.steps, self.batch, self.hidden), self.dtype)
-        lengths = self.lengths
+    def run(self, d, xw, step, states):
+        """Runs `step(xw_t, *states) -> states` (states transposed, [hidden, batch]; `xw_t`
+        [gates * hidden, batch]) over the sequence in direction `d`; writes Y[:, d] (the first
+        state of each step) and returns the final states."""
+        Y, lengths = self.Y[:, d], self.lengths
+        reverse = self.reverse[d]
         if (lengths == self.steps).all():
             for t in range(self.steps - 1, -1, -1) if reverse else range(self.steps):
-                states = step(xw[t], *states)
-                Y[t] = states[0]
+                states = step(xw[t].T, *states)
+                Y[t] = states[0].T
         else:
             rows = np.arange(self.batch)
             for s in range(int(lengths.max(initial=0))):
                 active = s < lengths
                 t = np.where(active, lengths - 1 - s if reverse else s, 0)
-                new = step(xw[t, rows], *states)
-                states = tuple(np.where(active[:, None], n, o) for n, o in zip(new, states))
-                Y[t[active], rows[active]] = new[0][active]
-        started = (lengths > 0)[:, None]
-        return Y, tuple(np.where(started, s, self.dtype.type(0)) for s in states)
+                new = step(xw[t, rows].T, *states)
+                states = tuple(np.where(active, n, o) for n, o in zip(new, states))
+                Y[t[active], rows[active]] = new[0].T[active]
+        started = lengths > 0
+        return tuple(np.where(started, s, self.dtype.type(0)) for s in states)
 
-    def outputs(self, dtype, Y, *finals):
-        """Y [seq_length, num_directions, batch, hidden] and the final states, in the layout."""
-        Y = np.stack(Y, axis=1)
-        finals = [np.stack(f) for f in finals]
+    def outputs(self, *finals):
+        """Y [seq_length, num_directions, batch, hidden] and the final states (given per
+        direction, transposed), in the layout and the input's type."""
+        Y = self.Y
+        finals = [np.stack(f).transpose(0, 2, 1) for f in finals]
         if self.layout == 1:
             Y = Y.transpose(2, 0, 1, 3)
             finals = [np.swapaxes(f, 0, 1) for f in finals]
-        return tuple(a.astype(dtype, copy=False) for a in (Y, *finals))
+        results = [
+            np.ascontiguousarray(a).astype(self.input_dtype, copy=False) for a in (Y, *finals)
+        ]
+        if self.m is _Exact:
+            results = [_default_nans(a) for a in results]
+        return tuple(results)
+
+
+def _default_nans(a):
+    """`a` with every NaN numpy's np.nan (payloads and signs differ between machines)."""
+    nan = np.isnan(a)
+    return np.where(nan, np.nan, a).astype(a.dtype, copy=False) if nan.any() else a
+
+
+def _split_bias(layer, d):
+    Wb, Rb = np.split(layer.B[d], 2)
+    return Wb, Rb
+
+
+# --- the layers ------------------------------------------------------------------------------------
+
+
+def _rnn(
+    m, X, W, R, B, sequence_lens, initial_h, activations, alpha, beta, clip, direction, layout
+):
+    layer = _Layer(X, W, R, B, sequence_lens, 1, direction, layout, m)
+    functions = _activations(activations, alpha, beta, (clip,), layer.directions, layer.dtype, m)
+    H0 = layer.state(initial_h)
+    Y_h = []
+    for d in range(layer.directions):
+        (f,) = functions[d]
+        Wb, Rb = _split_bias(layer, d)
+        Rd = layer.R[d]
+
+        def step(xw_t, h, f=f, Rd=Rd):
+            a = m.matmul(Rd, h)
+            a += xw_t
+            return (f(a, a),)
+
+        (h,) = layer.run(d, layer.projection(d, Wb + Rb), step, (H0[d],))
+        Y_h.append(h)
+    return layer.outputs(Y_h)
+
+
+def _gru(
+    m, X, W, R, B, sequence_lens, initial_h, activations, alpha, beta, clip, direction, layout, lbr
+):
+    layer = _Layer(X, W, R, B, sequence_lens, 3, direction, layout, m)
+    functions = _activations(
+        activations, alpha, beta, (clip, clip), layer.directions, layer.dtype, m
+    )
+    H0 = layer.state(initial_h)
+    n = layer.hidden
+    one = layer.dtype.type(1)
+    Y_h = []
+    for d in range(layer.directions):
+        f, g = functions[d]
+        Wb, Rb = _split_bias(layer, d)
+        Rzr, Rh = layer.R[d, : 2 * n], layer.R[d, 2 * n :]
+        Rbh = Rb[2 * n :, None]
+        bias = Wb + Rb
+        if lbr:
+            bias[2 * n :] = Wb[2 * n :]  # the reset gate scales Rbh
+
+        def step(xw_t, h, f=f, g=g, Rzr=Rzr, Rh=Rh, Rbh=Rbh):
+            zr = m.matmul(Rzr, h)
+            zr += xw_t[: 2 * n]
+            f(zr, zr)
+            z, r = zr[:n], zr[n:]
+            if lbr:
+                candidate = m.matmul(Rh, h)
+                candidate += Rbh
+                candidate *= r
+            else:
+                candidate = m.matmul(Rh, r * h)
+            candidate += xw_t[2 * n :]
+            g(candidate, candidate)
+            candidate *= one - z
+            candidate += z * h
+            return (candidate,)
+
+        (h,) = layer.run(d, layer.projection(d, bias), step, (H0[d],))
+        Y_h.append(h)
+    return layer.outputs(Y_h)
+
+
+def _lstm(
+    m,
+    X,
+    W,
+    R,
+    B,
+    sequence_lens,
+    initial_h,
+    initial_c,
+    P,
+    activations,
+    alpha,
+    beta,
+    clip,
+    direction,
+    layout,
+    input_forget,
+):
+    layer = _Layer(X, W, R, B, sequence_lens, 4, direction, layout, m)
+    # clip bounds the gates' inputs, not the cell state that h takes (as onnxruntime)
+    functions = _activations(
+        activations, alpha, beta, (clip, clip, None), layer.directions, layer.dtype, m
+    )
+    H0, C0 = layer.state(initial_h), layer.state(initial_c)
+    peepholes = None if P is None or not P.any() else P.astype(layer.dtype, copy=False)
+    n = layer.hidden
+    one = layer.dtype.type(1)
+    Y_h, Y_c = [], []
+    for d in range(layer.directions):
+        f, g, h_ = functions[d]
+        Wb, Rb = _split_bias(layer, d)
+        Rd = layer.R[d]
+        if peepholes is None:
+            Pi = Po = Pf = None
+        else:
+            Pi, Po, Pf = (p[:, None] for p in np.split(peepholes[d], 3))
+
+        def step(xw_t, h, c, f=f, g=g, h_=h_, Rd=Rd, Pi=Pi, Po=Po, Pf=Pf):
+            gates = m.matmul(Rd, h)
+            gates += xw_t
+            i, o, forget, cell = gates[:n], gates[n : 2 * n], gates[2 * n : 3 * n], gates[3 * n :]
+            separate = Pi is not None or input_forget  # else i, o and f take f at once
+            if separate:
+                if Pi is not None:
+                    i += Pi * c
+                f(i, i)
+                if input_forget:
+                    np.subtract(one, i, out=forget)
+                else:
+                    if Pi is not None:
+                        forget += Pf * c
+                    f(forget, forget)
+            else:
+                f(gates[: 3 * n], gates[: 3 * n])
+            cell = g(cell, cell)
+            cell *= i
+            c = forget * c
+            c += cell
+            if separate:
+                if Pi is not None:
+                    o += Po * c
+                f(o, o)
+            h = h_(c, np.empty_like(c))
+            h *= o
+            return h, c
+
+        h, c = layer.run(d, layer.projection(d, Wb + Rb), step, (H0[d], C0[d]))
+        Y_h.append(h)
+        Y_c.append(c)
+    return layer.outputs(Y_h, Y_c)
+
+
+# --- entry points ----------------------------------------------------------------------------------
 
 
 def rnn(
@@ -217,26 +482,55 @@ def rnn(
     direction="forward",
     layout=0,
 ):
-    """H_t = f(X_t W^T + H_{t-1} R^T + Wb + Rb); returns (Y, Y_h)."""
-    layer = _Layer(X, W, R, B, sequence_lens, 1, direction, layout)
-    functions = _activations(
-        activations, activation_alpha, activation_beta, 1, layer.directions, layer.dtype
+    """H_t = f(clip((XW_t + (Wb + Rb)) + R @ H_{t-1})); returns (Y, Y_h)."""
+    return _rnn(
+        _Fast,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        layout,
     )
-    clipped = _clipper(clip, layer.dtype)
-    H0 = layer.state(initial_h)
-    Y, Y_h = [], []
-    for d, reverse in enumerate(layer.reverse):
-        (f,) = functions[d]
-        Wb, Rb = np.split(layer.B[d], 2)
-        Rt = layer.R[d].T
 
-        def step(xw_t, h, f=f, Rt=Rt):
-            return (f(clipped(xw_t + h @ Rt)),)
 
-        y, (h,) = layer.run(layer.projection(d, Wb + Rb), reverse, step, (H0[d],))
-        Y.append(y)
-        Y_h.append(h)
-    return layer.outputs(X.dtype, Y, Y_h)
+def exact_rnn(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    *,
+    activations=("Tanh",),
+    activation_alpha=None,
+    activation_beta=None,
+    clip=None,
+    direction="forward",
+    layout=0,
+):
+    """rnn's arithmetic in the same order, exactly (see the module docstring)."""
+    return _rnn(
+        _Exact,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        layout,
+    )
 
 
 def gru(
@@ -255,40 +549,61 @@ def gru(
     layout=0,
     linear_before_reset=0,
 ):
-    """z = f(X_t Wz^T + H Rz^T + Wbz + Rbz), r likewise, and
-    h = g(X_t Wh^T + (r * H) Rh^T + Rbh + Wbh), or with linear_before_reset
-    h = g(X_t Wh^T + r * (H Rh^T + Rbh) + Wbh); H_t = (1 - z) * h + z * H. Returns (Y, Y_h)."""
-    layer = _Layer(X, W, R, B, sequence_lens, 3, direction, layout)
-    functions = _activations(
-        activations, activation_alpha, activation_beta, 2, layer.directions, layer.dtype
+    """z, r = f(clip((XW_t + (Wb + Rb)) + R_zr @ H)) (z and r at once) and
+    h = g(clip((XW_t + (Wbh + Rbh)) + Rh @ (r * H))), or with linear_before_reset
+    h = g(clip((XW_t + Wbh) + ((Rh @ H + Rbh) * r))); H_t = (h * (1 - z)) + (z * H).
+    Returns (Y, Y_h)."""
+    return _gru(
+        _Fast,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        layout,
+        linear_before_reset,
     )
-    clipped = _clipper(clip, layer.dtype)
-    H0 = layer.state(initial_h)
-    n = layer.hidden
-    one = layer.dtype.type(1)
-    Y, Y_h = [], []
-    for d, reverse in enumerate(layer.reverse):
-        f, g = functions[d]
-        Wb, Rb = np.split(layer.B[d], 2)
-        Rzr, Rh = layer.R[d, : 2 * n].T, layer.R[d, 2 * n :].T
-        Rbh = Rb[2 * n :]
-        bias = Wb + Rb  # into the input projection, but for linear_before_reset's Rbh:
-        if linear_before_reset:
-            bias[2 * n :] = Wb[2 * n :]  # the reset gate scales it
 
-        def step(xw_t, h, f=f, g=g, Rzr=Rzr, Rh=Rh, Rbh=Rbh):
-            zr = xw_t[:, : 2 * n] + h @ Rzr
-            z, r = f(clipped(zr[:, :n])), f(clipped(zr[:, n:]))
-            if linear_before_reset:
-                candidate = xw_t[:, 2 * n :] + r * (h @ Rh + Rbh)
-            else:
-                candidate = xw_t[:, 2 * n :] + (r * h) @ Rh
-            return ((one - z) * g(clipped(candidate)) + z * h,)
 
-        y, (h,) = layer.run(layer.projection(d, bias), reverse, step, (H0[d],))
-        Y.append(y)
-        Y_h.append(h)
-    return layer.outputs(X.dtype, Y, Y_h)
+def exact_gru(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    *,
+    activations=("Sigmoid", "Tanh"),
+    activation_alpha=None,
+    activation_beta=None,
+    clip=None,
+    direction="forward",
+    layout=0,
+    linear_before_reset=0,
+):
+    """gru's arithmetic in the same order, exactly (see the module docstring)."""
+    return _gru(
+        _Exact,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        layout,
+        linear_before_reset,
+    )
 
 
 def lstm(
@@ -309,39 +624,64 @@ def lstm(
     layout=0,
     input_forget=0,
 ):
-    """Gates from X_t W^T + H R^T + Wb + Rb (order i, o, f, c), peepholes P (i, o, f):
-    i = f(.. + Pi * C), f = f(.. + Pf * C) (or 1 - i with input_forget), c = g(..),
-    C_t = f * C + i * c, o = f(.. + Po * C_t), H_t = o * h(C_t). Returns (Y, Y_h, Y_c)."""
-    layer = _Layer(X, W, R, B, sequence_lens, 4, direction, layout)
-    functions = _activations(
-        activations, activation_alpha, activation_beta, 3, layer.directions, layer.dtype
+    """Gates a = (XW_t + (Wb + Rb)) + R @ H (order i, o, f, c), peepholes P (i, o, f; all-zero
+    ones are skipped): i = f(clip(a_i + (Pi * C))), f = f(clip(a_f + (Pf * C))) (or 1 - i with
+    input_forget), c = g(clip(a_c)), C_t = (f * C) + (c * i), o = f(clip(a_o + (Po * C_t))),
+    H_t = h(C_t) * o. Returns (Y, Y_h, Y_c)."""
+    return _lstm(
+        _Fast,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        initial_c,
+        P,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        layout,
+        input_forget,
     )
-    clipped = _clipper(clip, layer.dtype)
-    H0, C0 = layer.state(initial_h), layer.state(initial_c)
-    peepholes = (
-        np.zeros((layer.directions, 3 * layer.hidden), layer.dtype)
-        if P is None
-        else P.astype(layer.dtype, copy=False)
+
+
+def exact_lstm(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    initial_c=None,
+    P=None,
+    *,
+    activations=("Sigmoid", "Tanh", "Tanh"),
+    activation_alpha=None,
+    activation_beta=None,
+    clip=None,
+    direction="forward",
+    layout=0,
+    input_forget=0,
+):
+    """lstm's arithmetic in the same order, exactly (see the module docstring)."""
+    return _lstm(
+        _Exact,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        initial_c,
+        P,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        layout,
+        input_forget,
     )
-    n = layer.hidden
-    one = layer.dtype.type(1)
-    Y, Y_h, Y_c = [], [], []
-    for d, reverse in enumerate(layer.reverse):
-        f, g, h_ = functions[d]
-        Wb, Rb = np.split(layer.B[d], 2)
-        Pi, Po, Pf = np.split(peepholes[d], 3)
-        Rt = layer.R[d].T
-
-        def step(xw_t, h, c, f=f, g=g, h_=h_, Rt=Rt, Pi=Pi, Po=Po, Pf=Pf):
-            gates = xw_t + h @ Rt
-            i = f(clipped(gates[:, :n] + Pi * c))
-            forget = one - i if input_forget else f(clipped(gates[:, 2 * n : 3 * n] + Pf * c))
-            c = forget * c + i * g(clipped(gates[:, 3 * n :]))
-            o = f(clipped(gates[:, n : 2 * n] + Po * c))
-            return o * h_(c), c
-
-        y, (h, c) = layer.run(layer.projection(d, Wb + Rb), reverse, step, (H0[d], C0[d]))
-        Y.append(y)
-        Y_h.append(h)
-        Y_c.append(c)
-    return layer.outputs(X.dtype, Y, Y_h, Y_c)

@@ -3,7 +3,9 @@ runtime_support/recurrent.py, which documents their semantics.
 
 The emitter checks at compile time what the model fixes: the direction, the activation functions
 (names normalized to their canonical spelling) and their count, hidden_size against R's shape.
-Not exact: matrix products and tanh / sigmoid.
+The fast kernels use BLAS and numpy's exp and tanh; the exact variant calls their exact twins
+(rt.exact_rnn, rt.exact_gru, rt.exact_lstm: the same arithmetic in the same order, with
+exact_matmul's products and the library's own sigmoid, tanh, expm1 and softplus).
 """
 
 from __future__ import annotations
@@ -57,6 +59,17 @@ def _check_hidden_size(view: NodeView) -> None:
 
 @emitter("RNN", "GRU", "LSTM", since=7, exact=False)
 def recurrent(view: NodeView) -> str:
+    return _call(view, "")
+
+
+@emitter("RNN", "GRU", "LSTM", since=7, variant="exact", exact=True)
+def exact_recurrent(view: NodeView) -> str:
+    return _call(view, "exact_")
+
+
+def _call(view: NodeView, prefix: str) -> str:
+    """The kernel's call (`prefix` names the variant's kernel) with the attributes that differ
+    from its defaults, indexed down to the outputs the node lists."""
     kernel, defaults, total, flag = _LAYERS[view.op_type]
     direction = view.attr("direction")
     if direction not in _DIRECTIONS:
@@ -79,6 +92,6 @@ def recurrent(view: NodeView) -> str:
     operands = [str(o) if o is not None else "None" for o in view.inputs]
     while operands[-1] == "None":
         operands.pop()
-    call = f"rt.{kernel}({', '.join(operands + keywords)})"
+    call = f"rt.{prefix}{kernel}({', '.join(operands + keywords)})"
     count = len(view.outputs)
     return f"{call}[0]" if count == 1 else call if count == total else f"{call}[:{count}]"

@@ -8,6 +8,7 @@ settles it here, at run time, with the same rule (`explicit_pads`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -106,12 +107,38 @@ def flat_taps(x, pads, value, kernel_shape, strides, dilations, extra=None, dtyp
     Returns (views, grid, out): one (N, C, V) view per tap in C order, the grid, the output's
     spatial shape. `dtype`: the views' type (x's by default)."""
     rank = len(kernel_shape)
-    extra = extra or (0,) * rank
-    batch, channels = x.shape[:2]
+    plan = _flat_plan(
+        x.shape[2:],
+        tuple(pads),
+        tuple(kernel_shape),
+        tuple(strides),
+        tuple(dilations),
+        tuple(extra or (0,) * rank),
+    )
+    copies, reads, length, planes, grid, out = plan
+    shape = x.shape[:2] + (len(copies), length)
+    dtype = x.dtype if dtype is None else dtype
+    buffer = np.zeros(shape, dtype) if value == 0 else np.full(shape, value, dtype)
+    every = (slice(None), slice(None))
+    plane_size = math.prod(planes)
+    for k, inside in enumerate(copies):
+        if inside is not None:
+            plane = buffer[:, :, k, :plane_size].reshape(x.shape[:2] + planes)
+            plane[every + inside[0]] = x[every + inside[1]]
+    size = math.prod(grid)
+    return [buffer[:, :, k, o : o + size] for k, o in reads], grid, out
+
+
+@functools.lru_cache(maxsize=1024)
+def _flat_plan(spatial, pads, kernel_shape, strides, dilations, extra):
+    """flat_taps' geometry, settled once per shape: (the slices copying x into each phase plane
+    built, (plane index, offset) of each tap, a buffer row's length, the planes' shape, the
+    grid, the output's spatial shape)."""
+    rank = len(kernel_shape)
     begins = pads[:rank]
-    padded = [n + pads[i] + pads[i + rank] + max(extra[i], 0) for i, n in enumerate(x.shape[2:])]
+    padded = [n + pads[i] + pads[i + rank] + max(extra[i], 0) for i, n in enumerate(spatial)]
     out = window_positions(padded, kernel_shape, strides, dilations)
-    planes = [-(-p // s) for p, s in zip(padded, strides)]
+    planes = tuple(-(-p // s) for p, s in zip(padded, strides))
     sizes = [math.prod(planes[i + 1 :]) for i in range(rank)]  # flat step of each axis
     reads = []  # (phase, offset) of each tap
     for tap in taps(kernel_shape):
@@ -119,20 +146,10 @@ def flat_taps(x, pads, value, kernel_shape, strides, dilations, extra=None, dtyp
         phase = tuple(u % s for u, s in zip(shifts, strides))
         reads.append((phase, sum(u // s * z for u, s, z in zip(shifts, strides, sizes))))
     phases = sorted({phase for phase, _ in reads})
-    plane_size = math.prod(planes)
-    length = plane_size + max(offset for _, offset in reads)
-    shape = (batch, channels, len(phases), length)
-    dtype = x.dtype if dtype is None else dtype
-    buffer = np.zeros(shape, dtype) if value == 0 else np.full(shape, value, dtype)
-    every = (slice(None), slice(None))
-    for k, phase in enumerate(phases):
-        inside = _phase_slices(phase, x.shape[2:], begins, strides, planes)
-        if inside is not None:
-            plane = buffer[:, :, k, :plane_size].reshape((batch, channels) + tuple(planes))
-            plane[every + inside[0]] = x[every + inside[1]]
-    size = out[0] * sizes[0]
-    views = [buffer[:, :, phases.index(p), o : o + size] for p, o in reads]
-    return views, (out[0],) + tuple(planes[1:]), out
+    copies = tuple(_phase_slices(phase, spatial, begins, strides, planes) for phase in phases)
+    length = math.prod(planes) + max(offset for _, offset in reads)
+    reads = tuple((phases.index(phase), offset) for phase, offset in reads)
+    return copies, reads, length, planes, (out[0],) + planes[1:], out
 
 
 def _phase_slices(phase, spatial, begins, strides, planes):

@@ -342,44 +342,67 @@ def exact_cumprod(x, axis, *, exclusive=0, reverse=0):
 # --- softmax --------------------------------------------------------------------------------------
 
 
-def _shifted(x, axis):
-    """(axes, x - max over axes), in x's type, float32 for float16 and bfloat16."""
+def _exponentials(x: np.ndarray, axis) -> tuple[tuple[int, ...], np.ndarray]:
+    """(axes, d = x - max over axes), d in x's type: one correctly rounded subtraction (float16
+    and bfloat16 subtract in float32 and round to the type, which is their correctly rounded
+    difference: 24 >= 2 * 11 + 2 bits, so the double rounding is innocuous)."""
     axes = _axes(x.ndim, axis)
-    values = x.astype(np.float32) if x.dtype.itemsize < 4 else x
-    return axes, values - np.max(values, axis=axes, keepdims=True)
+    if x.dtype.itemsize >= 4:
+        return axes, x - np.max(x, axis=axes, keepdims=True)
+    wide = x.astype(np.float32)
+    return axes, _rounded(wide - np.max(wide, axis=axes, keepdims=True), x.dtype)
+
+
+def _sum_in_type(e: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """The sum of `e` over `axes` (kept as 1) in e's type, as numpy and ml_dtypes sum that type.
+
+    float16, float32, float64: exact_sum's float64 tree, rounded once (numpy accumulates float16
+    in float32 and rounds once; a float64 sum is that wherever float32 is exact). bfloat16: one
+    bfloat16 addition at a time over the reduced elements in C order, s = RN(s + e[i]), as
+    ml_dtypes sums bfloat16 (no wider accumulator); each addition is float32's, rounded to
+    bfloat16, which is the correctly rounded bfloat16 sum (24 >= 2 * 8 + 2)."""
+    if e.dtype.name != "bfloat16":
+        return _rounded(_restore(_sum64(e, axes), e.shape, axes, True), e.dtype)
+    values, axis = _gather(e, axes)
+    values = np.moveaxis(values, axis, 0)
+    total = values[0].astype(e.dtype)
+    for value in values[1:]:
+        total = (total.astype(np.float32) + value).astype(e.dtype)
+    return _restore(total, e.shape, axes, True)
 
 
 def exact_softmax(x, axis=-1, *, exp=np.exp):
     """Softmax over `axis` (an int or a tuple of axes, for the 2-D coercion before opset 13).
 
-    Order: in x's type (float32 for float16 and bfloat16, whose values it holds exactly):
-    m = max over the axis (exact), d = x - m, e = exp(d), `exp` called on an array of that type
-    and returning it; the sum s of e in float64 as exact_sum sums it; e / s in float64, rounded
-    once to x's type. Bit-exact only with an exact `exp`: the exact variant passes the library's
-    own (runtime_support.exact_exp); np.exp is not exact."""
+    Order, every step in x's type as the ONNX reference computes it (for float16 and bfloat16,
+    whose backend data round each step to the type): m = max over the axis (exact); d = x - m;
+    e = exp(d), `exp` called on an array of x's type and returning that type; s = the sum of e
+    (_sum_in_type: a float64 tree rounded once, bfloat16 one bfloat16 addition at a time);
+    e / s in float64, rounded once to x's type (the correctly rounded quotient). Bit-exact only
+    with an exact `exp`: the exact variant passes the library's own (runtime_support.exact_exp,
+    correctly rounded for float16 and bfloat16); np.exp is not exact."""
     x = np.asarray(x)
     if x.size == 0:
         return x.copy()
-    axes, shifted = _shifted(x, axis)
+    axes, shifted = _exponentials(x, axis)
     powers = exp(shifted)
-    total = _restore(_sum64(powers, axes), x.shape, axes, True)
-    return _rounded(_float64(powers) / total, x.dtype)
+    total = _sum_in_type(powers, axes)
+    return _rounded(_float64(powers) / _float64(total), x.dtype)
 
 
 def exact_log_softmax(x, axis=-1, *, exp=np.exp, log=np.log):
     """LogSoftmax over `axis` (an int or a tuple of axes).
 
-    Order: in x's type (float32 for float16 and bfloat16): m = max over the axis (exact),
-    d = x - m; the float64 sum s of exp(d) (`exp` as in exact_softmax, summed as exact_sum sums);
-    s rounded to that type; d - log(s), `log` called on an array of that type; rounded once to
-    x's type. Bit-exact only with exact `exp` and `log` (the exact variant passes
-    runtime_support's exact_exp and exact_log)."""
+    Order, every step in x's type as in exact_softmax: m = max over the axis (exact), d = x - m,
+    s = the sum of exp(d) (_sum_in_type); d - log(s), `log` called on an array of x's type, the
+    difference in float64 rounded once to x's type. Bit-exact only with exact `exp` and `log`
+    (the exact variant passes runtime_support's exact_exp and exact_log)."""
     x = np.asarray(x)
     if x.size == 0:
         return x.copy()
-    axes, shifted = _shifted(x, axis)
-    total = _restore(_sum64(exp(shifted), axes), x.shape, axes, True)
-    return _rounded(shifted - log(_rounded(total, shifted.dtype)), x.dtype)
+    axes, shifted = _exponentials(x, axis)
+    total = _sum_in_type(exp(shifted), axes)
+    return _rounded(_float64(shifted) - _float64(log(total)), x.dtype)
 
 
 # --- matrix products ------------------------------------------------------------------------------

@@ -407,6 +407,28 @@ def test_var_standardize_softmax():
     assert half.dtype == np.float16
 
 
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_half_softmax_rounds_every_step_to_the_type(dtype):
+    """The ONNX reference's Softmax (onnx.reference.ops.op_softmax) computes x - max, exp, the sum
+    and the quotient each in x's type; numpy sums float16 in float32 (here exact: 16 terms within
+    2**-9..1), ml_dtypes sums bfloat16 one bfloat16 addition at a time. With the same `exp`, the
+    exact kernel gives the reference's bits."""
+    if dtype == "bfloat16":
+        dtype = pytest.importorskip("ml_dtypes").bfloat16
+    x = rng(18).uniform(-6, 0, (50, 16)).astype(dtype)
+    shifted = x - x.max(axis=1, keepdims=True)
+    powers = np.exp(shifted)
+    reference = powers / powers.sum(axis=1, keepdims=True)
+    result = exact_softmax(x, 1, exp=np.exp)
+    assert result.dtype == reference.dtype == x.dtype
+    assert result.tobytes() == reference.tobytes()
+    log_reference = shifted - np.log(powers.sum(axis=1, keepdims=True))
+    assert exact_log_softmax(x, 1, exp=np.exp, log=np.log).tobytes() == log_reference.tobytes()
+    # The 2-D coercion's tuple of axes sums in C order of the axes, as one axis would.
+    as_3d = exact_softmax(x.reshape(50, 4, 4), (1, 2), exp=np.exp)
+    assert as_3d.reshape(50, 16).tobytes() == reference.tobytes()
+
+
 # --- the same bits whatever the layout ---------------------------------------------------------
 
 
@@ -474,6 +496,7 @@ kernels = {
     "cumsum": rt.exact_cumsum(x, 1),
     "cumprod": rt.exact_cumprod(1 + x[:, :500] / 4000, 1, reverse=1),
     "softmax": rt.exact_softmax(x[:, :100] / 1000, axis=1, exp=lambda v: v * v + 1),
+    "softmax_half": rt.exact_softmax((x[:, :100] / 1000).astype(np.float16), axis=1, exp=rt.exact_exp),
     "log_softmax": rt.exact_log_softmax(x[:, :100] / 1000, axis=1, exp=lambda v: v * v + 1,
                                         log=lambda v: v - 1),
     "l1": rt.exact_reduce_l1(x, [0]),

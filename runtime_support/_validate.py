@@ -33,14 +33,45 @@ class InputChecker:
 
     def __init__(self, inputs):
         self._specs = [(name, _parse_type(kind), shape) for name, kind, shape in inputs]
+        self._quick = [_quick_spec(kind, shape) for _, kind, shape in self._specs]
+        if None in self._quick:
+            self._quick = None
 
     def __call__(self, *values):
+        if self._quick is not None and self._matches(values):
+            return values[0] if len(values) == 1 else values
         symbols: dict[str, tuple[int, str]] = {}
         checked = [
             self._check(name, kind, shape, value, symbols)
             for (name, kind, shape), value in zip(self._specs, values)
         ]
         return checked[0] if len(checked) == 1 else checked
+
+    def _matches(self, values) -> bool:
+        """The common case, decided in a few attribute reads per input: every value an ndarray of
+        exactly the declared dtype object and shape (static dims equal, symbolic dims consistent).
+        False sends the call through the full check, which also accepts equal but distinct dtype
+        objects and numpy scalars, and names what is wrong."""
+        if len(values) != len(self._quick):
+            return False
+        symbols = {}
+        for (dtype, shape, rank, static, symbolic), value in zip(self._quick, values):
+            if type(value) is not np.ndarray or value.dtype is not dtype:
+                return False
+            if shape is not None:  # every dim static
+                if value.shape != shape:
+                    return False
+                continue
+            given = value.shape
+            if len(given) != rank:
+                return False
+            for axis, size in static:
+                if given[axis] != size:
+                    return False
+            for axis, symbol in symbolic:
+                if symbols.setdefault(symbol, given[axis]) != given[axis]:
+                    return False
+        return True
 
     def _check(self, name, kind, shape, value, symbols):
         form, inner = kind
@@ -87,6 +118,18 @@ class InputChecker:
         return value
 
 
+def _quick_spec(kind, shape):
+    """(dtype, shape when every dim is static, rank, ((axis, size), ...), ((axis, symbol), ...))
+    of a tensor input with a known dtype and rank, for InputChecker._matches; None otherwise."""
+    form, dtype = kind
+    if form != "tensor" or dtype is None or shape is None:
+        return None
+    static = tuple((axis, d) for axis, d in enumerate(shape) if isinstance(d, int))
+    symbolic = tuple((axis, d) for axis, d in enumerate(shape) if isinstance(d, str))
+    every_static = tuple(shape) if len(static) == len(shape) else None
+    return dtype, every_static, len(shape), static, symbolic
+
+
 def feeds_in_order(inputs, feeds) -> list:
     """The values of `feeds` (keyed by ONNX input name) in the order of INPUTS."""
     names = [name for name, _, _ in inputs]
@@ -105,6 +148,11 @@ def feeds_in_order(inputs, feeds) -> list:
 def owned(value, *sources):
     """`value` as an array the caller may keep and modify: a copy when it is read-only (a weight,
     a broadcast view) or shares memory with one of `sources` (the caller's inputs)."""
+    if type(value) is np.ndarray and value.base is None and value.flags.writeable:
+        # owns its memory: shared with a source only if it is that source or the source's base
+        if not any(value is s or getattr(s, "base", None) is value for s in sources):
+            return value
+        return value.copy()
     value = np.asarray(value)
     if not value.flags.writeable or any(
         isinstance(source, np.ndarray) and np.may_share_memory(value, source) for source in sources

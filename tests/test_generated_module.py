@@ -345,6 +345,56 @@ def test_an_input_passed_through_is_copied(tmp_path):
     assert not np.shares_memory(result[1], x)
 
 
+def test_an_input_view_passed_through_is_copied(tmp_path):
+    """The caller's array is a view (of a bigger one, or through a different dtype object): the
+    output still never shares its memory."""
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["y"], name="same")],
+        "view",
+        [models.tensor("x", [2, 3])],
+        [models.tensor("y", [2, 3])],
+    )
+    _, module = compile_and_import(models.finish(graph), tmp_path)
+    base = np.arange(12, dtype=np.float32).reshape(4, 3)
+    for x in (base[1:3], base[::2], base[:2].view(np.dtype(np.float32).newbyteorder("="))):
+        (y,) = module.run(x)
+        np.testing.assert_array_equal(y, x)
+        assert not np.shares_memory(y, base)
+
+
+class _Subclass(np.ndarray):
+    pass
+
+
+def test_inputs_in_every_accepted_form(tmp_path):
+    """ndarray subclasses, numpy scalars for 0-d inputs and non-contiguous views give the same
+    results as plain arrays; symbolic dims must agree across inputs whatever the form."""
+    _, module = compile_and_import(models.two_input_model(), tmp_path)
+    a = models.rng(1).standard_normal((4, 3)).astype(np.float32)
+    b = models.rng(2).standard_normal((4, 3)).astype(np.float32)
+    expected = module.run(a, b)
+    wide = np.zeros((4, 6), np.float32)
+    wide[:, ::2] = a
+    for given in (a.view(_Subclass), wide[:, ::2], np.asfortranarray(a)):
+        result = module.run(given, b)
+        for got, want in zip(result, expected):
+            np.testing.assert_array_equal(got, want)
+            assert type(got) is np.ndarray
+    with pytest.raises(runtime_support.InvalidInput, match="symbolic dim 'N'"):
+        module.run(a, b[:2])
+
+    scalar = helper.make_graph(
+        [helper.make_node("Neg", ["s"], ["t"], name="neg")],
+        "scalar",
+        [models.tensor("s", [])],
+        [models.tensor("t", [])],
+    )
+    _, module = compile_and_import(models.finish(scalar), tmp_path, stem="scalar")
+    for given in (np.float32(2.5), np.array(2.5, np.float32)):
+        (t,) = module.run(given)
+        assert isinstance(t, np.ndarray) and t.shape == () and t == -2.5
+
+
 # --- InferenceSession -----------------------------------------------------------------------
 
 SESSION_MODELS = {

@@ -1,0 +1,90 @@
+"""The fast variant's transformer kernels against independent references: libm's float64 erf
+(math.erf), mpmath, and float64 or longdouble formulas of the operators' definitions."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+import runtime_support as rt
+
+try:
+    from ml_dtypes import bfloat16
+except ImportError:  # pragma: no cover
+    bfloat16 = None
+
+
+def _erf_reference(x: np.ndarray) -> np.ndarray:
+    return np.frompyfunc(math.erf, 1, 1)(x.astype(np.float64)).astype(np.float64)
+
+
+def _ulps32(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    """|actual - expected| in float32 ulps at the expected value."""
+    spacing = np.spacing(np.abs(expected).astype(np.float32)).astype(np.float64)
+    return np.abs(actual.astype(np.float64) - expected) / spacing
+
+
+def test_erf_float32_within_five_ulps():
+    rng = np.random.default_rng(7)
+    x = np.concatenate(
+        [
+            rng.uniform(-5, 5, 200_000),
+            rng.standard_normal(100_000) * 1e-3,
+            np.linspace(-4.5, 4.5, 100_001),
+        ]
+    ).astype(np.float32)
+    y = rt.erf(x)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    assert _ulps32(y, _erf_reference(x)).max() <= 5
+    assert np.abs(y).max() <= 1
+
+
+def test_erf_float32_tiny_and_huge_and_special():
+    x = np.array([1e-40, -1e-30, 0.0, -0.0, 10.0, 1e20, 3e38, np.inf, -np.inf], np.float32)
+    y = rt.erf(x)
+    expected = np.array([math.erf(v) for v in x.astype(np.float64)]).astype(np.float32)
+    np.testing.assert_allclose(y[:2], expected[:2], rtol=3e-7)
+    assert np.signbit(y[3]) and y[2] == 0
+    np.testing.assert_array_equal(y[4:], [1, 1, 1, 1, -1])
+    assert np.isnan(rt.erf(np.array([np.nan], np.float32)))[0]
+
+
+def test_erf_agrees_with_mpmath_on_a_sample():
+    x = np.float32([0.1, 0.5, 1.0, 1.7, 2.5, 3.3])
+    y = rt.erf(x)
+    expected = np.array([float(mpmath.erf(float(v))) for v in x])
+    assert _ulps32(y, expected).max() <= 5
+
+
+def test_erf_float64_keeps_float64_accuracy():
+    x = np.linspace(-6, 6, 2001)
+    np.testing.assert_allclose(rt.erf(x), _erf_reference(x), rtol=2e-15, atol=1e-300)
+
+
+@pytest.mark.parametrize("dtype", [np.float16] + ([bfloat16] if bfloat16 else []))
+def test_erf_half_types_within_one_step(dtype):
+    x = np.linspace(-4, 4, 4001).astype(dtype)
+    y = rt.erf(x)
+    assert y.dtype == np.dtype(dtype)
+    expected = _erf_reference(x.astype(np.float64)).astype(dtype).astype(np.float64)
+    # A few float32 ulps may move the final rounding to the half type by one step at most.
+    step = np.abs(expected) * (2.0**-10 if dtype is np.float16 else 2.0**-7)
+    assert (np.abs(y.astype(np.float64) - expected) <= step + 1e-7).all()
+
+
+def _gelu_reference(x: np.ndarray, approximate: str) -> np.ndarray:
+    x64 = x.astype(np.float64)
+    if approximate == "tanh":
+        return 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64**3)))
+    return 0.5 * x64 * (1 + _erf_reference(x64 / math.sqrt(2)))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_float32(approximate):
+    x = np.random.default_rng(3).uniform(-8, 8, (3, 70_000)).astype(np.float32)
+    y = rt.gelu(x, approximate=approximate)
+    assert y.dtype == np.float32 and y.shape == x.shape
+    np.testing.assert_allclose(y, _gelu_reference(x, approximate), rtol=2e-6, atol=4e-7)

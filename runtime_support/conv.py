@@ -40,7 +40,7 @@ def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTS
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     if all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads):
         grid = out = X.shape[2:]  # 1x1: the input is the im2col matrix already
-        views = [X.astype(acc, copy=False).reshape(batch, channels, -1)]
+        views = [X.astype(acc, copy=False).reshape(batch, channels, math.prod(out))]
     else:
         views, grid, out = flat_taps(X, pads, 0, kernel_shape, strides, dilations, dtype=acc)
     if group == channels and group > 1:
@@ -52,9 +52,10 @@ def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTS
             for t, view in enumerate(views):
                 columns[:, :, t] = view
         # (G, M/G, C/G*K) @ (N, G, C/G*K, V); one plain product without groups
-        filters = w.reshape(group, maps // group, -1)
-        Y = np.matmul(filters, columns.reshape(batch, group, filters.shape[-1], -1))
-    Y = crop_grid(Y.reshape(batch, maps, -1), grid, out)
+        rows = channels // group * len(views)
+        filters = w.reshape(group, maps // group, rows)
+        Y = np.matmul(filters, columns.reshape(batch, group, rows, views[0].shape[-1]))
+    Y = crop_grid(Y.reshape(batch, maps, math.prod(grid)), grid, out)
     if B is not None:
         bias = B.astype(acc, copy=False).reshape((maps,) + (1,) * len(out))
         Y = np.add(Y, bias, out=Y if Y.flags.c_contiguous else None)
@@ -64,15 +65,19 @@ def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTS
 def _depthwise(views, w):
     """Depthwise convolution (one input channel per group, M = C * multiplier) from flat_taps'
     views: no matrix product; each tap's weights times that tap's view, accumulated in place in
-    C order of the taps. Returns (N, C, multiplier, V)."""
+    C order of the taps. Returns (N, C, V), or (N, C, multiplier, V) with a multiplier."""
     batch, channels, size = views[0].shape
     multiplier = w.shape[0] // channels
-    # (K, C, multiplier, 1): the weights of one tap broadcast over the row
-    weights = w.reshape(channels, multiplier, -1).transpose(2, 0, 1)[..., None]
-    Y = np.empty((batch, channels, multiplier, size), w.dtype)
+    # (K, C, 1) or (K, C, multiplier, 1): the weights of one tap broadcast over the row
+    weights = w.reshape(channels, multiplier, len(views)).transpose(2, 0, 1)[..., None]
+    if multiplier == 1:
+        weights = weights[:, :, 0]
+    else:
+        views = [view[:, :, None] for view in views]
+    Y = np.empty((batch,) + weights.shape[1:-1] + (size,), w.dtype)
     term = np.empty_like(Y)
     for t, view in enumerate(views):
-        np.multiply(view[:, :, None], weights[t], out=Y if t == 0 else term)
+        np.multiply(view, weights[t], out=Y if t == 0 else term)
         if t:
             Y += term
     return Y

@@ -1,6 +1,14 @@
 """Convolution kernels (see runtime_support._windows for the geometry conventions).
 
-- `conv`: im2col and one matrix product (BLAS) per group.
+- `conv` (fast): every layout chosen so the product lands in NCHW order with no transpose.
+  1x1 kernels with unit strides and no pads: (M, C) @ X viewed as (N, C, H*W), no im2col.
+  Otherwise `_windows.flat_taps` pads X once into a buffer split into stride phases, so each
+  kernel tap is one contiguous row per (sample, channel) on a grid slightly wider than the
+  output; im2col is then K contiguous row copies into (N, C, K, V), multiplied as
+  (G, M/G, C/G*K) @ (N, G, C/G*K, V) (one batched BLAS call; G = 1 without groups), and the
+  grid cropped to the output. Depthwise (group == C, any channel multiplier): no product;
+  each tap's weights times its row, accumulated in place. Bias added once; float16 and
+  bfloat16 run in float32.
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation; with three spatial axes, direct loops in a fixed order (input element, output
   channel, kernel tap) with no matrix product, so its bits are the same on every machine.

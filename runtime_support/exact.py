@@ -24,6 +24,7 @@ in a fixed order.
 from __future__ import annotations
 
 import math
+import weakref
 
 import numpy as np
 
@@ -476,6 +477,59 @@ def _special_values(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
     return np.where(nan, np.nan, C)
 
 
+def _immutable_root(x: np.ndarray) -> np.ndarray | None:
+    """The array that owns x's memory when nothing can ever change that memory (a read-only view
+    of bytes or of a read-only buffer, as the weights file's memory map is), else None."""
+    root = x
+    while isinstance(root.base, np.ndarray):
+        if root.flags.writeable:
+            return None
+        root = root.base
+    if root.flags.writeable:
+        return None
+    if isinstance(root.base, bytes) or (isinstance(root.base, memoryview) and root.base.readonly):
+        return root
+    return None
+
+
+# Column slices of constant right-hand operands (weights), per owning array: computing them is most
+# of a small product's cost, and they depend only on the operand's bits, the slice width and count.
+# An entry lives as long as the array that owns the memory (a weak reference removes it).
+_PREPARED: dict[int, tuple[weakref.ref, dict]] = {}
+
+
+def _column_slices(b: np.ndarray, width: int, count: int):
+    """(per-column exponents f_j, whether b is all finite, the slices of each inner block) of the
+    right-hand operand b; cached when b's memory can never change (_immutable_root)."""
+    root = _immutable_root(b)
+    key = None
+    if root is not None:
+        address = b.__array_interface__["data"][0]
+        key = (address, b.shape, b.strides, b.dtype.str, width, count)
+        entry = _PREPARED.get(id(root))
+        if entry is not None and entry[0]() is root and key in entry[1]:
+            return entry[1][key]
+    top = _tops(b, -2)
+    finite = bool(np.isfinite(top).all())
+    if not finite:
+        b = np.where(np.isfinite(b), b, 0)
+        top = _tops(b, -2)
+    exponent = np.frexp(top)[1]  # max|b| < 2**exponent per column
+    blocks = [
+        _slices(b[..., start : start + MATMUL_BLOCK, :], width - exponent, width, count)
+        for start in range(0, max(b.shape[-2], 1), MATMUL_BLOCK)
+    ]
+    prepared = (exponent, finite, blocks)
+    if key is not None:
+        root_id = id(root)
+        entry = _PREPARED.get(root_id)
+        if entry is None or entry[0]() is not root:
+            forget = lambda _, root_id=root_id: _PREPARED.pop(root_id, None)  # noqa: E731
+            entry = _PREPARED[root_id] = (weakref.ref(root, forget), {})
+        entry[1][key] = prepared
+    return prepared
+
+
 def _matmul64(A, B) -> np.ndarray:
     """The float64 value exact_matmul rounds (see there), with numpy's matmul shapes."""
     A, B = np.asarray(A), np.asarray(B)
@@ -489,20 +543,21 @@ def _matmul64(A, B) -> np.ndarray:
     # Operands in a numpy float type that holds them exactly (bfloat16 as float32).
     a = A if A.dtype.kind == "f" else A.astype(np.float32)
     b = B if B.dtype.kind == "f" else B.astype(np.float32)
-    row_top, col_top = _tops(a, -1), _tops(b, -2)
-    finite = bool(np.isfinite(row_top).all() and np.isfinite(col_top).all())
-    if not finite:
-        a, b = np.where(np.isfinite(a), a, 0), np.where(np.isfinite(b), b, 0)
-        row_top, col_top = _tops(a, -1), _tops(b, -2)
-    row_exp, col_exp = np.frexp(row_top)[1], np.frexp(col_top)[1]  # max|x| < 2**exp
     inner = a.shape[-1]
     width = _slice_width(min(inner, MATMUL_BLOCK))
     count = _slice_count(np.result_type(A.dtype, B.dtype))
+    row_top = _tops(a, -1)
+    finite = bool(np.isfinite(row_top).all())
+    if not finite:
+        a = np.where(np.isfinite(a), a, 0)
+        row_top = _tops(a, -1)
+    row_exp = np.frexp(row_top)[1]  # max|a| < 2**row_exp per row
+    col_exp, finite_b, b_blocks = _column_slices(b, width, count)
+    finite = finite and finite_b
     total = None
-    for start in range(0, max(inner, 1), MATMUL_BLOCK):
-        block = slice(start, start + MATMUL_BLOCK)
-        a_slices = _slices(a[..., block], width - row_exp, width, count)
-        b_slices = _slices(b[..., block, :], width - col_exp, width, count)
+    for number, start in enumerate(range(0, max(inner, 1), MATMUL_BLOCK)):
+        a_slices = _slices(a[..., start : start + MATMUL_BLOCK], width - row_exp, width, count)
+        b_slices = b_blocks[number]
         # Levels d = s + t < count, each the sum of its products in increasing s; combined by
         # Horner from the deepest level: v = (... (L[count-1] * 2**-w + L[count-2]) ...) + L[0].
         value = None

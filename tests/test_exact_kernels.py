@@ -429,6 +429,31 @@ def test_half_softmax_rounds_every_step_to_the_type(dtype):
     assert as_3d.reshape(50, 16).tobytes() == reference.tobytes()
 
 
+def test_constant_operand_slices_are_cached_and_give_the_same_bits():
+    """A read-only operand over immutable memory (as the weights file's arrays are) has its
+    column slices computed once; the bits are those of a writeable copy, and the cache entry
+    goes with the array that owns the memory."""
+    generator = rng(19)
+    A = generator.standard_normal((6, 300)).astype(np.float32)
+    B = generator.standard_normal((300, 40)).astype(np.float32)
+    B[3, 4] = np.inf
+    weights = np.frombuffer(B.tobytes(), dtype=np.float32).reshape(B.shape)
+    expected = exact_matmul(A, B).tobytes()
+    assert not any(id(weights.base) == key for key in exact._PREPARED)
+    assert exact_matmul(A, weights).tobytes() == expected
+    (root,) = [key for key in exact._PREPARED if exact._PREPARED[key][0]() is weights.base]
+    assert exact_matmul(A, weights).tobytes() == expected  # from the cache
+    assert (
+        exact_gemm(A, np.ascontiguousarray(B.T), transB=1).tobytes()
+        == exact_gemm(A, weights.T.copy(), transB=1).tobytes()
+    )
+    del weights
+    assert root not in exact._PREPARED
+    writeable = B.copy()
+    exact_matmul(A, writeable)
+    assert all(entry[0]() is not writeable for entry in exact._PREPARED.values())
+
+
 # --- the same bits whatever the layout ---------------------------------------------------------
 
 

@@ -65,7 +65,8 @@ class _Fast:
     def sigmoid(x, out):
         """1 / (1 + exp(-x)); exp overflows to inf for very negative x, which gives 0."""
         np.negative(x, out=out)
-        np.exp(out, out=out)
+        with np.errstate(over="ignore"):
+            np.exp(out, out=out)
         out += out.dtype.type(1)
         return np.reciprocal(out, out=out)
 

@@ -88,3 +88,52 @@ def test_gelu_float32(approximate):
     y = rt.gelu(x, approximate=approximate)
     assert y.dtype == np.float32 and y.shape == x.shape
     np.testing.assert_allclose(y, _gelu_reference(x, approximate), rtol=2e-6, atol=4e-7)
+
+
+def _layer_norm_reference(x, scale, bias, axis, epsilon):
+    """LayerNormalization's definition in longdouble."""
+    wide = x.astype(np.longdouble)
+    axes = tuple(range(axis, x.ndim))
+    mean = wide.mean(axis=axes, keepdims=True)
+    variance = ((wide - mean) ** 2).mean(axis=axes, keepdims=True)
+    inv_std = 1 / np.sqrt(variance + np.longdouble(epsilon))
+    return (wide - mean) * inv_std * scale + bias, mean, inv_std
+
+
+@pytest.mark.parametrize(
+    "shape, axis",
+    [((2, 128, 256), 2), ((1, 1, 256), -1), ((3, 4, 5), 1), ((6, 7), 0), ((2, 5000), 1)],
+)
+def test_layer_normalization_float32(shape, axis):
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(shape) * 3 + 1).astype(np.float32)
+    normalized = shape[axis % len(shape) :]
+    scale = rng.standard_normal(normalized).astype(np.float32)
+    bias = rng.standard_normal(normalized).astype(np.float32)
+    y, mean, inv_std = rt.layer_normalization(x, scale, bias, axis=axis, epsilon=1e-5)
+    ref_y, ref_mean, ref_inv_std = _layer_norm_reference(x, scale, bias, axis % x.ndim, 1e-5)
+    assert y.dtype == mean.dtype == inv_std.dtype == np.float32
+    assert y.shape == x.shape and mean.shape == ref_mean.shape == inv_std.shape
+    np.testing.assert_allclose(y, ref_y.astype(np.float64), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(mean, ref_mean.astype(np.float64), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(inv_std, ref_inv_std.astype(np.float64), rtol=1e-5)
+
+
+def test_layer_normalization_broadcast_scale_and_no_bias():
+    x = np.random.default_rng(2).standard_normal((4, 3, 8)).astype(np.float32)
+    scale = np.float32([1.5, -2.0, 0.5, 1, 1, 1, 3, 0.25])
+    y, _, _ = rt.layer_normalization(x, scale, axis=1, epsilon=1e-3)  # scale broadcasts over (3, 8)
+    ref_y, _, _ = _layer_norm_reference(x, scale, np.float32(0), 1, 1e-3)
+    np.testing.assert_allclose(y, ref_y.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_softmax_float32(axis):
+    x = (np.random.default_rng(5).standard_normal((2, 4, 128, 16)) * 20).astype(np.float32)
+    wide = x.astype(np.longdouble)
+    e = np.exp(wide - wide.max(axis=axis, keepdims=True))
+    expected = (e / e.sum(axis=axis, keepdims=True)).astype(np.float64)
+    y = rt.softmax(x, axis=axis)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, expected, rtol=2e-6, atol=1e-12)
+    assert not np.shares_memory(y, x)

@@ -62,6 +62,11 @@ class _Fast:
     matmul = staticmethod(np.matmul)
 
     @staticmethod
+    def recurrence(R, h):
+        """R @ h, R [gates * hidden, hidden] as stored, h [hidden, batch]."""
+        return np.matmul(R, h)
+
+    @staticmethod
     def sigmoid(x, out):
         """1 / (1 + exp(-x)); exp overflows to inf for very negative x, which gives 0."""
         np.negative(x, out=out)
@@ -84,13 +89,13 @@ class _Fast:
 
 
 class _Exact:
+    matmul = staticmethod(exact_matmul)
+
     @staticmethod
-    def matmul(a, b, out=None):
-        product = exact_matmul(a, b)
-        if out is None:
-            return product
-        out[...] = product
-        return out
+    def recurrence(R, h):
+        """R @ h as (h^T @ R^T)^T: with the weights as exact_matmul's right-hand operand, their
+        slices are split once and cached (exact_matmul caches read-only weights' slices)."""
+        return exact_matmul(h.T, R.T).T
 
     @staticmethod
     def sigmoid(x, out):
@@ -342,7 +347,7 @@ def _rnn(
         Rd = layer.R[d]
 
         def step(xw_t, h, f=f, Rd=Rd):
-            a = m.matmul(Rd, h)
+            a = m.recurrence(Rd, h)
             a += xw_t
             return (f(a, a),)
 
@@ -372,16 +377,16 @@ def _gru(
             bias[2 * n :] = Wb[2 * n :]  # the reset gate scales Rbh
 
         def step(xw_t, h, f=f, g=g, Rzr=Rzr, Rh=Rh, Rbh=Rbh):
-            zr = m.matmul(Rzr, h)
+            zr = m.recurrence(Rzr, h)
             zr += xw_t[: 2 * n]
             f(zr, zr)
             z, r = zr[:n], zr[n:]
             if lbr:
-                candidate = m.matmul(Rh, h)
+                candidate = m.recurrence(Rh, h)
                 candidate += Rbh
                 candidate *= r
             else:
-                candidate = m.matmul(Rh, r * h)
+                candidate = m.recurrence(Rh, r * h)
             candidate += xw_t[2 * n :]
             g(candidate, candidate)
             candidate *= one - z
@@ -431,7 +436,7 @@ def _lstm(
             Pi, Po, Pf = (p[:, None] for p in np.split(peepholes[d], 3))
 
         def step(xw_t, h, c, f=f, g=g, h_=h_, Rd=Rd, Pi=Pi, Po=Po, Pf=Pf):
-            gates = m.matmul(Rd, h)
+            gates = m.recurrence(Rd, h)
             gates += xw_t
             i, o, forget, cell = gates[:n], gates[n : 2 * n], gates[2 * n : 3 * n], gates[3 * n :]
             separate = Pi is not None or input_forget  # else i, o and f take f at once

@@ -388,3 +388,17 @@ def test_exact_same_bits_in_every_environment():
     assert len(baseline) == 2 * len(CASES)
     for name, settings in ENVIRONMENTS.items():
         assert run_json_script(DIGEST_SCRIPT, settings, sys.executable) == baseline, name
+
+
+@pytest.mark.parametrize("op", ["GRU", "LSTM"])
+def test_exact_read_only_weights_same_bits(op):
+    """Weights as the weights file gives them (read-only views of bytes, whose slices
+    exact_matmul caches) give the bits of writeable copies, at the first call and the next."""
+    options = {"direction": "bidirectional", "lengths": [4, 5, 2]}
+    arrays = _inputs(op, options, seed=6)
+    X, W, R, B = arrays[:4]
+    frozen = [np.frombuffer(a.tobytes(), a.dtype).reshape(a.shape) for a in (W, R, B)]
+    expected = _call(KERNELS[op][1], op, arrays, options)
+    for _ in range(2):
+        got = _call(KERNELS[op][1], op, (X, *frozen, *arrays[4:]), options)
+        assert [g.tobytes() for g in got] == [e.tobytes() for e in expected]

@@ -38,7 +38,9 @@ elementwise arithmetic of a step is IEEE arithmetic in T in the order each kerne
 writes (parentheses are the order; `a + b * c` is a + (b * c)).
 
 The exact variant (exact_rnn, exact_gru, exact_lstm) differs only in its matrix products, which
-are runtime_support.exact.exact_matmul's (rounded once to T), and in the transcendental functions,
+are runtime_support.exact.exact_matmul's (rounded once to T; the recurrence's as exact_matmul(H^T,
+R^T)^T, so that the weights are the right-hand operand, whose slices exact_matmul splits once and
+caches when they are read-only, as the weights file's are), and in the transcendental functions,
 which are runtime_support.exact_math's (exact_sigmoid, exact_tanh, exact_expm1, exact_softplus, each
 rounded once to T); every other operation is an IEEE + - * / in T, a comparison, min or max, or data
 movement, so its bits depend on nothing but the inputs. Every NaN in its outputs is numpy's np.nan.

@@ -137,3 +137,17 @@ def test_softmax_float32(axis):
     assert y.dtype == np.float32
     np.testing.assert_allclose(y, expected, rtol=2e-6, atol=1e-12)
     assert not np.shares_memory(y, x)
+
+
+@pytest.mark.parametrize("kernel", [rt.erf, rt.gelu])
+def test_erf_and_gelu_write_into_out_even_their_input(kernel):
+    x = np.random.default_rng(9).uniform(-5, 5, (3, 50_000)).astype(np.float32)
+    expected = kernel(x)
+    inplace = x.copy()
+    assert kernel(inplace, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, expected)
+    strided = x[:, ::2]  # not contiguous: computed on a copy
+    np.testing.assert_array_equal(kernel(strided), expected[:, ::2])
+    target = np.zeros((3, 100_000), np.float32)[:, ::2]
+    assert kernel(x, out=target) is target
+    np.testing.assert_array_equal(target, expected)

@@ -280,10 +280,10 @@ class _Layer:
     def projection(self, direction, bias):
         """X_t W^T + bias for every step, as one matrix product: [seq_length, batch, gates *
         hidden] (each step's slice is read transposed)."""
-        x2 = self.x.reshape(self.steps * self.batch, -1)
+        x2 = self.x.reshape(self.steps * self.batch, self.x.shape[2])
         product = self.m.matmul(x2, self.W[direction].T)
         product += bias
-        return product.reshape(self.steps, self.batch, -1)
+        return product.reshape(self.steps, self.batch, product.shape[1])
 
     def run(self, d, xw, step, states):
         """Runs `step(xw_t, *states) -> states` (states transposed, [hidden, batch]; `xw_t`

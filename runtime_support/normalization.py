@@ -161,29 +161,20 @@ def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1
     return _layer_normalization(X, Scale, B, axis, epsilon, stash_type, _standardize)
 
 
-# Rows up to this length get their sum of squares from einsum (one pass, no temporary; it adds in
-# float32 lanes without pairwise summation, so longer rows take the square and a pairwise sum).
-_EINSUM_ROW_LIMIT = 4096
-
-
 def _layer_normalization32(X, Scale, B, axis, count, epsilon):
     """layer_normalization of float32 X with float32 statistics, the normalized axes flattened
     into one (Scale and B have as many elements): the fewest numpy calls (it runs on every token
-    of a decoder step) and passes over X (sum; difference; its squares summed; then the scaling,
-    Scale and B in place)."""
+    of a decoder step) and passes over X (sum; difference; squares and their pairwise sum; then
+    the scaling, Scale and B in place). Python scalars keep float32 arithmetic float32."""
     rows = X.reshape(-1, count)
-    n = np.float32(count)
     mean = np.add.reduce(rows, axis=1, keepdims=True)
-    mean /= n
+    mean /= count
     Y = np.subtract(rows, mean)
-    if count <= _EINSUM_ROW_LIMIT:
-        inv_std = np.einsum("ij,ij->i", Y, Y).reshape(-1, 1)
-    else:
-        inv_std = np.add.reduce(Y * Y, axis=1, keepdims=True)
-    inv_std /= n
-    inv_std += np.float32(epsilon)
+    inv_std = np.add.reduce(Y * Y, axis=1, keepdims=True)
+    inv_std /= count
+    inv_std += epsilon
     np.sqrt(inv_std, out=inv_std)
-    np.divide(np.float32(1), inv_std, out=inv_std)
+    np.reciprocal(inv_std, out=inv_std)
     Y *= inv_std
     Y *= Scale.reshape(-1)
     if B is not None:

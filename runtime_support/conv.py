@@ -1,14 +1,15 @@
 """Convolution kernels (see runtime_support._windows for the geometry conventions).
 
 - `conv` (fast): every layout chosen so the product lands in NCHW order with no transpose.
-  1x1 kernels with unit strides and no pads: (M, C) @ X viewed as (N, C, H*W), no im2col.
-  Otherwise `_windows.flat_taps` pads X once into a buffer split into stride phases, so each
-  kernel tap is one contiguous row per (sample, channel) on a grid slightly wider than the
-  output; im2col is then K contiguous row copies into (N, C, K, V), multiplied as
-  (G, M/G, C/G*K) @ (N, G, C/G*K, V) (one batched BLAS call; G = 1 without groups), and the
-  grid cropped to the output. Depthwise (group == C, any channel multiplier): no product;
-  each tap's weights times its row, accumulated in place. Bias added once; float16 and
-  bfloat16 run in float32.
+  1x1 kernels with unit strides and no pads: (G, M/G, C/G) @ X viewed as (N, G, C/G, H*W), no
+  im2col. Otherwise im2col in blocks of output rows of about _BLOCK_BYTES (several whole samples
+  when one is small), so a block is still in cache when BLAS reads it: each tap's strided slice
+  of the padded input copied into the block, then one product per group written by BLAS straight
+  into the block's columns of Y (N, M, H*W), and the bias added there. (One product per tap on
+  flat_taps' rows, with no im2col, measured slower: K products with a K times shorter inner
+  dimension, each followed by an accumulating pass over Y.) Depthwise (group == C, any channel
+  multiplier): no product; flat_taps' rows times each tap's weights, accumulated in place.
+  Float16 and bfloat16 run in float32.
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation; with three spatial axes, direct loops in a fixed order (input element, output
   channel, kernel tap) with no matrix product, so its bits are the same on every machine.
@@ -18,6 +19,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -29,8 +31,10 @@ from runtime_support._windows import (
     crop_grid,
     explicit_pads,
     flat_taps,
+    pad_spatial,
     tap_slices,
     taps,
+    window_positions,
 )
 
 __all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
@@ -46,28 +50,115 @@ def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTS
     batch, channels = X.shape[:2]
     maps, kernel_shape = w.shape[0], w.shape[2:]
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
-    if all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads):
-        grid = out = X.shape[2:]  # 1x1: the input is the im2col matrix already
-        views = [X.astype(acc, copy=False).reshape(batch, channels, math.prod(out))]
-    else:
-        views, grid, out = flat_taps(X, pads, 0, kernel_shape, strides, dilations, dtype=acc)
+    bias = None if B is None else B.astype(acc, copy=False)
     if group == channels and group > 1:
-        Y = _depthwise(views, w)
+        views, grid, out = flat_taps(X, pads, 0, kernel_shape, strides, dilations, dtype=acc)
+        Y = crop_grid(_depthwise(views, w).reshape(batch, maps, math.prod(grid)), grid, out)
+        if bias is not None:
+            Y = np.add(Y, bias.reshape((maps,) + (1,) * len(out)))
+    elif all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads):
+        # 1x1: the input is the im2col matrix already; (G, M/G, C/G) @ (N, G, C/G, V)
+        size = math.prod(X.shape[2:])
+        filters = w.reshape(group, maps // group, channels // group)
+        x = X.astype(acc, copy=False).reshape(batch, group, channels // group, size)
+        Y = np.matmul(filters, x).reshape((batch, maps) + X.shape[2:])
+        if bias is not None:
+            Y += bias.reshape((maps,) + (1,) * (X.ndim - 2))
     else:
-        columns = views[0]
-        if len(views) > 1:
-            columns = np.empty((batch, channels, len(views), views[0].shape[-1]), acc)
-            for t, view in enumerate(views):
-                columns[:, :, t] = view
-        # (G, M/G, C/G*K) @ (N, G, C/G*K, V); one plain product without groups
-        rows = channels // group * len(views)
-        filters = w.reshape(group, maps // group, rows)
-        Y = np.matmul(filters, columns.reshape(batch, group, rows, views[0].shape[-1]))
-    Y = crop_grid(Y.reshape(batch, maps, math.prod(grid)), grid, out)
-    if B is not None:
-        bias = B.astype(acc, copy=False).reshape((maps,) + (1,) * len(out))
-        Y = np.add(Y, bias, out=Y if Y.flags.c_contiguous else None)
+        Y = _im2col_product(X.astype(acc, copy=False), w, bias, pads, strides, dilations, group)
     return np.ascontiguousarray(Y).astype(X.dtype, copy=False)
+
+
+# im2col in blocks of about this many bytes, so each block is still in cache when BLAS reads it;
+# a block spans at least _MIN_COLUMNS output positions, so each product stays efficient.
+_BLOCK_BYTES = 1 << 21
+_MIN_COLUMNS = 512
+
+
+def _im2col_product(x, w, bias, pads, strides, dilations, group):
+    """Y (N, M, *out) of a convolution through im2col in blocks of output rows (or of whole
+    samples when one sample's columns are small): each block's columns (C * K, positions) are
+    copied from the padded input tap by tap, then one product per group lands in the block's
+    place in Y (a strided slice BLAS writes directly), the bias added while the block is in
+    cache. No buffer of the whole im2col matrix and no crop."""
+    batch, channels = x.shape[:2]
+    maps = w.shape[0]
+    plan = _im2col_plan(
+        x.shape, tuple(pads), w.shape[2:], tuple(strides), tuple(dilations), x.dtype.itemsize
+    )
+    out, samples, rows, sources, blocks = plan
+    size = math.prod(out)
+    Y = np.empty((batch, maps, size), x.dtype)
+    if Y.size == 0:
+        return Y.reshape((batch, maps) + out)
+    padded = pad_spatial(x, pads, 0).swapaxes(0, 1)  # (C, N, *spatial): a block's samples
+    K = len(sources)
+    inner = size // out[0]
+    buffer = np.empty(channels * K * samples * rows * inner, x.dtype)
+    span = channels // group * K
+    filters = w.reshape(group, maps // group, span)
+    if bias is not None:
+        bias = bias.reshape(maps, 1)
+    for n, count, first, stop in blocks:
+        shape = (channels, K, count, stop - first) + out[1:]
+        block = buffer[: math.prod(shape)].reshape(shape)
+        lead = (slice(None), slice(n, n + count))
+        for t, source in enumerate(sources):
+            block[:, t] = padded[lead + source(first, stop)]
+        matrix = block.reshape(channels * K, count * (stop - first) * inner)
+        if count == 1:
+            target = Y[n, :, first * inner : stop * inner]
+            for g in range(group):
+                rows_g = slice(g * maps // group, (g + 1) * maps // group)
+                np.matmul(filters[g], matrix[g * span : (g + 1) * span], out=target[rows_g])
+            if bias is not None:
+                target += bias
+        else:
+            product = np.empty((maps, matrix.shape[1]), x.dtype)
+            for g in range(group):
+                rows_g = slice(g * maps // group, (g + 1) * maps // group)
+                np.matmul(filters[g], matrix[g * span : (g + 1) * span], out=product[rows_g])
+            if bias is not None:
+                product += bias
+            Y[n : n + count] = product.reshape(maps, count, size).swapaxes(0, 1)
+    return Y.reshape((batch, maps) + out)
+
+
+@functools.lru_cache(maxsize=1024)
+def _im2col_plan(shape, pads, kernel_shape, strides, dilations, itemsize):
+    """_im2col_product's geometry, settled once per shape: (out, samples per block, output rows
+    per block, one function per tap (C order) giving the padded input's slices for output rows
+    [first, stop), the blocks as (first sample, samples, first row, stop row))."""
+    rank = len(kernel_shape)
+    batch, channels = shape[:2]
+    padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(shape[2:])]
+    out = window_positions(padded, kernel_shape, strides, dilations)
+    out = tuple(max(o, 0) for o in out)
+    inner = math.prod(out[1:])
+    per_row = channels * math.prod(kernel_shape) * inner * itemsize
+    rows = max(1, min(out[0], _BLOCK_BYTES // max(per_row, 1)))
+    rows = max(rows, min(out[0], -(-_MIN_COLUMNS // max(inner, 1))))
+    samples = 1
+    if rows == out[0] and out[0]:
+        samples = max(1, min(batch, _BLOCK_BYTES // max(per_row * out[0], 1)))
+    sources = []
+    for tap in taps(kernel_shape):
+        rest = tuple(
+            slice(t * d, t * d + (o - 1) * s + 1, s)
+            for t, o, s, d in zip(tap[1:], out[1:], strides[1:], dilations[1:])
+        )
+        sources.append(functools.partial(_row_slices, tap[0] * dilations[0], strides[0], rest))
+    blocks = []
+    for n in range(0, batch, samples):
+        for first in range(0, out[0], rows):
+            blocks.append((n, min(samples, batch - n), first, min(first + rows, out[0])))
+    return out, samples, rows, tuple(sources), tuple(blocks)
+
+
+def _row_slices(offset, stride, rest, first, stop):
+    """The padded input's slices a tap reads for output rows [first, stop)."""
+    start = offset + first * stride
+    return (slice(start, start + (stop - first - 1) * stride + 1, stride),) + rest
 
 
 def _depthwise(views, w):

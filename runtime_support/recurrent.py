@@ -57,10 +57,11 @@ __all__ = ["exact_gru", "exact_lstm", "exact_rnn", "gru", "lstm", "rnn"]
 
 
 # --- arithmetic of the two variants ----------------------------------------------------------------
-# Each function writes its result into `out` (which may be `x` itself) and returns it.
+# sigmoid and tanh write their result into `out` (which may be `x` itself) and return it.
 
 
 class _Fast:
+    exact = False
     matmul = staticmethod(np.matmul)
 
     @staticmethod
@@ -91,6 +92,7 @@ class _Fast:
 
 
 class _Exact:
+    exact = True
     matmul = staticmethod(exact_matmul)
 
     @staticmethod
@@ -317,7 +319,7 @@ class _Layer:
         results = [
             np.ascontiguousarray(a).astype(self.input_dtype, copy=False) for a in (Y, *finals)
         ]
-        if self.m is _Exact:
+        if self.m.exact:
             results = [_default_nans(a) for a in results]
         return tuple(results)
 
@@ -326,11 +328,6 @@ def _default_nans(a):
     """`a` with every NaN numpy's np.nan (payloads and signs differ between machines)."""
     nan = np.isnan(a)
     return np.where(nan, np.nan, a).astype(a.dtype, copy=False) if nan.any() else a
-
-
-def _split_bias(layer, d):
-    Wb, Rb = np.split(layer.B[d], 2)
-    return Wb, Rb
 
 
 # --- the layers ------------------------------------------------------------------------------------
@@ -345,7 +342,7 @@ def _rnn(
     Y_h = []
     for d in range(layer.directions):
         (f,) = functions[d]
-        Wb, Rb = _split_bias(layer, d)
+        Wb, Rb = np.split(layer.B[d], 2)
         Rd = layer.R[d]
 
         def step(xw_t, h, f=f, Rd=Rd):
@@ -371,7 +368,7 @@ def _gru(
     Y_h = []
     for d in range(layer.directions):
         f, g = functions[d]
-        Wb, Rb = _split_bias(layer, d)
+        Wb, Rb = np.split(layer.B[d], 2)
         Rzr, Rh = layer.R[d, : 2 * n], layer.R[d, 2 * n :]
         Rbh = Rb[2 * n :, None]
         bias = Wb + Rb
@@ -430,7 +427,7 @@ def _lstm(
     Y_h, Y_c = [], []
     for d in range(layer.directions):
         f, g, h_ = functions[d]
-        Wb, Rb = _split_bias(layer, d)
+        Wb, Rb = np.split(layer.B[d], 2)
         Rd = layer.R[d]
         if peepholes is None:
             Pi = Po = Pf = None

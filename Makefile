@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast conformance-report coverage-report bench clean
+.PHONY: demo test test-fast conformance-report coverage-report bench bench-exact clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ coverage-report: $(STAMP)
 # (not a test; about half an hour; models built into .cache/bench/).
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench --report docs/performance.md
+
+# Regenerates the tables of docs/exact-performance.md: the exact variant against the fast one at
+# one thread (not a test; a few minutes; models built into .cache/bench-exact/).
+bench-exact: $(STAMP)
+	$(BIN)/python -m tools.bench_exact --report docs/exact-performance.md
 
 clean:
 	rm -rf $(VENV) build *.egg-info examples/build

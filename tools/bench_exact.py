@@ -1,0 +1,253 @@
+"""Benchmark (not a test): the exact variant of generated modules against the fast variant.
+
+    .venv/bin/python -m tools.bench_exact [--report docs/exact-performance.md] [--only NAME ...]
+        [--budget SECONDS] [--cache DIR]
+
+`make bench-exact` runs it with `--report docs/exact-performance.md`. Models: the example model
+(examples/tiny_classifier.onnx, batch 1), the multilayer perceptrons at batch 1 and 256 and the
+BERT-style encoder at batch 1 of tools/bench_models.py (matrix products), and the MobileNet-style
+net of tools/bench_models.py and light_squeezenet of the onnx wheel (convolutions). Models and
+compiled modules go under `--cache` (default .cache/bench-exact/).
+
+Both variants are compiled and imported into this one process, which runs at one thread
+(OPENBLAS/OMP/MKL_NUM_THREADS=1, set before numpy is imported): the exact variant's cost is the
+arithmetic it does, not how BLAS spreads it. After one warm-up run each (whose outputs are
+compared: the largest difference relative to the largest fast output is reported), the two run
+in alternating blocks of about 0.2 s until each has had `--budget` seconds (at least 3 runs); the
+median run time of each is kept. The machine is shared, so ratios are compared, never times
+across runs.
+
+Models whose exact run is more than TARGET times the fast one are profiled (cProfile over a few
+exact runs): the runtime_support kernels that take the most time, as a share of the run.
+
+The report keeps, unchanged, everything from its "## Analysis" heading on (written by hand).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"  # before numpy is imported, or the setting has no effect
+
+import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import importlib.util  # noqa: E402
+import platform  # noqa: E402
+import pstats  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = 8.0  # the issue's aim: exact at most this many times slower than fast
+ANALYSIS_HEADING = "## Analysis"
+BLOCK_SECONDS = 0.2
+MODELS = ("tiny_classifier", "mlp_b1", "mlp_b256", "bert_b1", "mobilenet", "light_squeezenet")
+KIND = {
+    "tiny_classifier": "example (conv)",
+    "mlp_b1": "matmul",
+    "mlp_b256": "matmul",
+    "bert_b1": "matmul (transformer)",
+    "mobilenet": "conv",
+    "light_squeezenet": "conv",
+}
+
+
+@dataclass
+class Model:
+    name: str
+    source: Path
+    feeds: dict
+
+
+def prepare(cache: Path, names: list[str]) -> list[Model]:
+    """The models and their feeds: the example model here, the others through tools.bench."""
+    from tools import bench
+
+    models = []
+    for name in names:
+        if name == "tiny_classifier":
+            feeds = {"image": np.random.default_rng(0).standard_normal((1, 3, 32, 32), np.float32)}
+            models.append(Model(name, ROOT / "examples" / "tiny_classifier.onnx", feeds))
+            continue
+        (case,) = [c for c in bench.prepare(cache, [name]) if c.name == name]
+        models.append(Model(name, Path(case.source), bench.load_feeds(case)))
+    return models
+
+
+def compiled(model: Model, variant: str, cache: Path):
+    """Compile `model` in `variant` into `cache` and import the module."""
+    from onemodel_compile import compile_model
+
+    path = compile_model(model.source, cache / "compiled" / f"{model.name}_{variant}.py", variant)
+    module_name = f"bench_exact_{model.name}_{variant}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def largest_difference(fast: dict, exact: dict) -> float:
+    """max |exact - fast| / max |fast| over the float outputs."""
+    worst = 0.0
+    for name, value in fast.items():
+        if value.dtype.kind != "f":
+            continue
+        a, b = value.astype(np.float64), exact[name].astype(np.float64)
+        scale = max(float(np.max(np.abs(a), initial=0.0)), np.finfo(np.float64).tiny)
+        worst = max(worst, float(np.max(np.abs(a - b), initial=0.0)) / scale)
+    return worst
+
+
+def time_alternately(fast, exact, feeds: dict, budget: float) -> tuple[float, float, int, int]:
+    """Median seconds per run of each, in alternating blocks; and the number of runs of each."""
+    times = {"fast": [], "exact": []}
+    spent = {"fast": 0.0, "exact": 0.0}
+    modules = {"fast": fast, "exact": exact}
+    while min(spent.values()) < budget or min(len(t) for t in times.values()) < 3:
+        for side, module in modules.items():
+            block_start = time.perf_counter()
+            while True:
+                start = time.perf_counter()
+                module.run_feeds(feeds)
+                end = time.perf_counter()
+                times[side].append(end - start)
+                if end - block_start >= BLOCK_SECONDS:
+                    break
+            spent[side] += time.perf_counter() - block_start
+    return (
+        statistics.median(times["fast"]),
+        statistics.median(times["exact"]),
+        len(times["fast"]),
+        len(times["exact"]),
+    )
+
+
+def kernel_profile(module, feeds: dict, runs: int = 3, top: int = 6) -> list[tuple[str, float]]:
+    """The runtime_support functions (and numpy built-ins) with the most own time over `runs`
+    runs, as (name, share of the total run time)."""
+    profiler = cProfile.Profile()
+    start = time.perf_counter()
+    profiler.enable()
+    for _ in range(runs):
+        module.run_feeds(feeds)
+    profiler.disable()
+    total = time.perf_counter() - start
+    stats = pstats.Stats(profiler).stats
+    rows = []
+    for (filename, _, function), (_, _, own, _, _) in stats.items():
+        where = Path(filename)
+        if "runtime_support" in where.parts:
+            label = f"rt.{where.stem}.{function}"
+        elif filename == "~":
+            label = function.strip("<>").replace("built-in method ", "").replace("method ", "")
+        else:
+            continue
+        rows.append((label, own / total))
+    return sorted(rows, key=lambda row: -row[1])[:top]
+
+
+def measure(model: Model, cache: Path, budget: float) -> dict:
+    fast, exact = compiled(model, "fast", cache), compiled(model, "exact", cache)
+    difference = largest_difference(fast.run_feeds(model.feeds), exact.run_feeds(model.feeds))
+    fast_s, exact_s, fast_runs, exact_runs = time_alternately(fast, exact, model.feeds, budget)
+    row = {
+        "name": model.name,
+        "fast_ms": fast_s * 1e3,
+        "exact_ms": exact_s * 1e3,
+        "ratio": exact_s / fast_s,
+        "runs": (fast_runs, exact_runs),
+        "difference": difference,
+        "profile": None,
+    }
+    if row["ratio"] > TARGET:
+        row["profile"] = kernel_profile(exact, model.feeds)
+    return row
+
+
+def render(rows: list[dict], budget: float) -> str:
+    lines = [
+        "# Exact variant: cost against the fast variant",
+        "",
+        "Generated by `make bench-exact` (`python -m tools.bench_exact --report "
+        "docs/exact-performance.md`); a benchmark, not a test. Both variants of each model run in",
+        "one process at one thread, alternating, and the median run is kept (see the tool's "
+        "docstring).",
+        f"The issue's aim: exact at most {TARGET:g} times slower than fast.",
+        "",
+        f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared "
+        f"with other work); Python {platform.python_version()}, numpy {np.__version__}; "
+        f"{budget:g} s per side and model.",
+        "",
+        "| model | kind | fast (ms) | exact (ms) | exact / fast | runs (fast, exact) "
+        "| largest difference |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        lines.append(
+            f"| {row['name']} | {KIND.get(row['name'], '')} | {row['fast_ms']:.3f} "
+            f"| {row['exact_ms']:.3f} | {row['ratio']:.1f} | {row['runs'][0]}, {row['runs'][1]} "
+            f"| {row['difference']:.1e} |"
+        )
+    lines += [
+        "",
+        "Largest difference: max |exact - fast| / max |fast| over the outputs.",
+    ]
+    profiled = [row for row in rows if row["profile"]]
+    if profiled:
+        lines += [
+            "",
+            f"## Where the time goes (models above {TARGET:g} times)",
+            "",
+            "Own time of the exact run's busiest functions (cProfile, 3 runs), as a share of the "
+            "run:",
+            "",
+        ]
+        for row in profiled:
+            shares = ", ".join(f"`{name}` {share:.0%}" for name, share in row["profile"])
+            lines.append(f"- {row['name']}: {shares}")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write `text`, keeping the hand-written part from ANALYSIS_HEADING on."""
+    kept = ""
+    if path.exists():
+        old = path.read_text()
+        if ANALYSIS_HEADING in old:
+            kept = "\n" + old[old.index(ANALYSIS_HEADING) :]
+    path.write_text(text + kept)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", type=Path, help="write the markdown report here")
+    parser.add_argument("--only", nargs="*", default=[], help="models whose name contains one")
+    parser.add_argument("--budget", type=float, default=2.0, help="seconds per side and model")
+    parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench-exact")
+    args = parser.parse_args(argv)
+    names = [m for m in MODELS if not args.only or any(o in m for o in args.only)]
+    rows = []
+    for model in prepare(args.cache, names):
+        row = measure(model, args.cache, args.budget)
+        rows.append(row)
+        print(
+            f"{row['name']:18} fast {row['fast_ms']:9.3f} ms  exact {row['exact_ms']:9.3f} ms  "
+            f"x{row['ratio']:.1f}  difference {row['difference']:.1e}",
+            flush=True,
+        )
+        if row["profile"]:
+            print("    " + ", ".join(f"{n} {s:.0%}" for n, s in row["profile"]), flush=True)
+    if args.report:
+        write_report(args.report, render(rows, args.budget))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -76,8 +76,9 @@ def max_pool(
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     lowest = _lowest(X.dtype)
-    Y = reduce_windows(X, pads, lowest, kernel_shape, strides, dilations, np.maximum, extra)
-    Y = np.ascontiguousarray(Y)
+    Y = np.ascontiguousarray(
+        _separable_max(X, pads, lowest, kernel_shape, strides, dilations, extra)
+    )
     if not with_indices:
         return Y
     windows = window_view(pad_spatial(X, pads, lowest, extra), kernel_shape, strides, dilations)
@@ -101,6 +102,27 @@ def max_pool(
     batch, channels = X.shape[:2]
     base = np.arange(batch * channels, dtype=np.int64).reshape((batch, channels) + (1,) * rank)
     return Y, spatial_index + base * plane
+
+
+def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra):
+    """Every window's maximum of x padded with `lowest`, one spatial axis at a time: the maximum
+    over a box is the maximum along one axis of the maxima along the others, so a k1 x k2 window
+    takes (k1 - 1) + (k2 - 1) elementwise maxima instead of k1 * k2 - 1. The first axis goes
+    first: its terms are whole rows (contiguous inner loops), and it shrinks what the strided
+    passes of the last axis read. Only arrays made here are written."""
+    y = pad_spatial(x, pads, lowest, extra)
+    for axis in range(len(kernel_shape)):
+        k, s, d = kernel_shape[axis], strides[axis], dilations[axis]
+        count = (y.shape[2 + axis] - (k - 1) * d - 1) // s + 1
+        before = (slice(None),) * (2 + axis)
+        terms = [y[before + (slice(j * d, j * d + (count - 1) * s + 1, s),)] for j in range(k)]
+        if k == 1:
+            y = terms[0]
+            continue
+        y = np.maximum(terms[0], terms[1])
+        for term in terms[2:]:
+            np.maximum(y, term, out=y)
+    return y
 
 
 def average_pool(

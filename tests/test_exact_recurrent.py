@@ -9,8 +9,9 @@ BLAS kernels and thread counts.
 
 from __future__ import annotations
 
+import inspect
+import os
 import sys
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -361,19 +362,29 @@ def test_exact_variant_compiles_to_the_exact_kernel():
 
 # --- the same bits under other SIMD levels, BLAS kernels and thread counts ------------------------
 
-DIGEST_SCRIPT = f"""
-import hashlib, json, sys
-sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
-import test_exact_recurrent as t
-digests = {{}}
-for name, op, options in t.CASES:
-    for dtype in (t.np.float32, t.np.float64):
-        result = t._call(t.KERNELS[op][1], op, t._inputs(op, options, dtype=dtype, seed=5, steps=6,
-                         batch=3, inputs=40, hidden=24), options)
-        digests[f"{{name}} {{t.np.dtype(dtype).name}}"] = hashlib.sha256(
-            b"".join(a.tobytes() for a in result)).hexdigest()
+# Self-contained (numpy and runtime_support only), so that another numpy's Python can run it too.
+DIGEST_SCRIPT = "\n".join(
+    [
+        "import hashlib, json, sys",
+        "import numpy as np",
+        "import runtime_support as rt",
+        f"GATES = {GATES!r}",
+        f"CASES = {CASES!r}",
+        inspect.getsource(_inputs),
+        inspect.getsource(_call),
+        """
+digests = {}
+for name, op, options in CASES:
+    for dtype in (np.float32, np.float64):
+        arrays = _inputs(op, options, dtype=dtype, seed=5, steps=6, batch=3, inputs=40, hidden=24)
+        result = _call(getattr(rt, "exact_" + op.lower()), op, arrays, options)
+        digests[f"{name} {np.dtype(dtype).name}"] = hashlib.sha256(
+            b"".join(a.tobytes() for a in result)
+        ).hexdigest()
 json.dump(digests, sys.stdout)
-"""
+""",
+    ]
+)
 
 ENVIRONMENTS = {
     "AVX2 and AVX-512 off": {"NPY_DISABLE_CPU_FEATURES": NO_AVX2},
@@ -388,6 +399,10 @@ def test_exact_same_bits_in_every_environment():
     assert len(baseline) == 2 * len(CASES)
     for name, settings in ENVIRONMENTS.items():
         assert run_json_script(DIGEST_SCRIPT, settings, sys.executable) == baseline, name
+    # Another numpy major version, when a Python with it is named (as tests/test_exact_kernels.py).
+    other = os.environ.get("ONEMODEL_OTHER_NUMPY_PYTHON")
+    if other:
+        assert run_json_script(DIGEST_SCRIPT, {}, other) == baseline, other
 
 
 @pytest.mark.parametrize("op", ["GRU", "LSTM"])

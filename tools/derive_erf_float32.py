@@ -1,10 +1,11 @@
-"""Derive and measure the float32 erf of the fast variant (runtime_support/math.py `_erf32`).
+"""Derive and measure the float32 erf of the fast variant (runtime_support/math.py `erf`).
 
-    python -m tools.derive_erf_float32                # fit, print the coefficients block
+    python -m tools.derive_erf_float32                # fit, print the coefficients
+    python -m tools.derive_erf_float32 --check        # compare them with the module (exit 1 if not)
     python -m tools.derive_erf_float32 --measure N    # also measure the kernel on N inputs
 
-The approximation: erf(x) = tanh(a * P(a*a) / Q(a*a)) with a = x clamped to [-CLAMP, CLAMP], P
-of degree NUM and Q of degree DEN in t = a*a (Q(0) = 1). Why tanh: erf and tanh both saturate to
+The approximation: erf(x) = tanh(x * P(t) / Q(t)) with t = min(x*x, CLAMP**2), P of degree NUM
+and Q of degree DEN in t (Q(0) = 1). Why tanh: erf and tanh both saturate to
 +-1, so g(x) = atanh(erf(x)) is smooth and a short rational in t approximates g(x)/x, and an error
 d in the argument moves the result by only (1 - y*y) * d: large |x| need little accuracy, the
 result never leaves [-1, 1], and tanh(4 * P(16)/Q(16)) = tanh(9.3) rounds to 1 in float32 (erf(x)
@@ -151,8 +152,17 @@ def main(argv=None) -> int:
     parser.add_argument("--measure", type=int, default=0, metavar="N")
     parser.add_argument("--num", type=int, default=NUM)
     parser.add_argument("--den", type=int, default=DEN)
+    parser.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
     p, q, fitted = fit(args.num, args.den)
+    if args.check:
+        from runtime_support import math as kernels
+
+        same = [np.float32(v) for v in p] == list(kernels._ERF32_P) and [
+            np.float32(v) for v in q
+        ] == list(kernels._ERF32_Q)
+        print("coefficients match the module" if same else "coefficients differ from the module")
+        return 0 if same else 1
     print(
         f"# fitted relative error {fitted:.3g}; after rounding to float32 "
         f"{rounded_error(p, q):.3g}"

@@ -492,32 +492,41 @@ def _immutable_root(x: np.ndarray) -> np.ndarray | None:
     return None
 
 
-# Column slices of constant right-hand operands (weights), per owning array: computing them is most
-# of a small product's cost, and they depend only on the operand's bits, the slice width and count.
-# An entry lives as long as the array that owns the memory (a weak reference removes it).
+# Slices of constant operands (weights: a MatMul's or Gemm's right-hand matrix, a Conv's filters),
+# per owning array: computing them is most of a small product's cost, and they depend only on the
+# operand's bits, the side it is on, the slice width and count. An entry lives as long as the array
+# that owns the memory (a weak reference removes it).
 _PREPARED: dict[int, tuple[weakref.ref, dict]] = {}
 
 
-def _column_slices(b: np.ndarray, width: int, count: int):
-    """(per-column exponents f_j, whether b is all finite, the slices of each inner block) of the
-    right-hand operand b; cached when b's memory can never change (_immutable_root)."""
-    root = _immutable_root(b)
+def _inner_block(x: np.ndarray, axis: int, start: int) -> np.ndarray:
+    """Inner indices start .. start + MATMUL_BLOCK of x along `axis` (-1: A's, -2: B's)."""
+    block = slice(start, start + MATMUL_BLOCK)
+    return x[..., block] if axis == -1 else x[..., block, :]
+
+
+def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
+    """(per-line exponents, whether x is all finite, the slices of each inner block) of one
+    operand of a product: axis=-1 for the left-hand one (its rows, exponents e_i), axis=-2 for the
+    right-hand one (its columns, f_j). Non-finite values are zeroed before splitting. Cached when
+    x's memory can never change (_immutable_root)."""
+    root = _immutable_root(x)
     key = None
     if root is not None:
-        address = b.__array_interface__["data"][0]
-        key = (address, b.shape, b.strides, b.dtype.str, width, count)
+        address = x.__array_interface__["data"][0]
+        key = (address, x.shape, x.strides, x.dtype.str, axis, width, count)
         entry = _PREPARED.get(id(root))
         if entry is not None and entry[0]() is root and key in entry[1]:
             return entry[1][key]
-    top = _tops(b, -2)
+    top = _tops(x, axis)
     finite = bool(np.isfinite(top).all())
     if not finite:
-        b = np.where(np.isfinite(b), b, 0)
-        top = _tops(b, -2)
-    exponent = np.frexp(top)[1]  # max|b| < 2**exponent per column
+        x = np.where(np.isfinite(x), x, 0)
+        top = _tops(x, axis)
+    exponent = np.frexp(top)[1]  # max|x| < 2**exponent per line
     blocks = [
-        _slices(b[..., start : start + MATMUL_BLOCK, :], width - exponent, width, count)
-        for start in range(0, max(b.shape[-2], 1), MATMUL_BLOCK)
+        _slices(_inner_block(x, axis, start), width - exponent, width, count)
+        for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
     ]
     prepared = (exponent, finite, blocks)
     if key is not None:
@@ -546,18 +555,11 @@ def _matmul64(A, B) -> np.ndarray:
     inner = a.shape[-1]
     width = _slice_width(min(inner, MATMUL_BLOCK))
     count = _slice_count(np.result_type(A.dtype, B.dtype))
-    row_top = _tops(a, -1)
-    finite = bool(np.isfinite(row_top).all())
-    if not finite:
-        a = np.where(np.isfinite(a), a, 0)
-        row_top = _tops(a, -1)
-    row_exp = np.frexp(row_top)[1]  # max|a| < 2**row_exp per row
-    col_exp, finite_b, b_blocks = _column_slices(b, width, count)
-    finite = finite and finite_b
+    row_exp, finite_a, a_blocks = _prepared_slices(a, -1, width, count)
+    col_exp, finite_b, b_blocks = _prepared_slices(b, -2, width, count)
+    finite = finite_a and finite_b
     total = None
-    for number, start in enumerate(range(0, max(inner, 1), MATMUL_BLOCK)):
-        a_slices = _slices(a[..., start : start + MATMUL_BLOCK], width - row_exp, width, count)
-        b_slices = b_blocks[number]
+    for a_slices, b_slices in zip(a_blocks, b_blocks):
         # Levels d = s + t < count, each the sum of its products in increasing s; combined by
         # Horner from the deepest level: v = (... (L[count-1] * 2**-w + L[count-2]) ...) + L[0].
         value = None
@@ -631,14 +633,66 @@ def exact_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
 # --- convolution ----------------------------------------------------------------------------------
 
 
+# A Conv whose groups have at most DIRECT_MAPS output maps each and at most DIRECT_TERMS terms per
+# output (C/group * prod(kernel)), on float32 or narrower data, is summed directly (exact_conv).
+DIRECT_MAPS = 4
+DIRECT_TERMS = 1024
+
+
+def _direct_conv64(X, W, pads, strides, dilations, group) -> np.ndarray:
+    """exact_conv's direct sum (see there) in float64, shape (N, M, *out) (a view)."""
+    from runtime_support._windows import crop_grid, flat_taps
+
+    batch, channels = X.shape[:2]
+    maps, kernel_shape = W.shape[0], W.shape[2:]
+    per_group, maps_per_group = channels // group, maps // group
+    kernel_size = math.prod(kernel_shape)
+    x = X if X.dtype.kind == "f" else X.astype(np.float32)  # bfloat16: exactly, as float32
+    # One contiguous (N, C, V) row per tap on flat_taps' grid, already float64 (exact).
+    views, grid, out = flat_taps(x, pads, 0, kernel_shape, strides, dilations, dtype=np.float64)
+    size = math.prod(grid)
+    # weights[c, t]: (G, M/G, 1), tap t of input channel c of each group, for every map
+    weights = _float64(W).reshape(group, maps_per_group, per_group, kernel_size)
+    weights = weights.transpose(2, 3, 0, 1)[..., None]
+    Y = np.zeros((batch, group, maps_per_group, size))
+    term = np.empty_like(Y)
+    first = True
+    with np.errstate(invalid="ignore"):  # inf * 0 and inf - inf give NaN, as IEEE defines them
+        for c in range(per_group):
+            for t, view in enumerate(views):
+                operand = view.reshape(batch, group, per_group, size)[:, :, c, None, :]
+                if first:  # the sum starts with the first product, not with 0 + it
+                    np.multiply(operand, weights[c, t], out=Y)
+                    first = False
+                else:
+                    np.multiply(operand, weights[c, t], out=term)
+                    Y += term
+    return crop_grid(Y.reshape(batch, maps, size), grid, out)
+
+
 def exact_conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTSET"):
     """ONNX Conv (the arguments of runtime_support.conv): X (N, C, *in) with W (M, C/group, *k).
 
-    im2col: for each group g, the windows become a matrix (C/group * prod(k), N * prod(out)) whose
-    rows run over (input channel, kernel tap) in C order, and the filters a matrix
-    (M/group, C/group * prod(k)); the product is exact_matmul's float64 value (each output
-    position is one column, so its scale is that of its window); the bias B is added in float64;
-    rounded once to X's type. Accuracy: exact_matmul's, with K = C/group * prod(k)."""
+    Two methods, chosen by the shapes and the type alone (so always the same one for a node):
+
+    - Direct sum, when X is float32, float16 or bfloat16, each group has at most DIRECT_MAPS (4)
+      output maps and each output sums at most DIRECT_TERMS (1024) products (K = C/group *
+      prod(k)): depthwise convolutions and other small-reduction ones. Each product w * x of two
+      float32 (or narrower) values is exact in float64 (24 + 24 bits <= 53). Per output element
+      the K products are added in float64 one at a time, s = p_0, s = s + p_1, ..., in C order
+      of (input channel of the group, kernel tap), padding contributing its zeros like any
+      value; the bias is added last in float64; rounded once to X's type. Every step is one
+      correctly rounded elementwise IEEE operation, so the bits are the same everywhere.
+      Accuracy: |error| <= (K - 1) * 2**-53 * sum |w x| before the final rounding (the sum is
+      not always exact: the products' exponents may spread beyond float64's 53 bits).
+      Non-finite values follow IEEE arithmetic (inf * 0 is NaN, inf - inf is NaN).
+    - im2col otherwise: for each group g, the windows become a matrix (C/group * prod(k),
+      N * prod(out)) whose rows run over (input channel, kernel tap) in C order, and the filters
+      a matrix (M/group, C/group * prod(k)); the product is exact_matmul's float64 value (each
+      output position is one column, so its scale is that of its window); the bias B is added in
+      float64; rounded once to X's type. Accuracy: exact_matmul's, with K = C/group * prod(k).
+      Constant filters (read-only weights) have their slices cached as exact_matmul caches a
+      constant operand."""
     from runtime_support._windows import explicit_pads, pad_spatial, window_view
 
     X, W = np.asarray(X), np.asarray(W)
@@ -649,10 +703,17 @@ def exact_conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad
     strides = tuple(strides or (1,) * rank)
     dilations = tuple(dilations or (1,) * rank)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
+    kernel_size = math.prod(kernel_shape)
+    per_group = channels // group
+    narrow = X.dtype.itemsize <= 4 and W.dtype.itemsize <= 4
+    if narrow and maps // group <= DIRECT_MAPS and per_group * kernel_size <= DIRECT_TERMS:
+        Y = _direct_conv64(X, W, pads, strides, dilations, group)
+        if B is not None:
+            Y += _float64(B).reshape((maps,) + (1,) * rank)
+        return _rounded(Y, X.dtype)
     windows = window_view(pad_spatial(X, pads, 0), kernel_shape, strides, dilations)
     out_shape = windows.shape[2 : 2 + rank]
-    out_size, kernel_size = math.prod(out_shape), math.prod(kernel_shape)
-    per_group = channels // group
+    out_size = math.prod(out_shape)
     # (N, G, C/G, O, K) -> (G, C/G, K, N, O) -> (G, C/G * K, N * O)
     columns = windows.reshape(batch, group, per_group, out_size, kernel_size)
     columns = columns.transpose(1, 2, 4, 0, 3).reshape(group, per_group * kernel_size, -1)

@@ -222,6 +222,111 @@ def test_conv_matches_a_direct_reference():
     np.testing.assert_allclose(Y, expected, rtol=2e-6, atol=2e-6)
 
 
+def direct_conv_reference(X, W, B, pads, strides, dilations, group):
+    """exact_conv's direct sum written out element by element with Python floats (IEEE doubles):
+    per output, s = p_0, s = s + p_1, ... over (input channel of the group, kernel tap) in C
+    order, then + bias; also the exact value (Fraction) and sum |p| for the accuracy bound."""
+    rank = X.ndim - 2
+    x = np.pad(
+        X.astype(np.float64), [(0, 0), (0, 0)] + [(pads[i], pads[i + rank]) for i in range(rank)]
+    )
+    maps, per_group, *kernel = W.shape
+    out = [
+        (x.shape[2 + i] - (kernel[i] - 1) * dilations[i] - 1) // strides[i] + 1 for i in range(rank)
+    ]
+    shape = (X.shape[0], maps, *out)
+    ieee, exact_value, magnitude = np.empty(shape), np.empty(shape, object), np.empty(shape)
+    for index in np.ndindex(*shape):
+        n, m, o = index[0], index[1], index[2:]
+        g = m // (maps // group)
+        s = None
+        fraction, total = Fraction(0), 0.0
+        for c in range(per_group):
+            for tap in np.ndindex(*kernel):
+                where = tuple(o[i] * strides[i] + tap[i] * dilations[i] for i in range(rank))
+                product = float(W[(m, c) + tap]) * float(x[(n, g * per_group + c) + where])
+                s = product if s is None else s + product
+                fraction += Fraction(product) if math.isfinite(product) else 0
+                total += abs(product)
+        if B is not None:
+            s += float(B[m])
+            fraction += Fraction(float(B[m]))
+        ieee[index], exact_value[index], magnitude[index] = s, fraction, total
+    return ieee, exact_value, magnitude
+
+
+DIRECT_CONVS = [  # (X shape, W shape, pads, strides, dilations, group)
+    ((2, 6, 9, 8), (6, 1, 3, 3), (1, 1, 1, 1), (2, 2), (1, 1), 6),  # depthwise 3x3, stride 2
+    ((1, 3, 7, 7), (6, 1, 3, 3), (1, 0, 2, 1), (1, 2), (2, 1), 3),  # multiplier 2, dilation
+    ((2, 4, 7, 6), (6, 2, 3, 2), (1, 0, 1, 1), (2, 1), (1, 2), 2),  # 3 maps of 2 channels
+    ((1, 5, 11), (2, 5, 4), (2, 1), (3,), (1,), 1),  # 1-D, 2 maps over 20 terms
+    ((1, 2, 4, 5, 4), (2, 1, 2, 3, 2), (0, 1, 0, 1, 0, 1), (1, 1, 2), (1, 1, 1), 2),  # 3-D
+]
+
+
+@pytest.mark.parametrize("case", range(len(DIRECT_CONVS)))
+def test_direct_conv_is_its_fixed_order_sum(case):
+    """Small-reduction convolutions are the float64 sum of exact products in the stated order:
+    bit for bit an element-by-element reference, and within the stated bound of the exact sum."""
+    x_shape, w_shape, pads, strides, dilations, group = DIRECT_CONVS[case]
+    generator = rng(40 + case)
+    # Spread exponents so that float64 sums of the products do round.
+    X = generator.standard_normal(x_shape) * np.exp2(generator.integers(-30, 30, x_shape))
+    X = X.astype(np.float32)
+    W = generator.standard_normal(w_shape).astype(np.float32)
+    B = generator.standard_normal(w_shape[0]).astype(np.float32)
+    Y = exact_conv(X, W, B, pads=pads, strides=strides, dilations=dilations, group=group)
+    ieee, exact_value, magnitude = direct_conv_reference(X, W, B, pads, strides, dilations, group)
+    assert Y.dtype == np.float32 and Y.shape == ieee.shape
+    assert Y.tobytes() == ieee.astype(np.float32).tobytes()
+    terms = w_shape[1] * math.prod(w_shape[2:])
+    for y, value, size in zip(ieee.reshape(-1), exact_value.reshape(-1), magnitude.reshape(-1)):
+        assert abs(Fraction(y) - value) <= Fraction((terms - 1) * U * size) + Fraction(U * abs(y))
+    # float16 takes the same path: its products are exact in float64 too.
+    X16 = (generator.standard_normal(x_shape) * 8).astype(np.float16)
+    W16 = W.astype(np.float16)
+    Y16 = exact_conv(X16, W16, None, pads=pads, strides=strides, dilations=dilations, group=group)
+    ieee16 = direct_conv_reference(X16, W16, None, pads, strides, dilations, group)[0]
+    assert Y16.dtype == np.float16 and Y16.tobytes() == ieee16.astype(np.float16).tobytes()
+
+
+def test_direct_conv_special_values_as_ieee():
+    X = np.ones((1, 2, 4, 4), np.float32)
+    W = np.ones((2, 1, 3, 3), np.float32)
+    X[0, 0, 0, 0], X[0, 1, 2, 2] = np.inf, np.nan
+    W[0, 0, 1, 1] = 0.0  # the centre tap meets the infinity at output (0, 0): 0 * inf = NaN
+    Y = exact_conv(X, W, pads=(1, 1, 1, 1), strides=(1, 1), dilations=(1, 1), group=2)
+    ieee = direct_conv_reference(X, W, None, (1, 1, 1, 1), (1, 1), (1, 1), 2)[0]
+    with np.errstate(invalid="ignore"):
+        assert np.array_equal(np.isnan(Y), np.isnan(ieee))
+    assert np.isnan(Y[0, 0, 0, 0]) and Y[0, 0, 0, 1] == np.inf
+    assert np.isnan(Y[0, 1, 1:4, 1:4]).all() and not np.isnan(Y[0, 1, 0, 0])
+    assert not np.signbit(Y[np.isnan(Y)]).any()  # NaNs are np.nan
+    finite = ~np.isnan(ieee)
+    assert np.array_equal(Y[finite], ieee[finite].astype(np.float32))
+
+
+def test_conv_filters_are_cached_and_give_the_same_bits():
+    """Read-only filters over immutable memory (weights) have their slices computed once in the
+    im2col method, as a constant right-hand operand's are; the bits are those of a copy."""
+    generator = rng(47)
+    X = generator.standard_normal((1, 8, 9, 9)).astype(np.float32)
+    W = generator.standard_normal((16, 8, 3, 3)).astype(np.float32)
+    weights = np.frombuffer(W.tobytes(), dtype=np.float32).reshape(W.shape)
+    geometry = dict(pads=(1, 1, 1, 1), strides=(1, 1), dilations=(1, 1))
+    expected = exact_conv(X, W.copy(), **geometry).tobytes()
+    assert exact_conv(X, weights, **geometry).tobytes() == expected
+    assert any(entry[0]() is weights.base for entry in exact._PREPARED.values())
+    assert exact_conv(X, weights, **geometry).tobytes() == expected  # from the cache
+    # The cached left-hand slices are those exact_matmul computes for a writeable copy.
+    filters = weights.reshape(16, 72)
+    columns = np.ascontiguousarray(generator.standard_normal((72, 30)).astype(np.float32))
+    assert (
+        exact_matmul(filters, columns).tobytes()
+        == exact_matmul(W.reshape(16, 72).copy(), columns).tobytes()
+    )
+
+
 EINSUMS = [
     ("ij,jk->ik", [(3, 4), (4, 5)]),
     ("ij,jk", [(3, 4), (4, 5)]),
@@ -533,6 +638,8 @@ kernels = {
     "einsum": rt.exact_einsum("bij,bkj->bik", x[:8].reshape(2, 4, 3000), x[8:20].reshape(2, 6, 3000)),
     "det": rt.exact_det(A64[:90, :9].reshape(10, 9, 9)),
     "conv": rt.exact_conv(X, W, pads=(1, 1, 1, 1), strides=(1, 1), dilations=(1, 1), group=2),
+    "conv_depthwise": rt.exact_conv(X * np.float32(1e20), W[:8, :1], W[:8, 0, 0, 0], pads=(1, 1, 1, 1),
+                                    strides=(2, 2), dilations=(1, 1), group=8),
 }
 with np.errstate(all="ignore"):
     plain = {

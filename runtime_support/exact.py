@@ -425,11 +425,21 @@ def _tops(x: np.ndarray, axis: int) -> np.ndarray:
     return np.max(np.abs(x), axis=axis, keepdims=True, initial=0)
 
 
-def _slices(x: np.ndarray, shift: np.ndarray, width: int, count: int) -> list[np.ndarray]:
+def _slices(x: np.ndarray, shift: np.ndarray, width: int, count: int, stacked=False):
     """Integer-valued float64 slices x_0, x_1, ... of ldexp(x, shift) (whose magnitude is below
     2**width): x_0 = trunc(y), y = (y - x_0) * 2**width, x_1 = trunc(y), ..., so that
-    ldexp(x, shift) = x_0 + x_1 2**-width + ... up to the truncated rest, |x_s| < 2**width."""
+    ldexp(x, shift) = x_0 + x_1 2**-width + ... up to the truncated rest, |x_s| < 2**width.
+    A list of the slices, or with `stacked` one array (..., count, M, K) holding x_s at
+    [..., s, :, :] (x is (..., M, K)), so that products with several slices are one product."""
     y = np.ldexp(x, shift, dtype=np.float64)
+    if stacked:
+        out = np.empty(y.shape[:-2] + (count,) + y.shape[-2:])
+        for s in range(count - 1):
+            head = np.trunc(y, out=out[..., s, :, :])
+            y -= head
+            y *= 2.0**width
+        np.trunc(y, out=out[..., count - 1, :, :])
+        return out
     slices = []
     for _ in range(count - 1):
         head = np.trunc(y)
@@ -525,7 +535,7 @@ def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
         top = _tops(x, axis)
     exponent = np.frexp(top)[1]  # max|x| < 2**exponent per line
     blocks = [
-        _slices(_inner_block(x, axis, start), width - exponent, width, count)
+        _slices(_inner_block(x, axis, start), width - exponent, width, count, axis == -1)
         for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
     ]
     prepared = (exponent, finite, blocks)
@@ -559,14 +569,23 @@ def _matmul64(A, B) -> np.ndarray:
     col_exp, finite_b, b_blocks = _prepared_slices(b, -2, width, count)
     finite = finite_a and finite_b
     total = None
-    for a_slices, b_slices in zip(a_blocks, b_blocks):
+    rows = a.shape[-2]
+    for a_stack, b_slices in zip(a_blocks, b_blocks):
+        # P[t][..., s, :, :] = A_s @ B_t for s + t < count: one BLAS product per slice of B, with
+        # A's slices stacked as rows (B_t is read once; every entry is exact either way).
+        P = []
+        for t in range(count):
+            left = a_stack[..., : count - t, :, :]
+            left = left.reshape(left.shape[:-3] + ((count - t) * rows, left.shape[-1]))
+            product = left @ b_slices[t]
+            P.append(product.reshape(product.shape[:-2] + (count - t, rows, product.shape[-1])))
         # Levels d = s + t < count, each the sum of its products in increasing s; combined by
         # Horner from the deepest level: v = (... (L[count-1] * 2**-w + L[count-2]) ...) + L[0].
         value = None
         for level in reversed(range(count)):
-            products = a_slices[0] @ b_slices[level]
+            products = P[level][..., 0, :, :]  # A_0 @ B_level, used nowhere else
             for s in range(1, level + 1):
-                products += a_slices[s] @ b_slices[level - s]
+                products += P[level - s][..., s, :, :]
             if value is not None:
                 products += value * 2.0**-width
             value = products

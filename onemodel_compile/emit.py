@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 
@@ -33,6 +34,15 @@ from runtime_support._weights import encode_weights
 INLINE_LIMIT = 16
 INLINE_WIDTH = 72
 BLACK_MODE = black.Mode(line_length=100)
+# Fast variant: a bare call of one of these ufuncs may write its result into an operand that dies at
+# this node (`out=`), saving an allocation; a bare call of any of them, or of np.matmul, always
+# returns a new array, which later nodes may then reuse.
+IN_PLACE_UFUNCS = frozenset(
+    f"np.{name}" for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum",
+                              "negative", "abs", "absolute", "sqrt", "exp", "tanh", "reciprocal")
+)  # fmt: skip
+FRESH_UFUNCS = IN_PLACE_UFUNCS | {"np.matmul"}
+IN_PLACE_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
 
 def _imports(has_weights: bool) -> list[str]:
@@ -110,6 +120,8 @@ class GraphBody:
         last_use = _last_uses(self.resolved)
         produced = {name for step in self.resolved.steps for name in step.node.outputs if name}
         releasable = produced - set(graph.outputs)
+        readers = _readers(self.resolved)
+        fresh: set[str] = set()  # values known to be new arrays that nothing else refers to
         out: list[str] = []
         for index, step in enumerate(self.resolved.steps):
             node = step.node
@@ -121,6 +133,8 @@ class GraphBody:
                 raise
             except Exception as exc:
                 raise CompileError(f"{node.label}: cannot emit: {exc}") from None
+            if self.variant == "fast":
+                emitted = self._in_place(step, emitted, readers, fresh)
             out.append(f"# {_provenance(node)}")
             out += [f"# + {_provenance(n)}, folded in" for n in getattr(step, "fused", ())]
             out += functions
@@ -134,6 +148,35 @@ class GraphBody:
             if dead:
                 out.append("del " + ", ".join(self.names.name(n) for n in dead))
         return out
+
+    def _in_place(self, step, emitted: list[str], readers, fresh: set[str]) -> list[str]:
+        """`emitted`, its ufunc writing into an operand that dies here (`out=`) when that is safe:
+        the operand is a new array made by an earlier ufunc, read by this node only (so no view
+        of it exists and no one else sees it), with the result's dtype and static shape."""
+        node = step.node
+        call = (
+            _bare_call(emitted, self.names.name(node.outputs[0]))
+            if len(node.outputs) == 1
+            else None
+        )
+        if call is None or call[0] not in FRESH_UFUNCS:
+            return emitted
+        function, arguments = call
+        if function in IN_PLACE_UFUNCS:
+            result = self.resolved.types.get(node.outputs[0])
+            for name in dict.fromkeys(node.inputs):
+                if (
+                    name in fresh
+                    and readers[name] == 1
+                    and name not in self.resolved.graph.outputs
+                    and self.names.name(name) in arguments
+                    and self.resolved.types.get(name) == result
+                    and _in_place_type(result)
+                ):
+                    emitted = [f"{emitted[0][:-1]}, out={self.names.name(name)})"]
+                    break
+        fresh.add(node.outputs[0])
+        return emitted
 
     def function(self, body: ResolvedGraph, hint: str) -> tuple[str, list[str]]:
         """A nested function computing `body`: parameters are the body's inputs, the result is the
@@ -220,6 +263,48 @@ def _result_expr(name: str, resolved: ResolvedGraph, names: Namespace, weights: 
     if isinstance(value_type, ir.SequenceType) and name in graph.inputs:
         return f"list({expr})"
     return expr
+
+
+def _bare_call(emitted: list[str], target: str) -> tuple[str, list[str]] | None:
+    """(function, argument identifiers) when `emitted` is one statement `target = f(a, b, ...)`
+    with positional arguments only, else None."""
+    if len(emitted) != 1:
+        return None
+    try:
+        (statement,) = ast.parse(emitted[0]).body
+    except SyntaxError:
+        return None
+    if not (
+        isinstance(statement, ast.Assign)
+        and [ast.unparse(t) for t in statement.targets] == [target]
+        and isinstance(statement.value, ast.Call)
+        and not statement.value.keywords
+        and emitted[0].endswith(")")
+    ):
+        return None
+    call = statement.value
+    names = [a.id for a in call.args if isinstance(a, ast.Name)]
+    return ast.unparse(call.func), names
+
+
+def _in_place_type(value_type) -> bool:
+    """A float tensor of static shape with at least one axis (a 0-d ufunc result is a numpy scalar,
+    no buffer to reuse)."""
+    return (
+        isinstance(value_type, ir.TensorType)
+        and value_type.dtype in IN_PLACE_DTYPES
+        and value_type.static
+        and len(value_type.shape) >= 1
+    )
+
+
+def _readers(resolved: ResolvedGraph) -> Counter:
+    """How many times each value is read: as a node input, or by a subgraph body."""
+    readers: Counter = Counter()
+    for step in resolved.steps:
+        readers.update(name for name in step.node.inputs if name)
+        readers.update(_body_reads(step.node))
+    return readers
 
 
 def _last_uses(resolved: ResolvedGraph) -> dict[str, int]:

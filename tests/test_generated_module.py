@@ -395,6 +395,44 @@ def test_inputs_in_every_accepted_form(tmp_path):
         assert isinstance(t, np.ndarray) and t.shape == () and t == -2.5
 
 
+def test_fast_variant_reuses_dead_buffers_only(tmp_path):
+    """`out=` goes only to a new intermediate read by this node alone: never the caller's input,
+    a weight, a graph output, a value another node reads, or one a view (Reshape) was taken of."""
+    r = models.rng(4)
+    w = r.standard_normal((3, 3)).astype(np.float32)
+    nodes = [
+        helper.make_node("Mul", ["x", "w"], ["scaled"], name="scale"),  # new array
+        helper.make_node("Add", ["scaled", "w"], ["shifted"], name="shift"),  # into scaled
+        helper.make_node("Relu", ["shifted"], ["kept"], name="relu"),  # into shifted; an output
+        helper.make_node("Neg", ["kept"], ["negated"], name="neg"),  # not into kept
+        helper.make_node("Reshape", ["negated", "shape"], ["flat"], name="view"),
+        helper.make_node("Abs", ["negated"], ["magnitude"], name="abs"),  # negated read twice
+        helper.make_node("Sqrt", ["magnitude"], ["root"], name="sqrt"),  # into magnitude
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "reuse",
+        [models.tensor("x", [3, 3])],
+        [models.tensor(n, [3, 3]) for n in ("kept", "root")] + [models.tensor("flat", [9])],
+        [models.init("w", w), models.init("shape", np.array([9], dtype=np.int64))],
+    )
+    model = models.finish(graph)
+    path, module = compile_and_import(model, tmp_path)
+    source = path.read_text()
+    assert all(f"out={n})" in source for n in ("scaled", "shifted", "magnitude"))
+    assert source.count("out=") == 3
+    assert "out=" not in compile_and_import(model, tmp_path, "exact", "exact")[0].read_text()
+
+    x = r.standard_normal((3, 3)).astype(np.float32)
+    given = x.copy()
+    kept, root, flat = module.run(x)
+    np.testing.assert_array_equal(x, given)  # the caller's input is untouched
+    expected_kept = np.maximum(x * w + w, 0)
+    np.testing.assert_array_equal(kept, expected_kept)
+    np.testing.assert_array_equal(flat, -expected_kept.reshape(9))
+    np.testing.assert_array_equal(root, np.sqrt(np.abs(-expected_kept)))
+
+
 # --- InferenceSession -----------------------------------------------------------------------
 
 SESSION_MODELS = {

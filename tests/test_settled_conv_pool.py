@@ -9,6 +9,7 @@ the code under test.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 
@@ -386,3 +387,175 @@ def test_maxroipool_rounds_corners_half_away_from_zero():
         np.testing.assert_array_equal(_run(model, X, rois, variant=variant)[0], expected)
     # (round half to even would start the first region at 0 and 2, not 1 and 2: other maxima)
     assert _c_round(0.5) == 1 and _c_round(2.5) == 3 and _c_round(-0.5) == -1
+
+
+# --- Fast kernels against plain loops ----------------------------------------------------------
+# The fast conv (im2col in blocks of output rows or samples, per-channel products for depthwise),
+# the separable MaxPool and ConvTranspose's tile placement, called directly on geometries that
+# reach each of their paths; the references are loops written here.
+
+
+def _conv_loops(X, W, B, pads, strides, dilations, group):
+    """Convolution by loops over the kernel taps, in float64."""
+    rank = X.ndim - 2
+    padded = np.zeros(
+        X.shape[:2] + tuple(n + pads[a] + pads[a + rank] for a, n in enumerate(X.shape[2:]))
+    )
+    padded[
+        (slice(None), slice(None))
+        + tuple(slice(pads[a], pads[a] + n) for a, n in enumerate(X.shape[2:]))
+    ] = X
+    kernel = W.shape[2:]
+    out = [
+        (padded.shape[2 + a] - (kernel[a] - 1) * dilations[a] - 1) // strides[a] + 1
+        for a in range(rank)
+    ]
+    Y = np.zeros((X.shape[0], W.shape[0], *out))
+    cin, cout = X.shape[1] // group, W.shape[0] // group
+    for g in range(group):
+        for tap in itertools.product(*(range(k) for k in kernel)):
+            window = tuple(
+                slice(
+                    tap[a] * dilations[a],
+                    tap[a] * dilations[a] + (out[a] - 1) * strides[a] + 1,
+                    strides[a],
+                )
+                for a in range(rank)
+            )
+            x = padded[(slice(None), slice(g * cin, (g + 1) * cin)) + window]
+            w = W[(slice(g * cout, (g + 1) * cout), slice(None)) + tap].astype(np.float64)
+            for m in range(cout):
+                for c in range(cin):
+                    Y[:, g * cout + m] += w[m, c] * x[:, c]
+    if B is not None:
+        Y += B.astype(np.float64).reshape((-1,) + (1,) * rank)
+    return Y
+
+
+CONV_GEOMETRIES = [
+    # (N, C, spatial, M, kernel, strides, dilations, pads, group)
+    (1, 5, (11, 9), 7, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 1),
+    (3, 4, (6, 7), 5, (3, 2), (2, 1), (1, 2), (1, 0, 2, 1), 1),  # several samples a block
+    (2, 6, (9, 8), 4, (3, 3), (1, 2), (1, 1), (0, 1, 1, 0), 2),  # groups
+    (1, 3, (13,), 2, (4,), (3,), (2,), (2, 1), 1),
+    (2, 2, (4, 5, 6), 3, (2, 3, 2), (1, 2, 1), (2, 1, 1), (1, 0, 1, 0, 1, 1), 1),
+    (1, 4, (8, 8), 6, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), 1),  # strided 1x1
+    (2, 6, (5, 6), 6, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 3),  # grouped 1x1, no im2col
+    (2, 40, (7, 6), 40, (3, 3), (2, 1), (1, 1), (1, 1, 1, 1), 40),  # depthwise, products
+    (1, 32, (5, 5), 64, (3, 3), (1, 1), (2, 2), (2, 2, 2, 2), 32),  # depthwise, multiplier 2
+    (2, 8, (6, 7), 16, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1), 8),  # depthwise, accumulated
+]
+
+
+@pytest.mark.parametrize("geometry", CONV_GEOMETRIES)
+@pytest.mark.parametrize("block_bytes", [64, 1 << 21])
+def test_fast_conv_matches_loops_on_every_path(geometry, block_bytes, monkeypatch):
+    conv_module = importlib.import_module("runtime_support.conv")  # the package exports conv()
+    monkeypatch.setattr(conv_module, "_BLOCK_BYTES", block_bytes)  # 64: one row a block
+    monkeypatch.setattr(conv_module, "_MIN_COLUMNS", 1)
+    conv_module._im2col_plan.cache_clear()
+    N, C, spatial, M, kernel, strides, dilations, pads, group = geometry
+    rng = np.random.default_rng(len(spatial) * 100 + C)
+    X = rng.standard_normal((N, C, *spatial)).astype(np.float32)
+    W = rng.standard_normal((M, C // group, *kernel)).astype(np.float32)
+    B = rng.standard_normal(M).astype(np.float32)
+    for bias in (B, None):
+        got = conv_module.conv(
+            X,
+            W,
+            bias,
+            pads=list(pads),
+            strides=list(strides),
+            dilations=list(dilations),
+            group=group,
+        )
+        expected = _conv_loops(X, W, bias, pads, strides, dilations, group)
+        assert got.dtype == np.float32 and got.flags.c_contiguous
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    conv_module._im2col_plan.cache_clear()
+
+
+def _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode):
+    """Each window's maximum over the positions inside X, by loops (NaN if the window holds
+    one); the output shape by the ONNX formula, a window starting in the end padding dropped."""
+    rank = X.ndim - 2
+    out = []
+    for a in range(rank):
+        span = X.shape[2 + a] + pads[a] + pads[a + rank] - ((kernel[a] - 1) * dilations[a] + 1)
+        count = (-(-span // strides[a]) if ceil_mode else span // strides[a]) + 1
+        if ceil_mode and (count - 1) * strides[a] >= X.shape[2 + a] + pads[a]:
+            count -= 1
+        out.append(count)
+    Y = np.empty(X.shape[:2] + tuple(out), X.dtype)
+    for position in itertools.product(*(range(o) for o in out)):
+        values = []
+        for tap in itertools.product(*(range(k) for k in kernel)):
+            where = [
+                position[a] * strides[a] + tap[a] * dilations[a] - pads[a] for a in range(rank)
+            ]
+            if all(0 <= where[a] < X.shape[2 + a] for a in range(rank)):
+                values.append(X[(slice(None), slice(None)) + tuple(where)])
+        stacked = np.stack(values)
+        Y[(slice(None), slice(None)) + position] = stacked.max(axis=0)
+    return Y
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed):
+    from runtime_support.pool import max_pool
+
+    rng = np.random.default_rng(seed)
+    rank = 1 + seed % 3
+    kernel = [int(rng.integers(1, 4)) for _ in range(rank)]
+    strides = [int(rng.integers(1, 4)) for _ in range(rank)]
+    dilations = [int(rng.integers(1, 3)) for _ in range(rank)]
+    pads = [int(rng.integers(0, k)) for k in kernel] * 2
+    spatial = [int(rng.integers((k - 1) * d + 1, 9)) for k, d in zip(kernel, dilations)]
+    dtype = (np.float32, np.float64, np.int8, np.float16)[seed % 4]
+    X = (rng.standard_normal([2, 3] + spatial) * 50).astype(dtype)
+    if X.dtype.kind == "f":
+        X.reshape(-1)[rng.integers(0, X.size, 2)] = np.nan
+    before = X.copy()
+    ceil_mode = seed % 2
+    got = max_pool(
+        X, kernel_shape=kernel, pads=pads, strides=strides, dilations=dilations, ceil_mode=ceil_mode
+    )
+    expected = _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode)
+    assert got.dtype == X.dtype and got.flags.c_contiguous
+    assert np.array_equal(_bits(got), _bits(expected))
+    assert np.array_equal(_bits(X), _bits(before))  # the input is only read
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"pads": (1, 0, 0, 1)},
+        {"output_padding": (1, 1)},
+        {"output_shape": (9, 5)},  # longer than the full result: zeros at the end
+        {"auto_pad": "SAME_LOWER"},
+    ],
+)
+def test_fast_convtranspose_with_kernel_equal_to_strides_matches_loops(options):
+    from runtime_support.conv import conv_transpose
+
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((2, 4, 3, 2)).astype(np.float32)
+    W = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)  # kernel (3, 2) = strides
+    B = rng.standard_normal(3).astype(np.float32)
+    strides = (3, 2)
+    full = np.zeros((2, 3, 9, 4))
+    for n, c, i, j, m, a, b in itertools.product(
+        range(2), range(4), range(3), range(2), range(3), range(3), range(2)
+    ):
+        full[n, m, i * 3 + a, j * 2 + b] += float(X[n, c, i, j]) * float(W[c, m, a, b])
+    if "pads" in options:
+        expected = full[:, :, 1:9, 0:3]
+    elif "output_padding" in options:
+        expected = np.pad(full, ((0, 0), (0, 0), (0, 1), (0, 1)))
+    elif "output_shape" in options:
+        expected = np.pad(full, ((0, 0), (0, 0), (0, 0), (0, 1)))
+    else:
+        expected = full  # SAME: output in * stride, the full result here
+    got = conv_transpose(X, W, B, strides=strides, **options)
+    np.testing.assert_allclose(got, expected + B.reshape(3, 1, 1), rtol=1e-5, atol=1e-5)

@@ -33,16 +33,16 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
-import importlib.util  # noqa: E402
 import platform  # noqa: E402
 import pstats  # noqa: E402
 import statistics  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+
+from tools.bench import import_generated  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = 8.0  # the aim: exact at most this many times slower than fast
@@ -88,12 +88,7 @@ def compiled(model: Model, variant: str, cache: Path):
     from onemodel_compile import compile_model
 
     path = compile_model(model.source, cache / "compiled" / f"{model.name}_{variant}.py", variant)
-    module_name = f"bench_exact_{model.name}_{variant}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_generated(path)
 
 
 def largest_difference(fast: dict, exact: dict) -> float:

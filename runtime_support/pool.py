@@ -106,22 +106,41 @@ def max_pool(
 
 def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra):
     """Every window's maximum of x padded with `lowest`, one spatial axis at a time: the maximum
-    over a box is the maximum along one axis of the maxima along the others, so a k1 x k2 window
-    takes (k1 - 1) + (k2 - 1) elementwise maxima instead of k1 * k2 - 1. The first axis goes
-    first: its terms are whole rows (contiguous inner loops), and it shrinks what the strided
-    passes of the last axis read. Only arrays made here are written."""
-    y = pad_spatial(x, pads, lowest, extra)
-    for axis in range(len(kernel_shape)):
-        k, s, d = kernel_shape[axis], strides[axis], dilations[axis]
-        count = (y.shape[2 + axis] - (k - 1) * d - 1) // s + 1
+    over a box is the maximum along the first axes of the maxima along the last, so a k1 x k2
+    window takes about k1 + k2 elementwise maxima instead of k1 * k2 - 1.
+
+    Same bits as combining the window's taps in C order: np.maximum returns its second operand
+    on a tie (+0 and -0), so the C-order result is the last tied tap in C order; reducing the
+    last axis first, each pass in tap order, picks the same one. Nothing is padded: a tap only
+    meets the outputs whose position it reads inside x (a `lowest` padding term changes nothing:
+    max(a, lowest) is a, or a tie won by an equal value); outputs that some tap misses start
+    from `lowest`. Only arrays made here are written."""
+    y = x
+    for axis in reversed(range(len(kernel_shape))):
+        k, s, d, begin = kernel_shape[axis], strides[axis], dilations[axis], pads[axis]
+        size = y.shape[2 + axis]
+        count = size + begin + pads[axis + len(kernel_shape)] + extra[axis] - (k - 1) * d - 1
+        count = count // s + 1
         before = (slice(None),) * (2 + axis)
-        terms = [y[before + (slice(j * d, j * d + (count - 1) * s + 1, s),)] for j in range(k)]
-        if k == 1:
-            y = terms[0]
-            continue
-        y = np.maximum(terms[0], terms[1])
-        for term in terms[2:]:
-            np.maximum(y, term, out=y)
+        ranges = []  # (first output, stop output, first input) of each tap reading inside y
+        for j in range(k):
+            offset = j * d - begin  # output o reads o * s + offset
+            first = max(0, -(offset // s))
+            stop = min(count, (size - 1 - offset) // s + 1)
+            if stop > first:
+                ranges.append((first, stop, first * s + offset))
+        shape = y.shape[: 2 + axis] + (count,) + y.shape[3 + axis :]
+        if ranges and ranges[0][:2] == (0, count):
+            start = ranges[0][2]
+            result = y[before + (slice(start, start + (count - 1) * s + 1, s),)].copy()
+            ranges = ranges[1:]
+        else:
+            result = np.full(shape, lowest, y.dtype)
+        for first, stop, start in ranges:
+            term = y[before + (slice(start, start + (stop - first - 1) * s + 1, s),)]
+            target = result[before + (slice(first, stop),)]
+            np.maximum(target, term, out=target)
+        y = result
     return y
 
 

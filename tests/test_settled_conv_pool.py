@@ -476,8 +476,10 @@ def test_fast_conv_matches_loops_on_every_path(geometry, block_bytes, monkeypatc
 
 
 def _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode):
-    """Each window's maximum over the positions inside X, by loops (NaN if the window holds
-    one); the output shape by the ONNX formula, a window starting in the end padding dropped."""
+    """Each window's maximum over the positions inside X, by loops: the taps combined in C order
+    by np.maximum (NaN if the window holds one; on a tie such as -0 and +0 the later tap's value,
+    as before the separable kernel); the output shape by the ONNX formula, a window starting in
+    the end padding dropped."""
     rank = X.ndim - 2
     out = []
     for a in range(rank):
@@ -495,8 +497,10 @@ def _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode):
             ]
             if all(0 <= where[a] < X.shape[2 + a] for a in range(rank)):
                 values.append(X[(slice(None), slice(None)) + tuple(where)])
-        stacked = np.stack(values)
-        Y[(slice(None), slice(None)) + position] = stacked.max(axis=0)
+        result = values[0]
+        for value in values[1:]:
+            result = np.maximum(result, value)
+        Y[(slice(None), slice(None)) + position] = result
     return Y
 
 
@@ -514,6 +518,9 @@ def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed):
     dtype = (np.float32, np.float64, np.int8, np.float16)[seed % 4]
     X = (rng.standard_normal([2, 3] + spatial) * 50).astype(dtype)
     if X.dtype.kind == "f":
+        X = -np.abs(X)  # no positive values, so the zeros below are the maxima of most windows
+        zeros = rng.integers(0, X.size, X.size // 2)  # ties of +0 and -0
+        X.reshape(-1)[zeros] = np.where(rng.random(zeros.size) < 0.5, -0.0, 0.0).astype(dtype)
         X.reshape(-1)[rng.integers(0, X.size, 2)] = np.nan
     before = X.copy()
     ceil_mode = seed % 2

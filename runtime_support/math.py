@@ -48,7 +48,13 @@ def _blocks(x: np.ndarray, out: np.ndarray, scratch: int):
     """(x block, out block, `scratch` scratch buffers) over the flat float32 arrays x and out."""
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
     size = flat_x.size
-    buffers = [np.empty(min(size, _BLOCK), np.float32) for _ in range(scratch)]
+    if size <= _BLOCK:  # one block, as a tuple: no generator, no slicing (small tensors' overhead)
+        return ((flat_x, flat_out) + tuple(np.empty(size, np.float32) for _ in range(scratch)),)
+    return _block_slices(flat_x, flat_out, size, scratch)
+
+
+def _block_slices(flat_x, flat_out, size: int, scratch: int):
+    buffers = [np.empty(_BLOCK, np.float32) for _ in range(scratch)]
     for start in range(0, size, _BLOCK):
         stop = min(start + _BLOCK, size)
         n = stop - start

@@ -142,8 +142,9 @@ def _group_normalization(X, scale, bias, num_groups, epsilon, stash_type, standa
     return (y + bias.astype(dtype).reshape(shape)).astype(X.dtype, copy=False)
 
 
-def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
-    """LayerNormalization over the axes from `axis` on; returns (Y, Mean, InvStdDev).
+def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1, stats=True):
+    """LayerNormalization over the axes from `axis` on; returns (Y, Mean, InvStdDev), or Y alone
+    with stats=False (a node without the optional outputs: nothing computed for them).
 
     The statistics (Mean, InvStdDev) are computed in and returned as the stash type; Scale and B
     are applied in the wider of the stash type and X's type."""
@@ -157,8 +158,42 @@ def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1
         and (B is None or B.size == count)
         and X.size
     ):
-        return _layer_normalization32(X, Scale, B, axis, count, epsilon)
-    return _layer_normalization(X, Scale, B, axis, epsilon, stash_type, _standardize)
+        if X.size == count and count <= _ONE_ROW_LIMIT:
+            Y, mean, inv_std = _layer_normalization_row32(X, Scale, B, count, epsilon)
+            if not stats:
+                return Y
+            stats_shape = (1,) * X.ndim
+            return (
+                Y,
+                np.full(stats_shape, mean, np.float32),
+                np.full(stats_shape, inv_std, np.float32),
+            )
+        result = _layer_normalization32(X, Scale, B, axis, count, epsilon)
+    else:
+        result = _layer_normalization(X, Scale, B, axis, epsilon, stash_type, _standardize)
+    return result if stats else result[0]
+
+
+# Rows up to this many elements take _layer_normalization_row32 when X is one row: its sum of
+# squares is a BLAS dot product in float32 lanes, accurate enough for rows this short.
+_ONE_ROW_LIMIT = 8192
+
+
+def _layer_normalization_row32(X, Scale, B, count, epsilon):
+    """layer_normalization of a float32 X that is one row of `count` elements (a decoder step's
+    token): the statistics as Python floats (double precision) between the six numpy calls, no
+    reductions with kept axes, no float32 scalars (each costs more in call overhead on a
+    few-hundred-element row than its arithmetic). Returns Y in X's shape, the mean and 1/std."""
+    row = X.reshape(count)
+    mean = float(np.add.reduce(row)) / count
+    Y = np.subtract(row, mean)  # float32: a Python float does not widen the array
+    variance = float(np.dot(Y, Y)) / count + epsilon
+    inv_std = 1.0 / math.sqrt(variance) if variance else math.inf  # as float32's 1 / sqrt(0)
+    Y *= inv_std
+    Y *= Scale.reshape(count)
+    if B is not None:
+        Y += B.reshape(count)
+    return Y.reshape(X.shape), mean, inv_std
 
 
 def _layer_normalization32(X, Scale, B, axis, count, epsilon):

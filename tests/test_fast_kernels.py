@@ -102,7 +102,15 @@ def _layer_norm_reference(x, scale, bias, axis, epsilon):
 
 @pytest.mark.parametrize(
     "shape, axis",
-    [((2, 128, 256), 2), ((1, 1, 256), -1), ((3, 4, 5), 1), ((6, 7), 0), ((2, 5000), 1)],
+    [
+        ((2, 128, 256), 2),
+        ((1, 1, 256), -1),  # one row: the decoder-step path with Python-float statistics
+        ((1, 3, 2000), 1),  # one row of 6000 elements (near the one-row path's limit)
+        ((1, 1, 9000), 2),  # one row beyond that limit
+        ((3, 4, 5), 1),
+        ((6, 7), 0),
+        ((2, 5000), 1),
+    ],
 )
 def test_layer_normalization_float32(shape, axis):
     rng = np.random.default_rng(11)
@@ -117,6 +125,26 @@ def test_layer_normalization_float32(shape, axis):
     np.testing.assert_allclose(y, ref_y.astype(np.float64), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(mean, ref_mean.astype(np.float64), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(inv_std, ref_inv_std.astype(np.float64), rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 256), (4, 256)])
+def test_layer_normalization_without_stats_returns_y_alone(shape):
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(shape) * 2 - 3).astype(np.float32)
+    scale, bias = rng.standard_normal((2, 256)).astype(np.float32)
+    y = rt.layer_normalization(x, scale, bias, axis=-1, epsilon=1e-5, stats=False)
+    ref_y, _, _ = _layer_norm_reference(x, scale, bias, x.ndim - 1, 1e-5)
+    assert isinstance(y, np.ndarray) and y.dtype == np.float32 and y.shape == x.shape
+    np.testing.assert_allclose(y, ref_y.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+def test_layer_normalization_one_constant_row_without_epsilon():
+    """A zero variance and epsilon 0: 1/sqrt(0) is inf and Y is NaN (0 * inf), as IEEE float32
+    arithmetic of the definition gives, not a Python ZeroDivisionError."""
+    x = np.full((1, 8), 2.5, np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y, mean, inv_std = rt.layer_normalization(x, np.ones(8, np.float32), axis=1, epsilon=0.0)
+    assert np.isnan(y).all() and mean[0, 0] == 2.5 and inv_std[0, 0] == np.inf
 
 
 def test_layer_normalization_broadcast_scale_and_no_bias():
@@ -151,3 +179,14 @@ def test_erf_and_gelu_write_into_out_even_their_input(kernel):
     target = np.zeros((3, 100_000), np.float32)[:, ::2]
     assert kernel(x, out=target) is target
     np.testing.assert_array_equal(target, expected)
+
+
+@pytest.mark.parametrize("kernel", [rt.erf, rt.gelu])
+def test_erf_and_gelu_small_tensors_match_the_blocked_path(kernel):
+    """A tensor of one block (no block loop) gets the bits its elements get inside a large one."""
+    x = np.random.default_rng(12).uniform(-6, 6, 70_000).astype(np.float32)
+    x[:4] = [np.inf, -np.inf, np.nan, -0.0]
+    whole = kernel(x)
+    for start, stop in ((0, 1), (0, 1024), (5000, 37000)):
+        part = x[start:stop].reshape(1, 1, -1)
+        np.testing.assert_array_equal(kernel(part), whole[start:stop].reshape(1, 1, -1))

@@ -101,10 +101,14 @@ def _axis_keywords(view: NodeView) -> str:
 
 def _layer_normalization(prefix: str):
     def emit(view: NodeView) -> str:
-        """The kernel returns (Y, Mean, InvStdDev); the node may list fewer outputs."""
-        call = f"rt.{prefix}layer_normalization({_operands(view)}, {_axis_keywords(view)})"
+        """The kernel returns (Y, Mean, InvStdDev); the node may list fewer outputs. The fast
+        kernel computes Y alone with stats=False (no statistics arrays for a node without them)."""
+        call = f"rt.{prefix}layer_normalization({_operands(view)}, {_axis_keywords(view)}"
         count = len(view.outputs)
-        return f"{call}[0]" if count == 1 else call if count == 3 else f"{call}[:{count}]"
+        if not prefix and all(o is None for o in view.outputs[1:]):
+            y_alone = f"{call}, stats=False)"
+            return y_alone if count == 1 else [f"{view.outputs[0]} = {y_alone}"]
+        return f"{call})[0]" if count == 1 else f"{call})" if count == 3 else f"{call})[:{count}]"
 
     return emit
 

@@ -189,4 +189,6 @@ def test_erf_and_gelu_small_tensors_match_the_blocked_path(kernel):
     whole = kernel(x)
     for start, stop in ((0, 1), (0, 1024), (5000, 37000)):
         part = x[start:stop].reshape(1, 1, -1)
-        np.testing.assert_array_equal(kernel(part), whole[start:stop].reshape(1, 1, -1))
+        with np.errstate(invalid="ignore"):  # gelu(-inf) = -inf * 0: NaN, warned on small tensors
+            small = kernel(part)
+        np.testing.assert_array_equal(small, whole[start:stop].reshape(1, 1, -1))

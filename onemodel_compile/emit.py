@@ -34,14 +34,27 @@ from runtime_support._weights import encode_weights
 INLINE_LIMIT = 16
 INLINE_WIDTH = 72
 BLACK_MODE = black.Mode(line_length=100)
-# Fast variant: a bare call of one of these ufuncs may write its result into an operand that dies at
-# this node (`out=`), saving an allocation; a bare call of any of them, or of np.matmul, always
-# returns a new array, which later nodes may then reuse.
-IN_PLACE_UFUNCS = frozenset(
-    f"np.{name}" for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum",
-                              "negative", "abs", "absolute", "sqrt", "exp", "tanh", "reciprocal")
+# Fast variant, reuse of dead buffers (docs/architecture.md): a call of one of these may write its
+# result into an operand that dies at its node (`out=`, which may be one of its own inputs),
+# saving an allocation.
+OUT_CALLS = frozenset(
+    [f"np.{name}" for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum",
+                               "negative", "abs", "absolute", "sqrt", "exp", "tanh", "reciprocal")]
+    + ["rt.erf", "rt.gelu"]
 )  # fmt: skip
-FRESH_UFUNCS = IN_PLACE_UFUNCS | {"np.matmul"}
+# Calls that return a new array (or a tuple of new arrays) that shares memory with none of their
+# operands and that nothing else holds: a declared property of each function, checked for the
+# kernels by tests/test_generated_module.py. Their results, and a view, copy or element of one
+# (`.reshape(...)`, `.astype(...)`, `[0]`) or an arithmetic operator's result (Gemm's
+# `(A @ B) + C`), are buffers a later `out=` may reuse.
+FRESH_CALLS = OUT_CALLS | {
+    "np.matmul",
+    "rt.conv",
+    "rt.layer_normalization",
+    "rt.softmax",
+    "rt.batch_normalization",
+}
+FRESH_METHODS = frozenset({"reshape", "astype", "transpose", "copy"})
 IN_PLACE_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
 
@@ -135,8 +148,7 @@ class GraphBody:
                 raise CompileError(f"{node.label}: cannot emit: {exc}") from None
             if self.variant == "fast":
                 emitted = self._in_place(step, emitted, readers, fresh)
-            out.append(f"# {_provenance(node)}")
-            out += [f"# + {_provenance(n)}, folded in" for n in getattr(step, "fused", ())]
+            out += _provenance_lines(step)
             out += functions
             out += emitted
             used = node.inputs + node.outputs + sorted(_body_reads(node))
@@ -150,32 +162,31 @@ class GraphBody:
         return out
 
     def _in_place(self, step, emitted: list[str], readers, fresh: set[str]) -> list[str]:
-        """`emitted`, its ufunc writing into an operand that dies here (`out=`) when that is safe:
-        the operand is a new array made by an earlier ufunc, read by this node only (so no view
-        of it exists and no one else sees it), with the result's dtype and static shape."""
+        """`emitted`, its call writing into an operand that dies here (`out=`) when that is safe:
+        the operand is a new array no one else holds (made by an earlier FRESH_CALLS expression),
+        read by this node only (so no view of it exists and no one else sees it), not a graph
+        output, with the result's dtype and static shape."""
         node = step.node
-        call = (
-            _bare_call(emitted, self.names.name(node.outputs[0]))
-            if len(node.outputs) == 1
-            else None
-        )
-        if call is None or call[0] not in FRESH_UFUNCS:
+        if len(node.outputs) != 1 or not node.outputs[0]:
             return emitted
-        function, arguments = call
-        if function in IN_PLACE_UFUNCS:
-            result = self.resolved.types.get(node.outputs[0])
-            for name in dict.fromkeys(node.inputs):
-                if (
-                    name in fresh
-                    and readers[name] == 1
-                    and name not in self.resolved.graph.outputs
-                    and self.names.name(name) in arguments
-                    and self.resolved.types.get(name) == result
-                    and _in_place_type(result)
-                ):
-                    emitted = [f"{emitted[0][:-1]}, out={self.names.name(name)})"]
-                    break
-        fresh.add(node.outputs[0])
+        expression = _assigned(emitted, self.names.name(node.outputs[0]))
+        if expression is None:
+            return emitted
+        arguments = _out_call_arguments(expression) if emitted[0].endswith(")") else None
+        result = self.resolved.types.get(node.outputs[0])
+        for name in dict.fromkeys(node.inputs) if arguments else ():
+            if (
+                name in fresh
+                and readers[name] == 1
+                and name not in self.resolved.graph.outputs
+                and self.names.name(name) in arguments
+                and self.resolved.types.get(name) == result
+                and _in_place_type(result)
+            ):
+                emitted = [f"{emitted[0][:-1]}, out={self.names.name(name)})"]
+                break
+        if _is_fresh(expression):
+            fresh.add(node.outputs[0])
         return emitted
 
     def function(self, body: ResolvedGraph, hint: str) -> tuple[str, list[str]]:
@@ -265,26 +276,48 @@ def _result_expr(name: str, resolved: ResolvedGraph, names: Namespace, weights: 
     return expr
 
 
-def _bare_call(emitted: list[str], target: str) -> tuple[str, list[str]] | None:
-    """(function, argument identifiers) when `emitted` is one statement `target = f(a, b, ...)`
-    with positional arguments only, else None."""
+def _assigned(emitted: list[str], target: str) -> ast.expr | None:
+    """The expression of `emitted` when it is one statement `target = <expression>`."""
     if len(emitted) != 1:
         return None
     try:
         (statement,) = ast.parse(emitted[0]).body
-    except SyntaxError:
+    except (SyntaxError, ValueError):
         return None
+    if isinstance(statement, ast.Assign) and [ast.unparse(t) for t in statement.targets] == [
+        target
+    ]:
+        return statement.value
+    return None
+
+
+def _out_call_arguments(expression: ast.expr) -> list[str] | None:
+    """The positional argument identifiers of a call of OUT_CALLS without `out=` or `where=`."""
     if not (
-        isinstance(statement, ast.Assign)
-        and [ast.unparse(t) for t in statement.targets] == [target]
-        and isinstance(statement.value, ast.Call)
-        and not statement.value.keywords
-        and emitted[0].endswith(")")
+        isinstance(expression, ast.Call)
+        and ast.unparse(expression.func) in OUT_CALLS
+        and not any(k.arg in (None, "out", "where") for k in expression.keywords)
     ):
         return None
-    call = statement.value
-    names = [a.id for a in call.args if isinstance(a, ast.Name)]
-    return ast.unparse(call.func), names
+    return [a.id for a in expression.args if isinstance(a, ast.Name)]
+
+
+def _is_fresh(expression: ast.expr) -> bool:
+    """Whether `expression` evaluates to a new array that nothing else holds (FRESH_CALLS)."""
+    if isinstance(expression, ast.Call):
+        function = expression.func
+        if ast.unparse(function) in FRESH_CALLS:
+            return not any(k.arg is None for k in expression.keywords)
+        return (
+            isinstance(function, ast.Attribute)
+            and function.attr in FRESH_METHODS
+            and _is_fresh(function.value)
+        )
+    if isinstance(expression, ast.Subscript):
+        return isinstance(expression.slice, ast.Constant) and _is_fresh(expression.value)
+    if isinstance(expression, ast.BinOp):
+        return isinstance(expression.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult))
+    return False
 
 
 def _in_place_type(value_type) -> bool:
@@ -314,6 +347,17 @@ def _last_uses(resolved: ResolvedGraph) -> dict[str, int]:
             if name:
                 last[name] = index
     return last
+
+
+def _provenance_lines(step) -> list[str]:
+    """The comment over a step's statements: its node, and the nodes a fast-variant rewrite
+    (optimize.py) merged into it; a rewrite into a node the model lacks names the model's nodes
+    only, then what they became."""
+    head, note = getattr(step, "head", None), getattr(step, "note", "")
+    lines = [f"# {_provenance(head or step.node)}"]
+    suffix = "" if note else ", folded in"
+    lines += [f"# + {_provenance(n)}{suffix}" for n in getattr(step, "fused", ())]
+    return lines + ([f"# = {note}"] if note else [])
 
 
 def _provenance(node: ir.Node) -> str:

@@ -13,17 +13,26 @@ Rewrites:
 - A BatchNormalization left over with constant statistics gets its per-channel factor and shift
   computed here, so the module does one multiply and one add: `rt.batch_normalization` with three
   operands (a node ONNX itself never has: BatchNormalization requires five).
+- The Erf form of Gelu as exporters write it before opset 20, 0.5 * x * (1 + erf(x / sqrt 2)) in
+  five nodes -- Div by sqrt 2 or Mul by 1/sqrt 2, Erf, Add of 1, and the two products with x and
+  0.5 (or a Div by 2) in any association and operand order -- becomes one call of the Gelu kernel
+  (`rt.gelu`: one pass in cache-sized blocks instead of five passes and their new arrays). The
+  constants must equal sqrt 2, 1/sqrt 2, 1, 0.5 or 2 within a few units in the last place of their
+  type, be single elements that do not grow the result's shape, and every value inside the pattern
+  must have no other reader and not be a graph output; x itself may have other readers.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import Counter
 from typing import Callable
 
 import numpy as np
 
 from onemodel_compile import ir
+from onemodel_compile.ops import lookup
 from onemodel_compile.resolve import ResolvedGraph, Step
 
 FLOAT_TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -34,9 +43,13 @@ Affine = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 @dataclasses.dataclass
 class FusedStep(Step):
     """A step whose node absorbed the nodes in `fused` (in graph order); the module's provenance
-    comment names them all."""
+    comment names them all. A rewrite into a node the model does not have (a Gelu made of five
+    nodes) sets `head`, the model's first node of the pattern, named first in the comment in place
+    of the new node, and `note`, a line saying what the nodes became."""
 
     fused: tuple[ir.Node, ...] = ()
+    head: ir.Node | None = None
+    note: str = ""
 
 
 def optimize(resolved: ResolvedGraph) -> ResolvedGraph:
@@ -55,6 +68,7 @@ class _Rewriter:
                 self.graph(body)
         self.fold_conv_affine(resolved)
         self.precompute_batch_normalization(resolved)
+        self.fuse_gelu(resolved)
 
     def constant(self, resolved: ResolvedGraph, base: str, value: np.ndarray) -> str:
         name, counter = base, 1
@@ -144,6 +158,129 @@ class _Rewriter:
             )
             new = dataclasses.replace(node, inputs=[node.inputs[0], factor_name, shift_name])
             resolved.steps[index] = dataclasses.replace(step, node=new)
+
+    def fuse_gelu(self, resolved: ResolvedGraph) -> None:
+        steps = resolved.steps
+        removed: set[int] = set()
+        matcher = _GeluMatcher(resolved)
+        for index, step in enumerate(steps):
+            if step.node.op_type != "Erf" or step.node.domain or index in removed:
+                continue
+            match = matcher.match(index)
+            if match is None:
+                continue
+            x, pattern = match
+            pattern = sorted(pattern)
+            nodes = [steps[i].node for i in pattern]
+            last = nodes[-1]
+            gelu = ir.Node(
+                "Gelu", "", last.name, [x], list(last.outputs), {"approximate": "none"}, 20
+            )
+            emitter = lookup("Gelu", "", 20, "fast", last.label)
+            note = "Gelu, approximate='none': 0.5 * x * (1 + erf(x / sqrt 2)) in one kernel call"
+            steps[pattern[-1]] = FusedStep(gelu, emitter, {}, tuple(nodes[1:]), nodes[0], note)
+            removed.update(pattern[:-1])
+        steps[:] = [s for i, s in enumerate(steps) if i not in removed]
+
+
+class _GeluMatcher:
+    """Finds 0.5 * x * (1 + erf(x / sqrt 2)) around an Erf step (see the module docstring)."""
+
+    def __init__(self, resolved: ResolvedGraph):
+        self.resolved = resolved
+        self.steps = resolved.steps
+        self.readers = _readers(resolved)
+        self.producer = {
+            name: i for i, s in enumerate(self.steps) for name in s.node.outputs if name
+        }
+
+    def match(self, erf: int) -> tuple[str, set[int]] | None:
+        """(x, indices of the pattern's steps, the last one producing the result) or None."""
+        u = self.steps[erf].node.inputs[0]
+        scaling = self.producer.get(u)
+        if scaling is None or not self.inner(u):
+            return None
+        x = self.operand_of(scaling, "Div", _SQRT_2) or self.operand_of(scaling, "Mul", 1 / _SQRT_2)
+        x_type = self.resolved.types.get(x or "", ir.UNKNOWN)
+        if x is None or getattr(x_type, "dtype", None) not in FLOAT_TYPES or x_type.rank is None:
+            return None
+        pattern = {scaling, erf}
+        e = self.steps[erf].node.outputs[0]
+        shift = self.only_reader(e)
+        if shift is None or self.operand_of(shift, "Add", 1.0) != e:
+            return None
+        pattern.add(shift)
+        a = self.steps[shift].node.outputs[0]
+        product = self.only_reader(a)
+        if product is None or self.steps[product].node.op_type != "Mul":
+            return None
+        pattern.add(product)
+        m = self.steps[product].node.outputs[0]
+        (other,) = [n for n in self.steps[product].node.inputs if n != a] or [None]
+        if other == x:  # (x * a) * 0.5
+            last = self.only_reader(m)
+            if last is None or self.halved(last) != m:
+                return None
+            pattern.add(last)
+        elif self.halved(product) == a:  # x * (a * 0.5)
+            last = self.only_reader(m)
+            if last is None or self.steps[last].node.op_type != "Mul":
+                return None
+            if sorted(self.steps[last].node.inputs) != sorted([x, m]):
+                return None
+            pattern.add(last)
+        else:  # (x * 0.5) * a
+            half = self.producer.get(other or "")
+            if half is None or self.halved(half) != x or not self.inner(other):
+                return None
+            pattern.add(half)
+            last = product
+        y = self.steps[last].node.outputs[0]
+        if self.resolved.types.get(y) != x_type or not all(
+            self.inner(self.steps[i].node.outputs[0]) for i in pattern - {last}
+        ):
+            return None
+        return x, pattern
+
+    def inner(self, value: str) -> bool:
+        """A value inside the pattern: one reader, not a graph output."""
+        return self.readers[value] == 1 and value not in self.resolved.graph.outputs
+
+    def only_reader(self, value: str) -> int | None:
+        if not self.inner(value):
+            return None
+        return _reader(self.steps, value, self.producer[value])
+
+    def halved(self, index: int) -> str | None:
+        """The operand that step `index` multiplies by 0.5 or divides by 2, else None."""
+        return self.operand_of(index, "Mul", 0.5) or self.operand_of(index, "Div", 2.0)
+
+    def operand_of(self, index: int, op_type: str, constant: float) -> str | None:
+        """The other operand of step `index` when it is `op_type` of two inputs, one of them a
+        single-element constant equal to `constant` in its type (the second one, for Div) that
+        does not grow the result's rank; else None."""
+        node = self.steps[index].node
+        if node.op_type != op_type or node.domain or len(node.inputs) != 2:
+            return None
+        positions = (1,) if op_type == "Div" else (1, 0)
+        for position in positions:
+            c = self.resolved.constants.get(node.inputs[position])
+            other = node.inputs[1 - position]
+            rank = _rank(self.resolved, other)
+            if (
+                c is not None
+                and c.size == 1
+                and c.dtype in FLOAT_TYPES
+                and rank is not None
+                and c.ndim <= rank
+                and other not in self.resolved.constants
+                and abs(float(c.reshape(())) - constant) <= 4 * np.finfo(c.dtype).eps * constant
+            ):
+                return other
+        return None
+
+
+_SQRT_2 = math.sqrt(2.0)
 
 
 def _batch_norm_statistics(node: ir.Node, resolved: ResolvedGraph):

@@ -1,9 +1,12 @@
 """The fast variant's graph rewrites (onemodel_compile/optimize.py): a Conv absorbs the per-channel
 affine nodes after it (BatchNormalization, Mul, Add, Sub, Div by constants); a BatchNormalization
-left over gets its factor and shift at compile time. Results are compared with onnxruntime and
-with the exact variant, which computes every node as written."""
+left over gets its factor and shift at compile time; the Erf form of Gelu becomes one rt.gelu call.
+Results are compared with onnxruntime, libm's erf, or the exact variant, which computes every node
+as written."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import onnx
@@ -292,3 +295,147 @@ def test_folding_inside_a_subgraph(tmp_path):
         (expected,) = session.run(None, {"x": x, "flag": np.array(flag)})
         got = module.run(x, np.array(flag)).out
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+# --- Gelu from its Erf form -------------------------------------------------------------------
+
+SQRT_2 = 1.4142135623730951
+
+
+def gelu_model(form: str, dtype=np.float32, extra_output: str | None = None, x_reader=False):
+    """x[2, 3, 40] -> MatMul (a new array) -> h -> Gelu written as five nodes in `form` -> y.
+
+    Forms, as exporters write 0.5 * x * (1 + erf(x / sqrt 2)):
+    - "torch": Div(h, sqrt 2), Erf, Add(e, 1), Mul(h, a), Mul(m, 0.5)   (torch.onnx, bench_models)
+    - "hf": Mul(h, 0.5) first, then Div, Erf, Add(1, e), Mul(half, a)   (transformers' gelu)
+    - "inner": Mul(h, 1/sqrt 2), Erf, Add, Mul(0.5, a), Mul(h, m)       (x * (0.5 * (1 + erf)))
+    - "div2": Mul(1/sqrt 2, h), Erf, Add, Mul(a, h), Div(m, 2)
+    - "off_sqrt2": as torch with 1.5 in place of sqrt 2 (not Gelu)
+    - "off_half": as torch with 0.6 in place of 0.5 (not Gelu)
+    """
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    r = models.rng(7)
+    inits = [init("W", (r.standard_normal((40, 40)) * 0.4).astype(dtype))]
+
+    def const(name, value):
+        inits.append(init(name, np.array(value, dtype=dtype)))
+        return name
+
+    mul, div = "Mul", "Div"
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"], name="proj")]
+    sqrt2 = 1.5 if form == "off_sqrt2" else SQRT_2
+    half = 0.6 if form == "off_half" else 0.5
+    if form in ("torch", "off_sqrt2", "off_half"):
+        nodes += [
+            helper.make_node(div, ["h", const("sqrt2", sqrt2)], ["u"], name="gelu/Div"),
+            helper.make_node("Erf", ["u"], ["e"], name="gelu/Erf"),
+            helper.make_node("Add", ["e", const("one", 1.0)], ["a"], name="gelu/Add"),
+            helper.make_node(mul, ["h", "a"], ["m"], name="gelu/Mul"),
+            helper.make_node(mul, ["m", const("half", half)], ["y"], name="gelu/Mul_1"),
+        ]
+    elif form == "hf":
+        nodes += [
+            helper.make_node(mul, ["h", const("half", 0.5)], ["m"], name="gelu/Mul"),
+            helper.make_node(div, ["h", const("sqrt2", SQRT_2)], ["u"], name="gelu/Div"),
+            helper.make_node("Erf", ["u"], ["e"], name="gelu/Erf"),
+            helper.make_node("Add", [const("one", 1.0), "e"], ["a"], name="gelu/Add"),
+            helper.make_node(mul, ["m", "a"], ["y"], name="gelu/Mul_1"),
+        ]
+    elif form == "inner":
+        nodes += [
+            helper.make_node(mul, ["h", const("rsqrt2", 1 / SQRT_2)], ["u"], name="gelu/Mul"),
+            helper.make_node("Erf", ["u"], ["e"], name="gelu/Erf"),
+            helper.make_node("Add", ["e", const("one", 1.0)], ["a"], name="gelu/Add"),
+            helper.make_node(mul, [const("half", 0.5), "a"], ["m"], name="gelu/Mul_1"),
+            helper.make_node(mul, ["h", "m"], ["y"], name="gelu/Mul_2"),
+        ]
+    elif form == "div2":
+        nodes += [
+            helper.make_node(mul, [const("rsqrt2", 1 / SQRT_2), "h"], ["u"], name="gelu/Mul"),
+            helper.make_node("Erf", ["u"], ["e"], name="gelu/Erf"),
+            helper.make_node("Add", ["e", const("one", 1.0)], ["a"], name="gelu/Add"),
+            helper.make_node(mul, ["a", "h"], ["m"], name="gelu/Mul_1"),
+            helper.make_node(div, ["m", const("two", 2.0)], ["y"], name="gelu/Div"),
+        ]
+    outputs = [tensor("y", [2, 3, 40], elem)]
+    if x_reader:  # h has a reader outside the pattern
+        nodes.append(helper.make_node("Neg", ["h"], ["z"], name="neg"))
+        outputs.append(tensor("z", [2, 3, 40], elem))
+    if extra_output:
+        outputs.append(tensor(extra_output, [2, 3, 40], elem))
+    graph = helper.make_graph(
+        nodes, "gelu", [tensor("x", [2, 3, 40], elem)], outputs, initializer=inits
+    )
+    return models.finish(graph, opset=17)
+
+
+@pytest.mark.parametrize("form", ["torch", "hf", "inner", "div2"])
+def test_the_erf_form_of_gelu_becomes_one_kernel_call(form):
+    model = gelu_model(form)
+    source = generate(model, "fast").source
+    assert source.count("rt.gelu(") == 1 and 'approximate="none"' in source
+    for gone in ("rt.erf(", "np.divide(", "np.multiply(", "np.add("):
+        assert gone not in source
+    # the comment names the model's five nodes and what they became
+    assert source.count("# + ") == 4 and "# = Gelu" in source
+    # h is a new array (np.matmul) read by the pattern only: the kernel writes into it
+    assert "out=h)" in source
+    x = _input(model)
+    (expected,) = _onnxruntime(model, x)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-6)
+    exact_source = generate(model, "exact").source
+    assert "rt.gelu(" not in exact_source and "rt.exact_erf(" in exact_source
+
+
+@pytest.mark.parametrize("form", ["off_sqrt2", "off_half"])
+def test_other_constants_are_not_gelu(form):
+    model = gelu_model(form)
+    source = generate(model, "fast").source
+    assert "rt.gelu(" not in source and "rt.erf(" in source
+    x = _input(model)
+    (expected,) = _onnxruntime(model, x)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("inner", ["u", "e", "a", "m"])
+def test_gelu_is_not_fused_past_a_value_the_caller_sees(inner):
+    model = gelu_model("torch", extra_output=inner)
+    source = generate(model, "fast").source
+    assert "rt.gelu(" not in source
+    x = _input(model)
+    expected = _onnxruntime(model, x)
+    got = onemodel_compile.load_compiled(model, "fast").run(x)
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_gelu_of_a_value_with_other_readers_leaves_it_intact():
+    """h is also read by a Neg: Gelu is fused, but may not write into h."""
+    model = gelu_model("torch", x_reader=True)
+    source = generate(model, "fast").source
+    assert source.count("rt.gelu(") == 1 and "out=h)" not in source
+    x = _input(model)
+    expected = _onnxruntime(model, x)
+    got = onemodel_compile.load_compiled(model, "fast").run(x)
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-5, atol=1e-6)
+
+
+def test_gelu_in_float64():
+    model = gelu_model("hf", dtype=np.float64)
+    assert generate(model, "fast").source.count("rt.gelu(") == 1
+    x = _input(model)
+    h = x @ onnx.numpy_helper.to_array(model.graph.initializer[0])
+    expected = 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))  # libm's erf
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_gelu_rewrite_in_the_bench_transformers():
+    """tools/bench_models.py writes GELU as torch.onnx does: one rt.gelu per layer."""
+    from tools import bench_models
+
+    source = generate(bench_models.bert(layers=2, seq=8, hidden=32, ffn=64).model, "fast").source
+    assert source.count("rt.gelu(") == 2 and "rt.erf(" not in source

@@ -433,6 +433,110 @@ def test_fast_variant_reuses_dead_buffers_only(tmp_path):
     np.testing.assert_array_equal(root, np.sqrt(np.abs(-expected_kept)))
 
 
+def _new_array_cases():
+    """Sample calls of every runtime_support kernel that FRESH_CALLS declares returns new arrays
+    (a float32 and a float64 call each, where the kernel has a separate path)."""
+    r = models.rng(9)
+    x32 = r.standard_normal((2, 3, 5, 5)).astype(np.float32)
+    x64 = x32.astype(np.float64)
+    w = r.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    depthwise = r.standard_normal((3, 1, 3, 3)).astype(np.float32)
+    pointwise = r.standard_normal((4, 3, 1, 1)).astype(np.float32)
+    bias = r.standard_normal(4).astype(np.float32)
+    geometry = dict(strides=(1, 1), dilations=(1, 1))
+    per_channel = r.standard_normal((3, 1, 1)).astype(np.float32)
+    scale, shift = r.standard_normal(5).astype(np.float32), r.standard_normal(5).astype(np.float32)
+    return {
+        "rt.conv": [
+            ((x32, w, bias), dict(pads=(1, 1, 1, 1), **geometry)),
+            ((x32, depthwise), dict(pads=(0, 0, 0, 0), group=3, **geometry)),
+            ((x32, pointwise, bias), dict(pads=(0, 0, 0, 0), **geometry)),
+        ],
+        "rt.erf": [((x32,), {}), ((x64,), {}), ((x32[:, :, ::2],), {})],
+        "rt.gelu": [((x32,), {}), ((x64,), {}), ((x32,), dict(approximate="tanh"))],
+        "rt.layer_normalization": [
+            ((x32, scale, shift), dict(axis=-1, stats=False)),
+            ((x32[0, 0, :1], scale, shift), dict(axis=-1, stats=False)),  # one row
+            ((x64, scale, shift), dict(axis=-1)),
+        ],
+        "rt.softmax": [((x32,), dict(axis=-1)), ((x64,), dict(axis=1))],
+        "rt.batch_normalization": [((x32[:, :3], per_channel, per_channel), {})],
+    }
+
+
+def test_kernels_declared_fresh_return_arrays_nobody_else_holds():
+    """emit.FRESH_CALLS lets a later node write into these kernels' results (`out=`): each must
+    return a new array (or tuple of them) sharing memory with no operand and no earlier result."""
+    from onemodel_compile import emit
+
+    cases = _new_array_cases()
+    assert {f for f in emit.FRESH_CALLS if f.startswith("rt.")} == set(cases)
+    for function, calls in cases.items():
+        kernel = getattr(runtime_support, function.removeprefix("rt."))
+        for args, keywords in calls:
+            first, second = kernel(*args, **keywords), kernel(*args, **keywords)
+            for result in first if isinstance(first, tuple) else (first,):
+                assert isinstance(result, np.ndarray) and result.flags.writeable, function
+                for other in [a for a in args if isinstance(a, np.ndarray)] + list(
+                    second if isinstance(second, tuple) else (second,)
+                ):
+                    assert not np.shares_memory(result, other), (function, keywords)
+
+
+def test_fast_variant_writes_into_kernel_results_never_into_views_or_inputs(tmp_path):
+    """The Relu after a Conv writes into the conv's result, an Erf into a MatMul's, a Gelu kernel
+    into its dying operand; never into the caller's input, a Reshape view of a value another node
+    still reads, or a value that is also an output. Checked against onnxruntime."""
+    r = models.rng(5)
+    nodes = [
+        helper.make_node("Conv", ["image", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["activated"], name="relu"),  # into c
+        helper.make_node("Conv", ["image", "w"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c2"], ["c2_relu"], name="relu2"),  # c2 is an output: new
+        helper.make_node("Erf", ["image"], ["image_erf"], name="erf_input"),  # input: new
+        helper.make_node("MatMul", ["x", "m"], ["p"], name="matmul"),
+        helper.make_node("Reshape", ["p", "flat_shape"], ["p_flat"], name="view"),
+        helper.make_node("Erf", ["p_flat"], ["p_erf"], name="erf_view"),  # a view of p: new
+        helper.make_node("Neg", ["p"], ["p_neg"], name="neg"),  # reads p after the Erf
+        helper.make_node("MatMul", ["x", "m"], ["q"], name="matmul2"),
+        helper.make_node("Erf", ["q"], ["q_erf"], name="erf_fresh"),  # into q
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "kernels",
+        [models.tensor("image", [1, 2, 5, 5]), models.tensor("x", [3, 4])],
+        [
+            models.tensor("activated", [1, 3, 5, 5]),
+            models.tensor("c2", [1, 3, 5, 5]),
+            models.tensor("c2_relu", [1, 3, 5, 5]),
+            models.tensor("image_erf", [1, 2, 5, 5]),
+            models.tensor("p_erf", [12]),
+            models.tensor("p_neg", [3, 4]),
+            models.tensor("q_erf", [3, 4]),
+        ],
+        [
+            models.init("w", r.standard_normal((3, 2, 3, 3)).astype(np.float32)),
+            models.init("m", r.standard_normal((4, 4)).astype(np.float32)),
+            models.init("flat_shape", np.array([12], dtype=np.int64)),
+        ],
+    )
+    model = models.finish(graph)
+    path, module = compile_and_import(model, tmp_path)
+    source = path.read_text()
+    assert "out=c)" in source and "out=q)" in source
+    assert source.count("out=") == 2
+    feeds = {
+        "image": r.standard_normal((1, 2, 5, 5)).astype(np.float32),
+        "x": r.standard_normal((3, 4)).astype(np.float32),
+    }
+    given = {name: value.copy() for name, value in feeds.items()}
+    got = module.run_feeds(feeds)
+    for name, value in feeds.items():
+        np.testing.assert_array_equal(value, given[name])  # the caller's inputs are untouched
+    for name, expected in models.ort_run(model, given).items():
+        np.testing.assert_allclose(got[name], expected, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
 # --- InferenceSession -----------------------------------------------------------------------
 
 SESSION_MODELS = {

@@ -3,17 +3,18 @@
 - `conv` (fast): every layout chosen so the product lands in NCHW order with no transpose.
   1x1 kernels with unit strides and no pads: (G, M/G, C/G) @ X viewed as (N, G, C/G, H*W), no
   im2col. Otherwise im2col in blocks of output rows of about _BLOCK_BYTES (several whole samples
-  when one is small), so a block is still in cache when BLAS reads it: each tap's strided slice
-  of the padded input copied into the block, then one product per group written by BLAS straight
-  into the block's columns of Y (N, M, H*W), and the bias added there. (One product per tap on
-  flat_taps' rows, with no im2col, measured slower: K products with a K times shorter inner
-  dimension, each followed by an accumulating pass over Y.) Depthwise (group == C, any channel
-  multiplier): no product; flat_taps' rows times each tap's weights, accumulated in place.
-  Float16 and bfloat16 run in float32.
+  when one is small), so a block is still in cache when BLAS reads it: each tap's rows copied
+  from flat_taps' grid views (unit-stride reads whatever the strides), then one product per
+  group written by BLAS straight into the block's columns of Y (N, M, H*W), and the bias added
+  there. (One product per tap on flat_taps' rows, with no im2col, measured slower: K products
+  with a K times shorter inner dimension, each followed by an accumulating pass over Y.)
+  Depthwise (group == C, any channel multiplier): see `_depthwise`. Float16 and bfloat16 run
+  in float32.
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
-  accumulation (a kernel equal to the strides, as in U-Net upsampling, has tiles that never
-  overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes, direct loops in a fixed order (input element, output
-  channel, kernel tap) with no matrix product, so its bits are the same on every machine.
+  accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
+  overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
+  direct loops in a fixed order (input element, output channel, kernel tap) with no matrix
+  product, so its bits are the same on every machine.
 - `exact_conv_transpose`: the direct loops for every spatial rank (the exact variant's).
 - `col2im`: additions in a fixed order (exact).
 """
@@ -32,7 +33,6 @@ from runtime_support._windows import (
     crop_grid,
     explicit_pads,
     flat_taps,
-    pad_spatial,
     tap_slices,
     taps,
     window_positions,
@@ -79,21 +79,25 @@ _MIN_COLUMNS = 512
 def _im2col_product(x, w, bias, pads, strides, dilations, group):
     """Y (N, M, *out) of a convolution through im2col in blocks of output rows (or of whole
     samples when one sample's columns are small): each block's columns (C * K, positions) are
-    copied from the padded input tap by tap, then one product per group lands in the block's
+    copied tap by tap from flat_taps' grid views (the padded input split into stride phases, so
+    every copy reads rows with a unit stride), then one product per group lands in the block's
     place in Y (a strided slice BLAS writes directly), the bias added while the block is in
-    cache. No buffer of the whole im2col matrix and no crop."""
+    cache. No buffer of the whole im2col matrix and no crop of Y."""
     batch, channels = x.shape[:2]
-    maps = w.shape[0]
-    plan = _im2col_plan(
-        x.shape, tuple(pads), w.shape[2:], tuple(strides), tuple(dilations), x.dtype.itemsize
-    )
-    out, samples, rows, sources, blocks = plan
+    maps, kernel_shape = w.shape[0], w.shape[2:]
+    rank = len(kernel_shape)
+    padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(x.shape[2:])]
+    out = tuple(max(o, 0) for o in window_positions(padded, kernel_shape, strides, dilations))
+    if batch == 0 or math.prod(out) == 0:
+        return np.empty((batch, maps) + out, x.dtype)
+    views, grid, out = flat_taps(x, pads, 0, kernel_shape, strides, dilations)
+    samples, rows, blocks = _im2col_plan(x.shape, out, len(views), x.dtype.itemsize)
     size = math.prod(out)
     Y = np.empty((batch, maps, size), x.dtype)
-    if Y.size == 0:
-        return Y.reshape((batch, maps) + out)
-    padded = pad_spatial(x, pads, 0).swapaxes(0, 1)  # (C, N, *spatial): a block's samples
-    K = len(sources)
+    # (C, N, *grid) per tap: a block's samples and rows, the grid's extra columns left out
+    sources = [view.reshape(x.shape[:2] + tuple(grid)).swapaxes(0, 1) for view in views]
+    crop = tuple(slice(0, o) for o in out[1:])
+    K = len(views)
     inner = size // out[0]
     buffer = np.empty(channels * K * samples * rows * inner, x.dtype)
     span = channels // group * K
@@ -103,9 +107,9 @@ def _im2col_product(x, w, bias, pads, strides, dilations, group):
     for n, count, first, stop in blocks:
         shape = (channels, K, count, stop - first) + out[1:]
         block = buffer[: math.prod(shape)].reshape(shape)
-        lead = (slice(None), slice(n, n + count))
+        where = (slice(None), slice(n, n + count), slice(first, stop)) + crop
         for t, source in enumerate(sources):
-            block[:, t] = padded[lead + source(first, stop)]
+            block[:, t] = source[where]
         matrix = block.reshape(channels * K, count * (stop - first) * inner)
         if count == 1:
             target = Y[n, :, first * inner : stop * inner]
@@ -126,40 +130,22 @@ def _im2col_product(x, w, bias, pads, strides, dilations, group):
 
 
 @functools.lru_cache(maxsize=1024)
-def _im2col_plan(shape, pads, kernel_shape, strides, dilations, itemsize):
-    """_im2col_product's geometry, settled once per shape: (out, samples per block, output rows
-    per block, one function per tap (C order) giving the padded input's slices for output rows
-    [first, stop), the blocks as (first sample, samples, first row, stop row))."""
-    rank = len(kernel_shape)
+def _im2col_plan(shape, out, taps_count, itemsize):
+    """_im2col_product's blocks, settled once per shape: (samples per block, output rows per
+    block, the blocks as (first sample, samples, first row, stop row))."""
     batch, channels = shape[:2]
-    padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(shape[2:])]
-    out = window_positions(padded, kernel_shape, strides, dilations)
-    out = tuple(max(o, 0) for o in out)
     inner = math.prod(out[1:])
-    per_row = channels * math.prod(kernel_shape) * inner * itemsize
+    per_row = channels * taps_count * inner * itemsize
     rows = max(1, min(out[0], _BLOCK_BYTES // max(per_row, 1)))
     rows = max(rows, min(out[0], -(-_MIN_COLUMNS // max(inner, 1))))
     samples = 1
     if rows == out[0] and out[0]:
         samples = max(1, min(batch, _BLOCK_BYTES // max(per_row * out[0], 1)))
-    sources = []
-    for tap in taps(kernel_shape):
-        rest = tuple(
-            slice(t * d, t * d + (o - 1) * s + 1, s)
-            for t, o, s, d in zip(tap[1:], out[1:], strides[1:], dilations[1:])
-        )
-        sources.append(functools.partial(_row_slices, tap[0] * dilations[0], strides[0], rest))
     blocks = []
     for n in range(0, batch, samples):
         for first in range(0, out[0], rows):
             blocks.append((n, min(samples, batch - n), first, min(first + rows, out[0])))
-    return out, samples, rows, tuple(sources), tuple(blocks)
-
-
-def _row_slices(offset, stride, rest, first, stop):
-    """The padded input's slices a tap reads for output rows [first, stop)."""
-    start = offset + first * stride
-    return (slice(start, start + (stop - first - 1) * stride + 1, stride),) + rest
+    return samples, rows, tuple(blocks)
 
 
 # Depthwise with at least this many channels: the taps copied into (N, C, K, V) columns and one

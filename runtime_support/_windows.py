@@ -181,12 +181,38 @@ def reduce_windows(
     """Combine (np.add, np.maximum) the kernel taps of every window of x (N, C, *spatial) padded
     with `value`, in C order of the taps, in `dtype` (x's by default): a fixed order of
     elementwise operations, so sums are the same bits everywhere. Returns the (N, C, *out)
-    results cropped from flat_taps' grid (a view)."""
-    views, grid, out = flat_taps(x, pads, value, kernel_shape, strides, dilations, extra, dtype)
-    result = views[0].copy()
-    for view in views[1:]:
+    results (a view of flat_taps' grid, or a new array).
+
+    The layout decides how many inner loops each combination runs: flat_taps' rows give one per
+    (sample, channel), of the grid's length; with fewer output positions than half the samples
+    times channels (late, small maps with many channels, global-size windows) the padded input
+    is laid out channels last instead, one inner loop per output position, of N * C values."""
+    rank = len(kernel_shape)
+    extra = tuple(extra or (0,) * rank)
+    padded = [n + pads[i] + pads[i + rank] + max(extra[i], 0) for i, n in enumerate(x.shape[2:])]
+    out = window_positions(padded, kernel_shape, strides, dilations)
+    if 2 * math.prod(out) > x.shape[0] * x.shape[1] or min(out, default=1) <= 0:
+        views, grid, out = flat_taps(x, pads, value, kernel_shape, strides, dilations, extra, dtype)
+        result = views[0].copy()
+        for view in views[1:]:
+            combine(result, view, out=result)
+        return crop_grid(result, grid, out)
+    dtype = x.dtype if dtype is None else dtype
+    # (*padded spatial, N, C): each tap's operand is a strided grid of rows of N * C values
+    shape = tuple(padded) + x.shape[:2]
+    buffer = np.zeros(shape, dtype) if value == 0 else np.full(shape, value, dtype)
+    interior = tuple(slice(pads[i], pads[i] + n) for i, n in enumerate(x.shape[2:]))
+    buffer[interior] = np.moveaxis(x, (0, 1), (-2, -1))
+    reads = []
+    for tap in taps(kernel_shape):
+        starts = [t * d for t, d in zip(tap, dilations)]
+        reads.append(
+            buffer[tuple(slice(b, b + (o - 1) * s + 1, s) for b, o, s in zip(starts, out, strides))]
+        )
+    result = reads[0].copy()
+    for view in reads[1:]:
         combine(result, view, out=result)
-    return crop_grid(result, grid, out)
+    return np.ascontiguousarray(np.moveaxis(result, (-2, -1), (0, 1)))
 
 
 def taps(kernel_shape):

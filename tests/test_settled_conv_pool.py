@@ -566,3 +566,34 @@ def test_fast_convtranspose_with_kernel_equal_to_strides_matches_loops(options):
         expected = full  # SAME: output in * stride, the full result here
     got = conv_transpose(X, W, B, strides=strides, **options)
     np.testing.assert_allclose(got, expected + B.reshape(3, 1, 1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, strides, pads",
+    [
+        ((1, 40, 5, 6), (3, 2), (2, 2), (1, 0, 1, 1)),  # few outputs, many channels: channels last
+        ((2, 3, 7, 6), (3, 3), (1, 2), (1, 1, 0, 1)),  # flat_taps' rows
+        ((1, 64, 4, 4), (4, 4), (1, 1), (0, 0, 0, 0)),  # one window over the whole map
+    ],
+)
+def test_fast_averagepool_adds_the_taps_in_c_order_in_either_layout(shape, kernel, strides, pads):
+    from runtime_support.pool import average_pool
+
+    rng = np.random.default_rng(8)
+    X = _wide(rng, shape)
+    out = [(shape[2 + a] + pads[a] + pads[a + 2] - kernel[a]) // strides[a] + 1 for a in (0, 1)]
+    expected = np.zeros(shape[:2] + tuple(out), np.float32)
+    for n, c, i, j in itertools.product(range(shape[0]), range(shape[1]), *map(range, out)):
+        total, count = None, 0
+        for a, b in itertools.product(range(kernel[0]), range(kernel[1])):
+            row, col = i * strides[0] + a - pads[0], j * strides[1] + b - pads[1]
+            inside = 0 <= row < shape[2] and 0 <= col < shape[3]
+            value = X[n, c, row, col] if inside else np.float32(0)
+            total = value if total is None else np.float32(total + value)
+            count += inside
+        expected[n, c, i, j] = np.float32(total / np.float32(count))
+    got = average_pool(
+        X, kernel_shape=list(kernel), pads=list(pads), strides=list(strides), dilations=[1, 1]
+    )
+    assert got.flags.c_contiguous
+    assert np.array_equal(_bits(got), _bits(expected))

@@ -317,9 +317,9 @@ def lrn(X, *, size, alpha=0.0001, beta=0.75, bias=1.0):
 
 
 def exact_lrn(X, *, size, alpha=0.0001, beta=0.75, bias=1.0):
-    """lrn with the power by exact_pow (float16, bfloat16 and float32 only: exact_pow refuses a
-    float64 base); the window sum adds the channels in a fixed order and the rest is one IEEE
-    operation each, in the order lrn's docstring gives."""
+    """lrn with the power by exact_pow (for a float64 X, its double-length logarithm); the window
+    sum adds the channels in a fixed order and the rest is one IEEE operation each, in the order
+    lrn's docstring gives."""
     return _lrn(X, size, alpha, beta, bias, exact_pow)
 
 

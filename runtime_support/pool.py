@@ -219,8 +219,7 @@ def exact_lp_pool(
     X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"
 ):
     """lp_pool exactly: |x| ** p as |x|, x * x or exact_pow; the window taps added in a fixed
-    order; the root as itself, sqrt or exact_pow (p other than 1 and 2 needs a float16, bfloat16
-    or float32 X)."""
+    order; the root as itself, sqrt or exact_pow."""
     return _lp_pool(X, kernel_shape, pads, strides, dilations, ceil_mode, p, auto_pad, True)
 
 

@@ -693,3 +693,56 @@ def test_same_bits_in_every_environment():
 
 def test_digest_script_covers_every_kernel():
     assert all(f"rt.{name}(" in DIGEST_SCRIPT for name in exact.__all__)
+
+
+# --- float64 LRN and LpPool (through exact_pow's double-length logarithm) ------------------------
+
+
+def _float64_node_model(op_type: str, shape, out_shape, **attributes):
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node(op_type, ["x"], ["y"], **attributes)],
+        "float64_node",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, out_shape)],
+    )
+    return helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 18)])
+
+
+def test_float64_lrn_is_exact_and_accurate():
+    """Float64 LRN compiles in the exact variant (no longer refused) and agrees with the formula
+    evaluated in numpy longdouble to a few float64 ulps."""
+    from onemodel_compile import load_compiled
+
+    x = rng(3).standard_normal((2, 5, 3, 3))
+    size, alpha, beta, bias = 3, float(np.float32(1e-2)), 0.75, 1.5  # attributes are float32
+    module = load_compiled(
+        _float64_node_model("LRN", x.shape, x.shape, size=size, alpha=alpha, beta=beta, bias=bias),
+        variant="exact",
+    )
+    y = module.run(x)[0]
+    wide = x.astype(np.longdouble)
+    squares = np.pad(wide * wide, [(0, 0), (1, 1), (0, 0), (0, 0)])
+    window = squares[:, 0:5] + squares[:, 1:6] + squares[:, 2:7]
+    expected = wide / (np.longdouble(bias) + np.longdouble(alpha) / size * window) ** np.longdouble(
+        beta
+    )
+    assert np.all(np.abs(y - expected) <= 4 * ulp(expected, np.float64))
+
+
+def test_float64_lp_pool_with_p3_is_exact_and_accurate():
+    from onemodel_compile import load_compiled
+
+    x = rng(4).standard_normal((1, 2, 4, 4))
+    module = load_compiled(
+        _float64_node_model("LpPool", x.shape, (1, 2, 3, 3), kernel_shape=[2, 2], p=3),
+        variant="exact",
+    )
+    y = module.run(x)[0]
+    wide = np.abs(x.astype(np.longdouble)) ** 3
+    sums = wide[:, :, :-1, :-1] + wide[:, :, :-1, 1:] + wide[:, :, 1:, :-1] + wide[:, :, 1:, 1:]
+    expected = sums ** (np.longdouble(1) / 3)
+    assert y.shape == expected.shape
+    assert np.all(np.abs(y - expected) <= 4 * ulp(expected, np.float64))

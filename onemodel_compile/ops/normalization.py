@@ -10,7 +10,6 @@ MeanVarianceNormalization and LRN (not float64) through the kernels' exact twins
 
 from __future__ import annotations
 
-import numpy as np
 
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops.code import py
@@ -175,11 +174,5 @@ def _lrn(prefix: str):
     return emit
 
 
-def _lrn_exactness(view: NodeView) -> str | None:
-    if view.inputs[0].dtype == np.float64:
-        return "of float64 values has no exact implementation (exact_pow takes no float64 base)"
-    return None
-
-
 emitter("LRN", since=1, exact=False)(_lrn(""))
-emitter("LRN", since=1, variant="exact", exact=_lrn_exactness)(_lrn("exact_"))
+emitter("LRN", since=1, variant="exact", exact=True)(_lrn("exact_"))

@@ -8,7 +8,6 @@ rt.exact_mean, LpPool and GlobalLpPool exact twins of their kernels.
 
 from __future__ import annotations
 
-import numpy as np
 
 from onemodel_compile.ops.code import number, py
 from onemodel_compile.ops.common import need_rank
@@ -48,13 +47,7 @@ def lp_pool(view: NodeView) -> str:
     return f"rt.lp_pool({view.inputs[0]}, {_window(view)}, p={number(view.attr('p', 2))})"
 
 
-def _lp_exactness(view: NodeView) -> str | None:
-    if view.attr("p", 2) in (1, 2) or view.inputs[0].dtype != np.float64:
-        return None
-    return "of float64 values with p other than 1 and 2 has no exact implementation (exact_pow)"
-
-
-@emitter("LpPool", since=1, variant="exact", exact=_lp_exactness)
+@emitter("LpPool", since=1, variant="exact", exact=True)
 def lp_pool_exact(view: NodeView) -> str:
     """rt.exact_lp_pool: |x| ** p and the root by |x|, x * x, sqrt or exact_pow, the window taps
     added in a fixed order."""
@@ -80,7 +73,7 @@ def global_lp_pool(view: NodeView) -> str:
     return f"rt.global_lp_pool({view.inputs[0]}, p={number(view.attr('p', 2))})"
 
 
-@emitter("GlobalLpPool", since=1, variant="exact", exact=_lp_exactness)
+@emitter("GlobalLpPool", since=1, variant="exact", exact=True)
 def global_lp_pool_exact(view: NodeView) -> str:
     """rt.exact_global_lp_pool: as exact_lp_pool, the sum by exact_sum."""
     return f"rt.exact_global_lp_pool({view.inputs[0]}, p={number(view.attr('p', 2))})"

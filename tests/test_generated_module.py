@@ -537,6 +537,40 @@ def test_fast_variant_writes_into_kernel_results_never_into_views_or_inputs(tmp_
         np.testing.assert_allclose(got[name], expected, rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+def test_fast_variant_binds_single_element_constants_at_import(tmp_path):
+    """Fast: `run` reads scalars from read-only module names (no array built per call); exact:
+    inline literals as before. Both give the values onnxruntime gives."""
+    nodes = [
+        helper.make_node("Div", ["x", "scale"], ["scaled"], name="div"),
+        helper.make_node("Add", ["scaled", "shift"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "scalars",
+        [models.tensor("x", [2, 3])],
+        [models.tensor("y", [2, 3])],
+        [
+            models.init("scale", np.array(8.0, dtype=np.float32)),
+            models.init("shift", np.array([[0.25]], dtype=np.float32)),
+        ],
+    )
+    model = models.finish(graph)
+    path, module = compile_and_import(model, tmp_path)
+    source = path.read_text()
+    run_source = source[source.index("def run(") :]
+    assert "scale = rt.filled((), np.array(8.0, dtype=np.float32))" in source
+    assert "shift = rt.filled((1, 1), np.array(0.25, dtype=np.float32))" in source
+    assert "np.array(" not in run_source and "np.divide(x, scale)" in run_source
+    assert not module.scale.flags.writeable and not module.shift.flags.writeable
+    assert not (tmp_path / "net.weights.safetensors").exists()
+    exact_path, exact = compile_and_import(model, tmp_path, "exact", "exact")
+    assert "np.array(8.0, dtype=np.float32)" in exact_path.read_text().split("def run(")[1]
+    x = models.rng(6).standard_normal((2, 3)).astype(np.float32)
+    (expected,) = models.ort_run(model, {"x": x}).values()
+    np.testing.assert_array_equal(module.run(x).y, expected)
+    np.testing.assert_array_equal(module.run(x).y, exact.run(x).y)
+
+
 # --- InferenceSession -----------------------------------------------------------------------
 
 SESSION_MODELS = {

@@ -66,7 +66,7 @@ def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTS
         if bias is not None:
             Y += bias.reshape((maps,) + (1,) * (X.ndim - 2))
     else:
-        Y = _im2col_product(X.astype(acc, copy=False), w, bias, pads, strides, dilations, group)
+        Y = _im2col_product(X, w, bias, pads, strides, dilations, group)
     return np.ascontiguousarray(Y).astype(X.dtype, copy=False)
 
 
@@ -77,7 +77,7 @@ _MIN_COLUMNS = 512
 
 
 def _im2col_product(x, w, bias, pads, strides, dilations, group):
-    """Y (N, M, *out) of a convolution through im2col in blocks of output rows (or of whole
+    """Y (N, M, *out), in w's type, of a convolution through im2col in blocks of output rows (or of whole
     samples when one sample's columns are small): each block's columns (C * K, positions) are
     copied tap by tap from flat_taps' grid views (the padded input split into stride phases, so
     every copy reads rows with a unit stride), then one product per group lands in the block's
@@ -89,17 +89,17 @@ def _im2col_product(x, w, bias, pads, strides, dilations, group):
     padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(x.shape[2:])]
     out = tuple(max(o, 0) for o in window_positions(padded, kernel_shape, strides, dilations))
     if batch == 0 or math.prod(out) == 0:
-        return np.empty((batch, maps) + out, x.dtype)
-    views, grid, out = flat_taps(x, pads, 0, kernel_shape, strides, dilations)
-    samples, rows, blocks = _im2col_plan(x.shape, out, len(views), x.dtype.itemsize)
+        return np.empty((batch, maps) + out, w.dtype)
+    views, grid, out = flat_taps(x, pads, 0, kernel_shape, strides, dilations, dtype=w.dtype)
+    samples, rows, blocks = _im2col_plan(x.shape, out, len(views), w.dtype.itemsize)
     size = math.prod(out)
-    Y = np.empty((batch, maps, size), x.dtype)
+    Y = np.empty((batch, maps, size), w.dtype)
     # (C, N, *grid) per tap: a block's samples and rows, the grid's extra columns left out
     sources = [view.reshape(x.shape[:2] + tuple(grid)).swapaxes(0, 1) for view in views]
     crop = tuple(slice(0, o) for o in out[1:])
     K = len(views)
     inner = size // out[0]
-    buffer = np.empty(channels * K * samples * rows * inner, x.dtype)
+    buffer = np.empty(channels * K * samples * rows * inner, w.dtype)
     span = channels // group * K
     filters = w.reshape(group, maps // group, span)
     if bias is not None:
@@ -119,7 +119,7 @@ def _im2col_product(x, w, bias, pads, strides, dilations, group):
             if bias is not None:
                 target += bias
         else:
-            product = np.empty((maps, matrix.shape[1]), x.dtype)
+            product = np.empty((maps, matrix.shape[1]), w.dtype)
             for g in range(group):
                 rows_g = slice(g * maps // group, (g + 1) * maps // group)
                 np.matmul(filters[g], matrix[g * span : (g + 1) * span], out=product[rows_g])

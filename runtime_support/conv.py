@@ -77,12 +77,12 @@ _MIN_COLUMNS = 512
 
 
 def _im2col_product(x, w, bias, pads, strides, dilations, group):
-    """Y (N, M, *out), in w's type, of a convolution through im2col in blocks of output rows (or of whole
-    samples when one sample's columns are small): each block's columns (C * K, positions) are
-    copied tap by tap from flat_taps' grid views (the padded input split into stride phases, so
-    every copy reads rows with a unit stride), then one product per group lands in the block's
-    place in Y (a strided slice BLAS writes directly), the bias added while the block is in
-    cache. No buffer of the whole im2col matrix and no crop of Y."""
+    """Y (N, M, *out), in w's type, of a convolution through im2col in blocks of output rows
+    (or of whole samples when one sample's columns are small): each block's columns (C * K,
+    positions) are copied tap by tap from flat_taps' grid views (the padded input split into
+    stride phases, so every copy reads rows with a unit stride), then one product per group
+    lands in the block's place in Y (a strided slice BLAS writes directly), the bias added while
+    the block is in cache. No buffer of the whole im2col matrix and no crop of Y."""
     batch, channels = x.shape[:2]
     maps, kernel_shape = w.shape[0], w.shape[2:]
     rank = len(kernel_shape)

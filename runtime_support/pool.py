@@ -76,9 +76,20 @@ def max_pool(
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     lowest = _lowest(X.dtype)
-    Y = np.ascontiguousarray(
-        _separable_max(X, pads, lowest, kernel_shape, strides, dilations, extra)
-    )
+    out = [
+        (n + pads[a] + pads[a + rank] + extra[a] - (k - 1) * d - 1) // s + 1
+        for a, (n, k, s, d) in enumerate(zip(X.shape[2:], kernel_shape, strides, dilations))
+    ]
+    if 2 * math.prod(out) <= X.shape[0] * X.shape[1] and min(out, default=1) > 0:
+        # few output positions, many channels: channels last, one inner loop per position
+        # (as reduce_windows); the same maxima in the same order
+        last = np.ascontiguousarray(np.moveaxis(X, (0, 1), (-2, -1)))
+        Y = _separable_max(last, pads, lowest, kernel_shape, strides, dilations, extra, lead=0)
+        Y = np.ascontiguousarray(np.moveaxis(Y, (-2, -1), (0, 1)))
+    else:
+        Y = np.ascontiguousarray(
+            _separable_max(X, pads, lowest, kernel_shape, strides, dilations, extra)
+        )
     if not with_indices:
         return Y
     windows = window_view(pad_spatial(X, pads, lowest, extra), kernel_shape, strides, dilations)
@@ -104,7 +115,7 @@ def max_pool(
     return Y, spatial_index + base * plane
 
 
-def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra):
+def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra, lead=2):
     """Every window's maximum of x padded with `lowest`, one spatial axis at a time: the maximum
     over a box is the maximum along the first axes of the maxima along the last, so a k1 x k2
     window takes about k1 + k2 elementwise maxima instead of k1 * k2 - 1.
@@ -114,14 +125,15 @@ def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra):
     last axis first, each pass in tap order, picks the same one. Nothing is padded: a tap only
     meets the outputs whose position it reads inside x (a `lowest` padding term changes nothing:
     max(a, lowest) is a, or a tie won by an equal value); outputs that some tap misses start
-    from `lowest`. Only arrays made here are written."""
+    from `lowest`. Only arrays made here are written. The spatial axes follow `lead` others
+    (N, C; none when x is channels last)."""
     y = x
     for axis in reversed(range(len(kernel_shape))):
         k, s, d, begin = kernel_shape[axis], strides[axis], dilations[axis], pads[axis]
-        size = y.shape[2 + axis]
+        size = y.shape[lead + axis]
         count = size + begin + pads[axis + len(kernel_shape)] + extra[axis] - (k - 1) * d - 1
         count = count // s + 1
-        before = (slice(None),) * (2 + axis)
+        before = (slice(None),) * (lead + axis)
         ranges = []  # (first output, stop output, first input) of each tap reading inside y
         for j in range(k):
             offset = j * d - begin  # output o reads o * s + offset
@@ -129,7 +141,7 @@ def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra):
             stop = min(count, (size - 1 - offset) // s + 1)
             if stop > first:
                 ranges.append((first, stop, first * s + offset))
-        shape = y.shape[: 2 + axis] + (count,) + y.shape[3 + axis :]
+        shape = y.shape[: lead + axis] + (count,) + y.shape[lead + axis + 1 :]
         if ranges and ranges[0][:2] == (0, count):
             start = ranges[0][2]
             result = y[before + (slice(start, start + (count - 1) * s + 1, s),)].copy()

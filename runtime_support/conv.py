@@ -1,15 +1,15 @@
 """Convolution kernels (see runtime_support._windows for the geometry conventions).
 
 - `conv` (fast): every layout chosen so the product lands in NCHW order with no transpose.
-  1x1 kernels with unit strides and no pads: (G, M/G, C/G) @ X viewed as (N, G, C/G, H*W), no
-  im2col. Otherwise im2col in blocks of output rows of about _BLOCK_BYTES (several whole samples
-  when one is small), so a block is still in cache when BLAS reads it: each tap's rows copied
-  from flat_taps' grid views (unit-stride reads whatever the strides), then one product per
-  group written by BLAS straight into the block's columns of Y (N, M, H*W), and the bias added
-  there. (One product per tap on flat_taps' rows, with no im2col, measured slower: K products
-  with a K times shorter inner dimension, each followed by an accumulating pass over Y.)
-  Depthwise (group == C, any channel multiplier): see `_depthwise`. Float16 and bfloat16 run
-  in float32.
+  1x1 kernels without pads: (G, M/G, C/G) @ X (every stride-th position) viewed as
+  (N, G, C/G, H*W), no im2col. Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
+  (several whole samples when one is small), so a block is still in cache when BLAS reads it:
+  each tap's rows copied from flat_taps' grid views (unit-stride reads whatever the strides),
+  then one product per group written by BLAS straight into the block's columns of
+  Y (N, M, H*W), and the bias added there. (One product per tap on flat_taps' rows, with no
+  im2col, measured slower: K products with a K times shorter inner dimension, each followed by
+  an accumulating pass over Y.) Depthwise (group == C, any channel multiplier): see
+  `_depthwise`. Float16 and bfloat16 run in float32.
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
@@ -57,14 +57,18 @@ def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTS
         Y = crop_grid(_depthwise(views, w).reshape(batch, maps, math.prod(grid)), grid, out)
         if bias is not None:
             Y = np.add(Y, bias.reshape((maps,) + (1,) * len(out)))
-    elif all(k == 1 for k in kernel_shape) and all(s == 1 for s in strides) and not any(pads):
-        # 1x1: the input is the im2col matrix already; (G, M/G, C/G) @ (N, G, C/G, V)
-        size = math.prod(X.shape[2:])
+    elif all(k == 1 for k in kernel_shape) and not any(pads):
+        # 1x1: the input (every stride-th position) is the im2col matrix already;
+        # (G, M/G, C/G) @ (N, G, C/G, V)
+        x = X[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
+        out = x.shape[2:]
         filters = w.reshape(group, maps // group, channels // group)
-        x = X.astype(acc, copy=False).reshape(batch, group, channels // group, size)
-        Y = np.matmul(filters, x).reshape((batch, maps) + X.shape[2:])
+        x = np.ascontiguousarray(x, dtype=acc).reshape(
+            batch, group, channels // group, math.prod(out)
+        )
+        Y = np.matmul(filters, x).reshape((batch, maps) + out)
         if bias is not None:
-            Y += bias.reshape((maps,) + (1,) * (X.ndim - 2))
+            Y += bias.reshape((maps,) + (1,) * len(out))
     else:
         Y = _im2col_product(X, w, bias, pads, strides, dilations, group)
     return np.ascontiguousarray(Y).astype(X.dtype, copy=False)

@@ -283,7 +283,6 @@ def _conv_transpose(
     batch, channels = X.shape[:2]
     maps = W.shape[1] * group
     acc = accumulator(X.dtype)
-    kernel_shape = tuple(kernel_shape)
     Y = np.zeros((batch, maps, *out), dtype=acc)
     if direct:
         _conv_transpose_direct(Y, X, W, group, strides, dilations, begins)

@@ -114,12 +114,32 @@ def _shifted(x, axis):
     return x - x.max(axis=axis, keepdims=True, initial=-np.inf)
 
 
-def softmax(x, *, axis=-1):
-    """exp(x - max) / sum(exp(x - max)) along `axis`, in one new array (exp and the division in
-    place, the reductions by ufunc methods: fewer passes and calls)."""
-    e = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf))
+def softmax(x, *, axis=-1, out=None):
+    """exp(x - max) / sum(exp(x - max)) along `axis`, into `out` when given (an array of x's shape
+    and dtype, possibly x itself; else a new array).
+
+    The reductions are ufunc methods, the difference, exp and scaling run in place. Along the last
+    axis of float32 and float64 rows, the sums are a BLAS matrix-vector product with a vector of
+    ones (a quarter of np.add.reduce's time on 128-element rows: attention scores) and each row is
+    multiplied by the reciprocal of its sum (two roundings instead of one division's, well within
+    the fast variant's tolerance)."""
+    x = np.asarray(x)
+    axis = axis % x.ndim if x.ndim else 0
+    e = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True, initial=-np.inf), out=out)
     np.exp(e, out=e)
-    e /= np.add.reduce(e, axis=axis, keepdims=True)
+    n = e.shape[axis] if e.ndim else 1
+    if (
+        axis == e.ndim - 1
+        and n > 1
+        and e.size
+        and e.dtype in (np.float32, np.float64)
+        and e.flags.c_contiguous
+    ):
+        total = np.matmul(e.reshape(-1, n), np.ones(n, e.dtype)).reshape(e.shape[:-1] + (1,))
+        np.reciprocal(total, out=total)
+        e *= total
+    else:
+        e /= np.add.reduce(e, axis=axis, keepdims=True)
     return e
 
 

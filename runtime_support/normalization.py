@@ -142,9 +142,12 @@ def _group_normalization(X, scale, bias, num_groups, epsilon, stash_type, standa
     return (y + bias.astype(dtype).reshape(shape)).astype(X.dtype, copy=False)
 
 
-def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1, stats=True):
+def layer_normalization(
+    X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1, stats=True, out=None
+):
     """LayerNormalization over the axes from `axis` on; returns (Y, Mean, InvStdDev), or Y alone
-    with stats=False (a node without the optional outputs: nothing computed for them).
+    with stats=False (a node without the optional outputs: nothing computed for them). Y goes into
+    `out` when given (an array of X's shape and dtype, possibly X itself).
 
     The statistics (Mean, InvStdDev) are computed in and returned as the stash type; Scale and B
     are applied in the wider of the stash type and X's type."""
@@ -160,6 +163,7 @@ def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1
     ):
         if X.size == count and count <= _ONE_ROW_LIMIT:
             Y, mean, inv_std = _layer_normalization_row32(X, Scale, B, count, epsilon)
+            Y = _into(Y, out)
             if not stats:
                 return Y
             stats_shape = (1,) * X.ndim
@@ -168,10 +172,20 @@ def layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1
                 np.full(stats_shape, mean, np.float32),
                 np.full(stats_shape, inv_std, np.float32),
             )
-        result = _layer_normalization32(X, Scale, B, axis, count, epsilon)
+        direct = out if out is not None and out.flags.c_contiguous else None  # else copied below
+        result = _layer_normalization32(X, Scale, B, axis, count, epsilon, direct)
     else:
         result = _layer_normalization(X, Scale, B, axis, epsilon, stash_type, _standardize)
+    result = (_into(result[0], out),) + result[1:]
     return result if stats else result[0]
+
+
+def _into(y, out):
+    """y, or y copied into `out` when that is given and y is not already it."""
+    if out is None or y is out:
+        return y
+    out[...] = y
+    return out
 
 
 # Rows up to this many elements take _layer_normalization_row32 when X is one row: its sum of
@@ -196,17 +210,27 @@ def _layer_normalization_row32(X, Scale, B, count, epsilon):
     return Y.reshape(X.shape), mean, inv_std
 
 
-def _layer_normalization32(X, Scale, B, axis, count, epsilon):
+def _layer_normalization32(X, Scale, B, axis, count, epsilon, out=None):
     """layer_normalization of float32 X with float32 statistics, the normalized axes flattened
-    into one (Scale and B have as many elements): the fewest numpy calls (it runs on every token
-    of a decoder step) and passes over X (sum; difference; squares and their pairwise sum; then
-    the scaling, Scale and B in place). Python scalars keep float32 arithmetic float32."""
+    into one (Scale and B have as many elements), into `out` (C-contiguous, may be X) when given:
+    the fewest numpy calls (it runs on every token of a decoder step) and passes over X. Each
+    row's mean and mean square deviation is a BLAS matrix-vector product with a vector of
+    1 / count for rows up to _ONE_ROW_LIMIT (several times faster than np.add.reduce along short
+    rows; longer ones keep its pairwise sums); the difference goes
+    into `out`, then the scaling, Scale and B in place. Python scalars keep float32 arithmetic
+    float32."""
     rows = X.reshape(-1, count)
-    mean = np.add.reduce(rows, axis=1, keepdims=True)
-    mean /= count
-    Y = np.subtract(rows, mean)
-    inv_std = np.add.reduce(Y * Y, axis=1, keepdims=True)
-    inv_std /= count
+    if count <= _ONE_ROW_LIMIT:  # float32 lanes of BLAS: accurate enough for rows this short
+        weights = np.full(count, 1.0 / count, np.float32)
+        mean = np.matmul(rows, weights)[:, None]
+        Y = np.subtract(rows, mean, out=None if out is None else out.reshape(-1, count))
+        inv_std = np.matmul(Y * Y, weights)[:, None]
+    else:  # np.add.reduce's pairwise sums
+        mean = np.add.reduce(rows, axis=1, keepdims=True)
+        mean /= count
+        Y = np.subtract(rows, mean, out=None if out is None else out.reshape(-1, count))
+        inv_std = np.add.reduce(Y * Y, axis=1, keepdims=True)
+        inv_std /= count
     inv_std += epsilon
     np.sqrt(inv_std, out=inv_std)
     np.reciprocal(inv_std, out=inv_std)
@@ -215,7 +239,8 @@ def _layer_normalization32(X, Scale, B, axis, count, epsilon):
     if B is not None:
         Y += B.reshape(-1)
     stats_shape = X.shape[:axis] + (1,) * (X.ndim - axis)
-    return Y.reshape(X.shape), mean.reshape(stats_shape), inv_std.reshape(stats_shape)
+    Y = Y.reshape(X.shape) if out is None else out
+    return Y, mean.reshape(stats_shape), inv_std.reshape(stats_shape)
 
 
 def exact_layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):

@@ -155,6 +155,51 @@ def test_layer_normalization_broadcast_scale_and_no_bias():
     np.testing.assert_allclose(y, ref_y.astype(np.float64), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "shape, dtype",
+    [((2, 128, 256), np.float32), ((1, 1, 256), np.float32), ((3, 40), np.float64)],
+)
+def test_layer_normalization_writes_into_out_even_its_input(shape, dtype):
+    """emit.OUT_CALLS lets the fast module pass the dying residual sum as `out`: the result is in
+    it, with the bits of the allocating call (the BLAS-statistics rows, the one-row path, the
+    float64 path), and a non-contiguous `out` gets them too."""
+    rng = np.random.default_rng(21)
+    x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
+    scale, bias = rng.standard_normal((2, shape[-1])).astype(dtype)
+    keywords = dict(axis=-1, epsilon=1e-5, stats=False)
+    expected = rt.layer_normalization(x, scale, bias, **keywords)
+    ref_y, _, _ = _layer_norm_reference(x, scale, bias, x.ndim - 1, 1e-5)
+    np.testing.assert_allclose(expected, ref_y.astype(np.float64), rtol=1e-5, atol=1e-5)
+    inplace = x.copy()
+    assert rt.layer_normalization(inplace, scale, bias, **keywords, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, expected)
+    target = np.zeros(shape[:-1] + (2 * shape[-1],), dtype)[..., ::2]
+    assert rt.layer_normalization(x, scale, bias, **keywords, out=target) is target
+    np.testing.assert_array_equal(target, expected)
+
+
+@pytest.mark.parametrize("axis", [-1, 2, 0])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_with_masked_scores_and_out(axis, dtype):
+    """Attention scores with BERT's additive -10000 mask and -inf entries: within a few float32
+    ulps of a long-double reference along any axis (the last one sums by a BLAS product with
+    ones), and into `out` -- the scores themselves -- with the allocating call's bits."""
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((2, 4, 128, 128)) * 6).astype(dtype)
+    x[1, :, :, 100:] -= 10000
+    x[0, 0, 3, :5] = -np.inf
+    wide = x.astype(np.longdouble)
+    e = np.exp(wide - wide.max(axis=axis, keepdims=True))
+    reference = (e / e.sum(axis=axis, keepdims=True)).astype(np.float64)
+    y = rt.softmax(x, axis=axis)
+    assert y.dtype == dtype and not np.shares_memory(y, x)
+    np.testing.assert_allclose(y, reference, rtol=4e-6 if dtype == np.float32 else 1e-13, atol=0)
+    np.testing.assert_allclose(y.sum(axis=axis), 1, rtol=2e-5 if dtype == np.float32 else 1e-13)
+    inplace = x.copy()
+    assert rt.softmax(inplace, axis=axis, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, y)
+
+
 @pytest.mark.parametrize("axis", [-1, 1])
 def test_softmax_float32(axis):
     x = (np.random.default_rng(5).standard_normal((2, 4, 128, 16)) * 20).astype(np.float32)

@@ -69,6 +69,7 @@ class _Rewriter:
         self.fold_conv_affine(resolved)
         self.precompute_batch_normalization(resolved)
         self.fuse_gelu(resolved)
+        self.fold_product_scale(resolved)
 
     def constant(self, resolved: ResolvedGraph, base: str, value: np.ndarray) -> str:
         name, counter = base, 1
@@ -181,6 +182,108 @@ class _Rewriter:
             steps[pattern[-1]] = FusedStep(gelu, emitter, {}, tuple(nodes[1:]), nodes[0], note)
             removed.update(pattern[:-1])
         steps[:] = [s for i, s in enumerate(steps) if i not in removed]
+
+    def fold_product_scale(self, resolved: ResolvedGraph) -> None:
+        """A Div or Mul by a single-element constant of a MatMul's product (attention scores
+        divided by sqrt(head size)) moves into the constant weights (and bias) of the linear
+        layer one operand of that MatMul comes from, through Reshape and Transpose: a scalar
+        commutes with both and with the product, so the scaling costs nothing at run time."""
+        steps = resolved.steps
+        readers = _readers(resolved)
+        producer = {name: i for i, s in enumerate(steps) for name in s.node.outputs if name}
+        removed: set[int] = set()
+
+        def inner(value: str) -> bool:
+            return readers[value] == 1 and value not in resolved.graph.outputs
+
+        for index, step in enumerate(steps):
+            node = step.node
+            if node.op_type not in ("Div", "Mul") or node.domain or len(node.inputs) != 2:
+                continue
+            for position in (1,) if node.op_type == "Div" else (1, 0):
+                c = resolved.constants.get(node.inputs[position])
+                scores = node.inputs[1 - position]
+                product = producer.get(scores)
+                if (
+                    c is None
+                    or c.size != 1
+                    or c.dtype not in FLOAT_TYPES
+                    or product is None
+                    or product in removed
+                    or steps[product].node.op_type != "MatMul"
+                    or steps[product].node.domain
+                    or not inner(scores)
+                    or resolved.types.get(node.outputs[0]) != resolved.types.get(scores)
+                ):
+                    continue
+                factor = float(c.reshape(())) if node.op_type == "Mul" else 1 / float(c.reshape(()))
+                if not (math.isfinite(factor) and factor):
+                    continue
+                for operand in steps[product].node.inputs:
+                    if self._scale_linear(resolved, operand, factor, producer, inner, c.dtype):
+                        qk = steps[product]
+                        new = dataclasses.replace(qk.node, outputs=[node.outputs[0]])
+                        fused = getattr(qk, "fused", ()) + (node,)
+                        steps[product] = FusedStep(new, qk.emitter, qk.bodies, fused)
+                        removed.add(index)
+                        break
+                break
+        steps[:] = [s for i, s in enumerate(steps) if i not in removed]
+
+    def _scale_linear(self, resolved, value, factor, producer, inner, dtype) -> bool:
+        """Multiply by `factor` the constant weights of the MatMul (and the constant bias of the
+        Add after it) that `value` comes from through Reshape/Transpose steps, every value on the
+        way read once and not a graph output; False (nothing changed) if there is no such layer."""
+        steps = resolved.steps
+        while True:
+            index = producer.get(value)
+            if index is None or not inner(value):
+                return False
+            node = steps[index].node
+            if node.domain:
+                return False
+            if node.op_type in ("Reshape", "Transpose"):
+                value = node.inputs[0]
+                continue
+            break
+        bias = None
+        if node.op_type == "Add" and len(node.inputs) == 2:
+            constant = [n for n in node.inputs if n in resolved.constants]
+            if len(constant) != 1:
+                return False
+            bias, value = index, next(n for n in node.inputs if n not in resolved.constants)
+            index = producer.get(value)
+            if index is None or not inner(value):
+                return False
+            node = steps[index].node
+        if node.op_type != "MatMul" or node.domain:
+            return False
+        W = resolved.constants.get(node.inputs[1])
+        if W is None or W.dtype != dtype or node.inputs[0] in resolved.constants:
+            return False
+        if bias is not None:
+            add = steps[bias].node
+            position = 0 if add.inputs[0] in resolved.constants else 1
+            b = resolved.constants[add.inputs[position]]
+            if b.dtype != dtype:
+                return False
+            b_name = self.constant(
+                resolved,
+                f"{add.inputs[position]}_scaled",
+                _rounded(b.astype(np.float64) * factor, dtype),
+            )
+            inputs = list(add.inputs)
+            inputs[position] = b_name
+            steps[bias] = dataclasses.replace(
+                steps[bias], node=dataclasses.replace(add, inputs=inputs)
+            )
+        w_name = self.constant(
+            resolved, f"{node.inputs[1]}_scaled", _rounded(W.astype(np.float64) * factor, dtype)
+        )
+        steps[index] = dataclasses.replace(
+            steps[index], node=dataclasses.replace(node, inputs=[node.inputs[0], w_name])
+        )
+        return True
 
 
 class _GeluMatcher:

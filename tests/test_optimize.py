@@ -439,3 +439,68 @@ def test_gelu_rewrite_in_the_bench_transformers():
 
     source = generate(bench_models.bert(layers=2, seq=8, hidden=32, ffn=64).model, "fast").source
     assert source.count("rt.gelu(") == 2 and "rt.erf(" not in source
+
+
+# --- the scale of attention scores into the query projection -----------------------------------
+
+
+def scores_model(scale_op: str = "Div", q_reader: bool = False, bias: bool = True):
+    """x[1, 6, 16] -> q, k projections (MatMul + bias Add) -> Reshape to 2 heads of 8 ->
+    Transpose -> q @ k^T -> Div by sqrt(8) (or Mul by its inverse) -> Softmax -> y."""
+    r = models.rng(3)
+    inits = [
+        init("Wq", (r.standard_normal((16, 16)) * 0.5).astype(np.float32)),
+        init("Wk", (r.standard_normal((16, 16)) * 0.5).astype(np.float32)),
+        init("bq", r.standard_normal(16).astype(np.float32)),
+        init("heads", np.array([1, 6, 2, 8])),
+        init("c", np.array(math.sqrt(8) if scale_op == "Div" else 1 / math.sqrt(8), np.float32)),
+    ]
+    q_in = "q_lin" if bias else "q_mm"
+    nodes = [helper.make_node("MatMul", ["x", "Wq"], ["q_mm"], name="q/MatMul")]
+    if bias:
+        nodes.append(helper.make_node("Add", ["q_mm", "bq"], ["q_lin"], name="q/Add"))
+    nodes += [
+        helper.make_node("Reshape", [q_in, "heads"], ["q_r"], name="q/Reshape"),
+        helper.make_node("Transpose", ["q_r"], ["q"], name="q/Transpose", perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["x", "Wk"], ["k_mm"], name="k/MatMul"),
+        helper.make_node("Reshape", ["k_mm", "heads"], ["k_r"], name="k/Reshape"),
+        helper.make_node("Transpose", ["k_r"], ["kt"], name="k/Transpose", perm=[0, 2, 3, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["s"], name="qk"),
+        helper.make_node(scale_op, ["s", "c"], ["scaled"], name="scale"),
+        helper.make_node("Softmax", ["scaled"], ["y"], name="softmax", axis=-1),
+    ]
+    outputs = [tensor("y", [1, 2, 6, 6])]
+    if q_reader:  # the query projection is also read elsewhere: its weights must stay as they are
+        nodes.append(helper.make_node("Neg", [q_in], ["z"], name="neg"))
+        outputs.append(tensor("z", [1, 6, 16]))
+    graph = helper.make_graph(
+        nodes, "scores", [tensor("x", [1, 6, 16])], outputs, initializer=inits
+    )
+    return models.finish(graph, opset=17)
+
+
+@pytest.mark.parametrize("scale_op, bias", [("Div", True), ("Mul", True), ("Div", False)])
+def test_score_scale_moves_into_the_query_projection(scale_op, bias):
+    model = scores_model(scale_op, bias=bias)
+    source = generate(model, "fast").source
+    assert "np.divide(" not in source and "np.multiply(" not in source
+    assert "Wq_scaled" in source and ("bq_scaled" in source) == bias
+    assert f"# + {scale_op} 'scale' (opset 17), folded in" in source
+    x = _input(model)
+    (expected,) = _onnxruntime(model, x)
+    got = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    exact = generate(model, "exact").source
+    assert "Wq_scaled" not in exact
+
+
+def test_score_scale_leaves_a_projection_with_another_reader_for_the_key_one():
+    """The query projection is also a graph output: its weights stay, the key's take the scale."""
+    model = scores_model(q_reader=True)
+    source = generate(model, "fast").source
+    assert "np.divide(" not in source and "Wq_scaled" not in source and "Wk_scaled" in source
+    x = _input(model)
+    expected = _onnxruntime(model, x)
+    got = onemodel_compile.load_compiled(model, "fast").run(x)
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)

@@ -20,6 +20,10 @@ Rewrites:
   constants must equal sqrt 2, 1/sqrt 2, 1, 0.5 or 2 within a few units in the last place of their
   type, be single elements that do not grow the result's shape, and every value inside the pattern
   must have no other reader and not be a graph output; x itself may have other readers.
+- A Div or Mul by a single-element constant of a MatMul's product (attention scores divided by
+  sqrt(head size)) is folded into the constant weights (and bias) of the MatMul (+ Add) that one
+  operand of the product comes from through Reshape/Transpose steps, every value on the way read
+  once and not a graph output; the product's step takes over the Div's output and names it.
 """
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ BLACK_MODE = black.Mode(line_length=100)
 OUT_CALLS = frozenset(
     [f"np.{name}" for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum",
                                "negative", "abs", "absolute", "sqrt", "exp", "tanh", "reciprocal")]
-    + ["rt.erf", "rt.gelu", "rt.softmax", "rt.layer_normalization"]
+    + ["rt.erf", "rt.gelu", "rt.hard_swish", "rt.softmax", "rt.layer_normalization"]
 )  # fmt: skip
 # Calls that return a new array (or a tuple of new arrays) that shares memory with none of their
 # operands and that nothing else holds: a declared property of each function, checked for the

@@ -237,3 +237,24 @@ def test_erf_and_gelu_small_tensors_match_the_blocked_path(kernel):
         with np.errstate(invalid="ignore"):  # gelu(-inf) = -inf * 0: NaN, warned on small tensors
             small = kernel(part)
         np.testing.assert_array_equal(small, whole[start:stop].reshape(1, 1, -1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_hard_swish_matches_its_definition_in_float64_and_writes_into_out(dtype):
+    """rt.hard_swish (the fast variant's HardSwish, clip(x + 3, 0, 6) * (1/6) * x) against
+    x * min(max(x / 6 + 0.5, 0), 1) in float64, within two roundings; `out` may be x itself."""
+    x = np.random.default_rng(13).uniform(-8, 8, (2, 3, 40, 40)).astype(dtype)
+    x[0, 0, 0, :6] = [-3, 3, 0, -0.0, np.inf, np.nan]
+    wide = x.astype(np.float64)
+    expected = wide * np.minimum(np.maximum(wide / 6 + 0.5, 0), 1)
+    y = rt.hard_swish(x)
+    assert y.dtype == dtype and y.shape == x.shape and not np.shares_memory(y, x)
+    # x + 3 (or x / 6 + 0.5) cancels near x = -3: the error is bounded relative to x, not to y
+    finite = np.isfinite(expected)
+    error = np.abs(y[finite].astype(np.float64) - expected[finite])
+    assert np.all(error <= 2 * np.finfo(dtype).eps * np.abs(wide[finite])), error.max()
+    np.testing.assert_array_equal(y[~finite], expected[~finite])
+    inplace = x.copy()
+    assert rt.hard_swish(inplace, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, y)
+    assert np.asarray(rt.hard_swish(np.asarray(dtype(1.5)))).item() == pytest.approx(1.125)

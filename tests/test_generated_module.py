@@ -454,6 +454,7 @@ def _new_array_cases():
         ],
         "rt.erf": [((x32,), {}), ((x64,), {}), ((x32[:, :, ::2],), {})],
         "rt.gelu": [((x32,), {}), ((x64,), {}), ((x32,), dict(approximate="tanh"))],
+        "rt.hard_swish": [((x32,), {}), ((x64,), {}), ((x32.astype(np.float16),), {})],
         "rt.layer_normalization": [
             ((x32, scale, shift), dict(axis=-1, stats=False)),
             ((x32[0, 0, :1], scale, shift), dict(axis=-1, stats=False)),  # one row

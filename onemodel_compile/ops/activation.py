@@ -87,6 +87,11 @@ def hard_swish(view: NodeView) -> str:
     return f"{X} * {_clamp_unit(f'{X} / {six} + {half}', X.dtype)}"
 
 
+# The fast variant: one kernel (four passes, one temporary) that may write into its dying operand,
+# a Conv's result (emit.OUT_CALLS); the exact variant keeps the inline formula above.
+emitter("HardSwish", since=14, variant="fast", exact=False)(_kernel_rule("hard_swish"))
+
+
 def _prelu_slope(view: NodeView) -> str:
     """The slope, shaped to broadcast to X. ONNX broadcasts it unidirectionally (numpy's rule,
     the result keeps X's shape). A 1-D slope that does not broadcast but whose length is the size

@@ -486,43 +486,11 @@ def rnn(
     clip=None,
     direction="forward",
     layout=0,
+    _arithmetic=_Fast,
 ):
     """H_t = f(clip((XW_t + (Wb + Rb)) + R @ H_{t-1})); returns (Y, Y_h)."""
     return _rnn(
-        _Fast,
-        X,
-        W,
-        R,
-        B,
-        sequence_lens,
-        initial_h,
-        activations,
-        activation_alpha,
-        activation_beta,
-        clip,
-        direction,
-        layout,
-    )
-
-
-def exact_rnn(
-    X,
-    W,
-    R,
-    B=None,
-    sequence_lens=None,
-    initial_h=None,
-    *,
-    activations=("Tanh",),
-    activation_alpha=None,
-    activation_beta=None,
-    clip=None,
-    direction="forward",
-    layout=0,
-):
-    """rnn's arithmetic in the same order, exactly (see the module docstring)."""
-    return _rnn(
-        _Exact,
+        _arithmetic,
         X,
         W,
         R,
@@ -553,48 +521,14 @@ def gru(
     direction="forward",
     layout=0,
     linear_before_reset=0,
+    _arithmetic=_Fast,
 ):
     """z, r = f(clip((XW_t + (Wb + Rb)) + R_zr @ H)) (z and r at once) and
     h = g(clip((XW_t + (Wbh + Rbh)) + Rh @ (r * H))), or with linear_before_reset
     h = g(clip((XW_t + Wbh) + ((Rh @ H + Rbh) * r))); H_t = (h * (1 - z)) + (z * H).
     Returns (Y, Y_h)."""
     return _gru(
-        _Fast,
-        X,
-        W,
-        R,
-        B,
-        sequence_lens,
-        initial_h,
-        activations,
-        activation_alpha,
-        activation_beta,
-        clip,
-        direction,
-        layout,
-        linear_before_reset,
-    )
-
-
-def exact_gru(
-    X,
-    W,
-    R,
-    B=None,
-    sequence_lens=None,
-    initial_h=None,
-    *,
-    activations=("Sigmoid", "Tanh"),
-    activation_alpha=None,
-    activation_beta=None,
-    clip=None,
-    direction="forward",
-    layout=0,
-    linear_before_reset=0,
-):
-    """gru's arithmetic in the same order, exactly (see the module docstring)."""
-    return _gru(
-        _Exact,
+        _arithmetic,
         X,
         W,
         R,
@@ -628,13 +562,14 @@ def lstm(
     direction="forward",
     layout=0,
     input_forget=0,
+    _arithmetic=_Fast,
 ):
     """Gates a = (XW_t + (Wb + Rb)) + R @ H (order i, o, f, c), peepholes P (i, o, f; all-zero
     ones are skipped): i = f(clip(a_i + (Pi * C))), f = f(clip(a_f + (Pf * C))) (or 1 - i with
     input_forget), c = g(clip(a_c)), C_t = (f * C) + (c * i), o = f(clip(a_o + (Po * C_t))),
     H_t = h(C_t) * o. Returns (Y, Y_h, Y_c)."""
     return _lstm(
-        _Fast,
+        _arithmetic,
         X,
         W,
         R,
@@ -653,40 +588,20 @@ def lstm(
     )
 
 
-def exact_lstm(
-    X,
-    W,
-    R,
-    B=None,
-    sequence_lens=None,
-    initial_h=None,
-    initial_c=None,
-    P=None,
-    *,
-    activations=("Sigmoid", "Tanh", "Tanh"),
-    activation_alpha=None,
-    activation_beta=None,
-    clip=None,
-    direction="forward",
-    layout=0,
-    input_forget=0,
-):
-    """lstm's arithmetic in the same order, exactly (see the module docstring)."""
-    return _lstm(
-        _Exact,
-        X,
-        W,
-        R,
-        B,
-        sequence_lens,
-        initial_h,
-        initial_c,
-        P,
-        activations,
-        activation_alpha,
-        activation_beta,
-        clip,
-        direction,
-        layout,
-        input_forget,
-    )
+# The exact twins: the same arguments, the same arithmetic in the same order, with _Exact's
+# products and functions (see the module docstring).
+
+
+def exact_rnn(*args, **kwargs):
+    """rnn's arithmetic in the same order, exactly."""
+    return rnn(*args, _arithmetic=_Exact, **kwargs)
+
+
+def exact_gru(*args, **kwargs):
+    """gru's arithmetic in the same order, exactly."""
+    return gru(*args, _arithmetic=_Exact, **kwargs)
+
+
+def exact_lstm(*args, **kwargs):
+    """lstm's arithmetic in the same order, exactly."""
+    return lstm(*args, _arithmetic=_Exact, **kwargs)

@@ -31,7 +31,7 @@ conformance-report: $(STAMP)
 
 # Regenerates docs/ops-coverage.md from a real oracle run against onnxruntime.
 coverage-report: $(STAMP)
-	$(BIN)/python -m tools.ops_coverage_oracle --report docs/ops-coverage.md
+	$(BIN)/python -m tools.ops_coverage_oracle --variant fast --variant exact --report docs/ops-coverage.md
 
 # Regenerates docs/performance.md: generated modules against onnxruntime and the ReferenceEvaluator
 # (not a test; about half an hour; models built into .cache/bench/).

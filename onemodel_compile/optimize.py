@@ -144,7 +144,9 @@ class _Rewriter:
             if statistics is None or getattr(X_type, "dtype", None) is None:
                 continue
             scale, bias, mean, var = statistics
-            dtype = np.result_type(X_type.dtype, scale.dtype, mean.dtype)
+            # The factor and shift in X's type (float32 for the half types): the statistics
+            # come here in float64, and a float64 factor would make every run compute in float64.
+            dtype = np.result_type(X_type.dtype, np.float32)
             if scale.ndim == 1:  # per channel (axis 1); else per activation (opset 7, spatial=0)
                 if X_type.rank is None:
                     continue

@@ -193,8 +193,9 @@ def reduce_windows(
     out = window_positions(padded, kernel_shape, strides, dilations)
     if 2 * math.prod(out) > x.shape[0] * x.shape[1] or min(out, default=1) <= 0:
         views, grid, out = flat_taps(x, pads, value, kernel_shape, strides, dilations, extra, dtype)
-        result = views[0].copy()
-        for view in views[1:]:
+        # the first combination makes the running result: no copy of tap 0
+        result = combine(views[0], views[1]) if len(views) > 1 else views[0].copy()
+        for view in views[2:]:
             combine(result, view, out=result)
         return crop_grid(result, grid, out)
     dtype = x.dtype if dtype is None else dtype

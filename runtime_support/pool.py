@@ -7,6 +7,7 @@ GlobalLpPool sums in numpy's order.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -144,8 +145,27 @@ def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra, lea
         shape = y.shape[: lead + axis] + (count,) + y.shape[lead + axis + 1 :]
         if ranges and ranges[0][:2] == (0, count):
             start = ranges[0][2]
+            result = y[before + (slice(start, start + (count - 1) * s + 1, s),)]
+            if len(ranges) > 1 and ranges[1][:2] == (0, count):
+                # the first maximum makes the result: no copy of the first tap
+                start = ranges[1][2]
+                term = y[before + (slice(start, start + (count - 1) * s + 1, s),)]
+                result = np.maximum(result, term)
+                ranges = ranges[2:]
+            else:
+                result = result.copy()
+                ranges = ranges[1:]
+        elif len(ranges) > 1 and ranges[1][:2] == (0, count):
+            # only the first tap misses some outputs (a begin pad): start from the second, and
+            # take the first's maximum with it where it reads, operands in tap order, as
+            # max(max(lowest, a), b) is max(a, b)
+            start = ranges[1][2]
             result = y[before + (slice(start, start + (count - 1) * s + 1, s),)].copy()
-            ranges = ranges[1:]
+            first, stop, start = ranges[0]
+            term = y[before + (slice(start, start + (stop - first - 1) * s + 1, s),)]
+            target = result[before + (slice(first, stop),)]
+            np.maximum(term, target, out=target)
+            ranges = ranges[2:]
         else:
             result = np.full(shape, lowest, y.dtype)
         for first, stop, start in ranges:
@@ -175,18 +195,36 @@ def average_pool(
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     acc = accumulator(X.dtype)
     total = reduce_windows(X, pads, 0, kernel_shape, strides, dilations, np.add, extra, acc)
-    # The taps inside X (or its explicit pads) of each window: a product of per-axis counts
+    counts = _divisors(
+        X.shape[2:],
+        tuple(pads),
+        tuple(kernel_shape),
+        tuple(strides),
+        tuple(dilations),
+        tuple(total.shape[2:]),
+        bool(count_include_pad),
+        acc,
+    )
+    return np.divide(total, counts).astype(X.dtype, copy=False)
+
+
+@functools.lru_cache(maxsize=1024)
+def _divisors(spatial, pads, kernel_shape, strides, dilations, out, include_pad, acc):
+    """average_pool's divisors, settled once per shape: the taps inside X (or its explicit
+    pads) of each window, a product of per-axis counts; a scalar when they are all equal."""
+    rank = len(kernel_shape)
     counts = np.ones((1,) * rank, acc)
     for axis in range(rank):
-        begin, size = pads[axis], X.shape[2 + axis]
-        stop = begin + size + pads[axis + rank] if count_include_pad else begin + size
-        first = np.arange(total.shape[2 + axis]) * strides[axis]
+        begin, size = pads[axis], spatial[axis]
+        stop = begin + size + pads[axis + rank] if include_pad else begin + size
+        first = np.arange(out[axis]) * strides[axis]
         where = first[:, None] + np.arange(kernel_shape[axis]) * dilations[axis]
-        inside = ((where >= (0 if count_include_pad else begin)) & (where < stop)).sum(axis=1)
+        inside = ((where >= (0 if include_pad else begin)) & (where < stop)).sum(axis=1)
         counts = counts * inside.astype(acc).reshape((-1,) + (1,) * (rank - 1 - axis))
     if (counts == counts.flat[0]).all():
-        counts = counts.flat[0]  # one divisor: no array to broadcast
-    return np.divide(total, counts).astype(X.dtype, copy=False)
+        return counts.flat[0]  # one divisor: no array to broadcast
+    counts.flags.writeable = False
+    return counts
 
 
 def _lp_power(x, p):

@@ -9,7 +9,6 @@ change bits there, which shows that the switches take effect on this machine."""
 from __future__ import annotations
 
 import math
-import os
 import sys
 from fractions import Fraction
 from pathlib import Path
@@ -18,7 +17,7 @@ import numpy as np
 import pytest
 
 from runtime_support import exact
-from tools.bit_identity import NO_AVX2, NO_AVX512, run_json_script
+from tools.bit_identity import NO_AVX2, NO_AVX512, other_numpy_python, run_json_script
 from runtime_support.exact import (
     exact_conv,
     exact_cumprod,
@@ -674,11 +673,10 @@ def test_same_bits_in_every_environment():
     results = {
         name: run_digests(sys.executable, settings) for name, settings in ENVIRONMENTS.items()
     }
-    # Another numpy major version, when a Python with it is named (not part of the project's set-up).
-    other = os.environ.get("ONEMODEL_OTHER_NUMPY_PYTHON")
-    if other:
-        for name, settings in ENVIRONMENTS.items():
-            results[f"other numpy, {name}"] = run_digests(other, settings)
+    # Another numpy major version (the bit-identity matrix's numpy-1.26 environment by default).
+    other = other_numpy_python()
+    for name, settings in ENVIRONMENTS.items():
+        results[f"other numpy, {name}"] = run_digests(other, settings)
     baseline = results["default"]
     differing = {}
     for name, result in results.items():

@@ -8,7 +8,6 @@ here)."""
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 
 from runtime_support import exact_math
+from tools.bit_identity import other_numpy_python
 from runtime_support.exact_math import (
     exact_acosh,
     exact_asinh,
@@ -572,12 +572,8 @@ def test_same_bits_without_simd():
     )
 
 
-@pytest.mark.skipif(
-    not os.environ.get("ONEMODEL_OTHER_NUMPY_PYTHON"),
-    reason="set ONEMODEL_OTHER_NUMPY_PYTHON to a Python with another numpy major version",
-)
 def test_same_bits_with_another_numpy():
-    other = os.environ["ONEMODEL_OTHER_NUMPY_PYTHON"]
+    other = other_numpy_python()
     for settings in ({}, {"NPY_DISABLE_CPU_FEATURES": NO_SIMD}):
         assert run_digests(settings, other)["exact"] == GOLDEN
 

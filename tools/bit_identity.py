@@ -406,6 +406,12 @@ def _locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def other_numpy_python() -> str:
+    """A Python with another numpy major version, for tests that compare bits across versions:
+    ONEMODEL_OTHER_NUMPY_PYTHON when set, else the numpy-1.26 environment of the matrix."""
+    return os.environ.get("ONEMODEL_OTHER_NUMPY_PYTHON") or str(ensure_numpy126_python())
+
+
 def ensure_numpy126_python() -> Path:
     """The interpreter of .cache/numpy126-venv, created (from PyPI) when missing or outdated.
 

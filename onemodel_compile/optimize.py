@@ -87,7 +87,7 @@ class _Rewriter:
 
     def fold_conv_affine(self, resolved: ResolvedGraph) -> None:
         steps = resolved.steps
-        readers = _readers(resolved)
+        flow = _Flow(resolved)
         removed: set[int] = set()
         for index, step in enumerate(steps):
             node = step.node
@@ -104,8 +104,8 @@ class _Rewriter:
             shift = np.zeros(channels) if B is None else B.astype(np.float64)
             chain: list[int] = []
             value = node.outputs[0]
-            while readers[value] == 1 and value not in resolved.graph.outputs:
-                following = _reader(steps, value, index)
+            while flow.inner(value):
+                following = flow.only_reader(value)
                 affine = (
                     None
                     if following is None
@@ -139,21 +139,20 @@ class _Rewriter:
             node = step.node
             if node.op_type != "BatchNormalization" or node.domain or len(node.inputs) != 5:
                 continue
-            statistics = _batch_norm_statistics(node, resolved)
+            terms = _batch_norm_terms(node, resolved)
             X_type = resolved.types.get(node.inputs[0], ir.UNKNOWN)
-            if statistics is None or getattr(X_type, "dtype", None) is None:
+            if terms is None or getattr(X_type, "dtype", None) is None:
                 continue
-            scale, bias, mean, var = statistics
+            factor, bias, mean = terms
             # The factor and shift in X's type (float32 for the half types): the statistics
             # come here in float64, and a float64 factor would make every run compute in float64.
             dtype = np.result_type(X_type.dtype, np.float32)
-            if scale.ndim == 1:  # per channel (axis 1); else per activation (opset 7, spatial=0)
+            if factor.ndim == 1:  # per channel (axis 1); else per activation (opset 7, spatial=0)
                 if X_type.rank is None:
                     continue
                 shape = (-1,) + (1,) * (X_type.rank - 2)
             else:
-                shape = scale.shape
-            factor = scale / np.sqrt(var + node.attrs["epsilon"])
+                shape = factor.shape
             values = (factor, bias - mean * factor)
             if dtype not in FLOAT_TYPES or not all(np.isfinite(v).all() for v in values):
                 continue
@@ -195,13 +194,8 @@ class _Rewriter:
         layer one operand of that MatMul comes from, through Reshape and Transpose: a scalar
         commutes with both and with the product, so the scaling costs nothing at run time."""
         steps = resolved.steps
-        readers = _readers(resolved)
-        producer = {name: i for i, s in enumerate(steps) for name in s.node.outputs if name}
+        flow = _Flow(resolved)
         removed: set[int] = set()
-
-        def inner(value: str) -> bool:
-            return readers[value] == 1 and value not in resolved.graph.outputs
-
         for index, step in enumerate(steps):
             node = step.node
             if node.op_type not in ("Div", "Mul") or node.domain or len(node.inputs) != 2:
@@ -209,7 +203,7 @@ class _Rewriter:
             for position in (1,) if node.op_type == "Div" else (1, 0):
                 c = resolved.constants.get(node.inputs[position])
                 scores = node.inputs[1 - position]
-                product = producer.get(scores)
+                product = flow.producer.get(scores)
                 if (
                     c is None
                     or c.size != 1
@@ -218,7 +212,7 @@ class _Rewriter:
                     or product in removed
                     or steps[product].node.op_type != "MatMul"
                     or steps[product].node.domain
-                    or not inner(scores)
+                    or not flow.inner(scores)
                     or resolved.types.get(node.outputs[0]) != resolved.types.get(scores)
                 ):
                     continue
@@ -226,7 +220,7 @@ class _Rewriter:
                 if not (math.isfinite(factor) and factor):
                     continue
                 for operand in steps[product].node.inputs:
-                    if self._scale_linear(resolved, operand, factor, producer, inner, c.dtype):
+                    if self._scale_linear(resolved, operand, factor, flow, c.dtype):
                         qk = steps[product]
                         new = dataclasses.replace(qk.node, outputs=[node.outputs[0]])
                         fused = getattr(qk, "fused", ()) + (node,)
@@ -236,14 +230,14 @@ class _Rewriter:
                 break
         steps[:] = [s for i, s in enumerate(steps) if i not in removed]
 
-    def _scale_linear(self, resolved, value, factor, producer, inner, dtype) -> bool:
+    def _scale_linear(self, resolved, value, factor, flow: "_Flow", dtype) -> bool:
         """Multiply by `factor` the constant weights of the MatMul (and the constant bias of the
         Add after it) that `value` comes from through Reshape/Transpose steps, every value on the
         way read once and not a graph output; False (nothing changed) if there is no such layer."""
         steps = resolved.steps
         while True:
-            index = producer.get(value)
-            if index is None or not inner(value):
+            index = flow.producer.get(value)
+            if index is None or not flow.inner(value):
                 return False
             node = steps[index].node
             if node.domain:
@@ -258,8 +252,8 @@ class _Rewriter:
             if len(constant) != 1:
                 return False
             bias, value = index, next(n for n in node.inputs if n not in resolved.constants)
-            index = producer.get(value)
-            if index is None or not inner(value):
+            index = flow.producer.get(value)
+            if index is None or not flow.inner(value):
                 return False
             node = steps[index].node
         if node.op_type != "MatMul" or node.domain:
@@ -292,8 +286,9 @@ class _Rewriter:
         return True
 
 
-class _GeluMatcher:
-    """Finds 0.5 * x * (1 + erf(x / sqrt 2)) around an Erf step (see the module docstring)."""
+class _Flow:
+    """Who produces and who reads each value of `resolved`'s steps, as they are when made (a
+    rewrite pass makes one before it changes anything)."""
 
     def __init__(self, resolved: ResolvedGraph):
         self.resolved = resolved
@@ -302,6 +297,20 @@ class _GeluMatcher:
         self.producer = {
             name: i for i, s in enumerate(self.steps) for name in s.node.outputs if name
         }
+
+    def inner(self, value: str) -> bool:
+        """A value a rewrite may absorb: one reader, not a graph output."""
+        return self.readers[value] == 1 and value not in self.resolved.graph.outputs
+
+    def only_reader(self, value: str) -> int | None:
+        """The index of the one step reading an inner `value`, else None."""
+        if not self.inner(value):
+            return None
+        return _reader(self.steps, value, self.producer[value])
+
+
+class _GeluMatcher(_Flow):
+    """Finds 0.5 * x * (1 + erf(x / sqrt 2)) around an Erf step (see the module docstring)."""
 
     def match(self, erf: int) -> tuple[str, set[int]] | None:
         """(x, indices of the pattern's steps, the last one producing the result) or None."""
@@ -351,15 +360,6 @@ class _GeluMatcher:
             return None
         return x, pattern
 
-    def inner(self, value: str) -> bool:
-        """A value inside the pattern: one reader, not a graph output."""
-        return self.readers[value] == 1 and value not in self.resolved.graph.outputs
-
-    def only_reader(self, value: str) -> int | None:
-        if not self.inner(value):
-            return None
-        return _reader(self.steps, value, self.producer[value])
-
     def halved(self, index: int) -> str | None:
         """The operand that step `index` multiplies by 0.5 or divides by 2, else None."""
         return self.operand_of(index, "Mul", 0.5) or self.operand_of(index, "Div", 2.0)
@@ -392,15 +392,16 @@ class _GeluMatcher:
 _SQRT_2 = math.sqrt(2.0)
 
 
-def _batch_norm_statistics(node: ir.Node, resolved: ResolvedGraph):
-    """scale, bias, mean, var in float64 for an inference BatchNormalization with constant
-    statistics, else None."""
+def _batch_norm_terms(node: ir.Node, resolved: ResolvedGraph):
+    """(factor, bias, mean) in float64, factor = scale / sqrt(var + epsilon), for an inference
+    BatchNormalization with constant statistics (y = (x - mean) * factor + bias), else None."""
     if node.attrs.get("training_mode", 0) or any(node.outputs[1:]):
         return None
     values = [resolved.constants.get(name) for name in node.inputs[1:5]]
-    if any(v is None or v.dtype not in FLOAT_TYPES for v in values):
+    if any(v is None or v.dtype not in FLOAT_TYPES or v.shape != values[0].shape for v in values):
         return None
-    return [v.astype(np.float64) for v in values]
+    scale, bias, mean, var = (v.astype(np.float64) for v in values)
+    return scale / np.sqrt(var + node.attrs["epsilon"]), bias, mean
 
 
 def _affine(node: ir.Node, value: str, resolved: ResolvedGraph, rank: int, channels: int):
@@ -410,13 +411,12 @@ def _affine(node: ir.Node, value: str, resolved: ResolvedGraph, rank: int, chann
     if node.domain or len(node.outputs) != 1:
         return None
     if node.op_type == "BatchNormalization":
-        statistics = _batch_norm_statistics(node, resolved)
-        if node.inputs[0] != value or statistics is None:
+        terms = _batch_norm_terms(node, resolved)
+        if node.inputs[0] != value or terms is None:
             return None
-        scale_, bias, mean, var = statistics
-        if node.attrs.get("spatial", 1) != 1 or any(v.shape != (channels,) for v in statistics):
+        factor, bias, mean = terms
+        if node.attrs.get("spatial", 1) != 1 or any(v.shape != (channels,) for v in terms):
             return None
-        factor = scale_ / np.sqrt(var + node.attrs["epsilon"])
         return lambda scale, shift: (scale * factor, (shift - mean) * factor + bias)
     rule = _ELEMENTWISE.get(node.op_type)
     if rule is None or len(node.inputs) != 2:

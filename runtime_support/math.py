@@ -49,7 +49,7 @@ def _blocks(x: np.ndarray, out: np.ndarray, scratch: int):
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
     size = flat_x.size
     if size <= _BLOCK:  # one block, as a tuple: no generator, no slicing (small tensors' overhead)
-        return ((flat_x, flat_out) + tuple(np.empty(size, np.float32) for _ in range(scratch)),)
+        return ((flat_x, flat_out) + tuple(_scratch(size, scratch)),)
     return _block_slices(flat_x, flat_out, size, scratch)
 
 
@@ -107,7 +107,7 @@ def erf(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     if out is None:
         out = np.empty(x.shape, np.float32)
     if x.size <= _SMALL:
-        _erf32_block(_clamped(x), out.reshape(-1), *_scratch(x.size, 3))
+        _erf32_block(_clamped(x.reshape(-1)), out.reshape(-1), *_scratch(x.size, 3))
         return out
     with np.errstate(over="ignore"):  # x*x of a huge x: inf, clamped to 16
         for block in _blocks(x, out, 3):
@@ -123,9 +123,9 @@ _SMALL = 4096
 _ERF32_X_MAX = 9.0
 
 
-def _clamped(x: np.ndarray) -> np.ndarray:
-    """A new flat float32 copy of x clamped to [-9, 9] (NaN stays NaN)."""
-    clamped = np.minimum(x.reshape(-1), _ERF32_X_MAX)
+def _clamped(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """x clamped to [-9, 9] (NaN stays NaN), into `out` (a new array by default; may be x)."""
+    clamped = np.minimum(x, _ERF32_X_MAX, out=out)
     np.maximum(clamped, -_ERF32_X_MAX, out=clamped)
     return clamped
 
@@ -200,8 +200,7 @@ def gelu(x: np.ndarray, *, approximate: str = "none", out: np.ndarray | None = N
     if x.size <= _SMALL and approximate == "none":  # as erf's small tensors, no errstate
         flat_x = x.reshape(-1)
         u = np.multiply(flat_x, _SQRT_HALF32)
-        np.minimum(u, _ERF32_X_MAX, out=u)
-        np.maximum(u, -_ERF32_X_MAX, out=u)
+        _clamped(u, out=u)
         _erf32_block(u, u, *_scratch(x.size, 3))
         _gelu32_tail(flat_x, out.reshape(-1), u)
         return out

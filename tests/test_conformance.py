@@ -23,10 +23,12 @@ REFUSAL_LIST = frozenset(
     "MelWeightMatrix GridSample RoiAlign SoftmaxCrossEntropyLoss".split()
 )
 
+EXPECTED = {variant: conformance.expected_passes(variant) for variant in VARIANTS}
+
 
 def _params():
     for variant in VARIANTS:
-        expected = conformance.expected_passes(variant)
+        expected = EXPECTED[variant]
         for name in backend_cases.in_scope_names():
             marks = [pytest.mark.slow]
             if name not in expected and variant == "fast":
@@ -41,7 +43,7 @@ def test_backend_case(name: str, variant: str) -> None:
     """A listed case passes. In the exact variant an unlisted case must be refused, and only for
     an operator of the refusal list (issue #6's acceptance), the message naming it."""
     outcome = conformance.run_case(name, variant)
-    if variant == "exact" and name not in conformance.expected_passes("exact"):
+    if variant == "exact" and name not in EXPECTED["exact"]:
         assert outcome.status == "refused", f"{outcome.status}: {outcome.detail}"
         operator = outcome.detail.split()[0]
         assert operator in REFUSAL_LIST, f"refused {operator}, not on the list: {outcome.detail}"
@@ -51,7 +53,7 @@ def test_backend_case(name: str, variant: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(conformance.expected_passes("exact")))
+@pytest.mark.parametrize("name", sorted(EXPECTED["exact"]))
 def test_fast_and_exact_agree(name: str) -> None:
     """Where the exact variant compiles and passes, the fast variant's outputs agree with its
     outputs at the case's backend tolerance (issue #6's acceptance)."""
@@ -62,7 +64,7 @@ def test_fast_and_exact_agree(name: str) -> None:
 def test_expected_lists_name_in_scope_cases() -> None:
     in_scope = set(backend_cases.in_scope_names())
     for variant in VARIANTS:
-        expected = conformance.expected_passes(variant)
+        expected = EXPECTED[variant]
         assert expected, f"the {variant} expected-pass list is empty"
         assert expected <= in_scope, sorted(expected - in_scope)[:10]
 

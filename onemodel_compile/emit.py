@@ -47,13 +47,7 @@ OUT_CALLS = frozenset(
 # kernels by tests/test_generated_module.py. Their results, and a view, copy or element of one
 # (`.reshape(...)`, `.astype(...)`, `[0]`) or an arithmetic operator's result (Gemm's
 # `(A @ B) + C`), are buffers a later `out=` may reuse.
-FRESH_CALLS = OUT_CALLS | {
-    "np.matmul",
-    "rt.conv",
-    "rt.layer_normalization",
-    "rt.softmax",
-    "rt.batch_normalization",
-}
+FRESH_CALLS = OUT_CALLS | {"np.matmul", "rt.conv", "rt.batch_normalization"}
 FRESH_METHODS = frozenset({"reshape", "astype", "transpose", "copy"})
 IN_PLACE_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 

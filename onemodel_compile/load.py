@@ -23,8 +23,11 @@ class LoadedModel:
     opset: int  # of the default domain
 
 
-def load(model: str | Path | onnx.ModelProto) -> LoadedModel:
-    """Read and check `model`; external data is resolved relative to the model file."""
+def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
+    """Read and check `model`; external data is resolved relative to the model file. A model
+    loaded before is taken as it is (tests use this to alter what the later stages see)."""
+    if isinstance(model, LoadedModel):
+        return model
     if isinstance(model, onnx.ModelProto):
         proto, source_name = model, "<ModelProto>"
         serialized = proto.SerializeToString()

@@ -21,10 +21,11 @@ import numpy as np
 
 import runtime_support
 from onemodel_compile import ir
+from onemodel_compile import symbolic as sym
 from onemodel_compile.errors import CompileError
 from onemodel_compile.names import Namespace
-from onemodel_compile.ops.code import literal, py
-from onemodel_compile.ops.node import NodeView, Result, operand, statements
+from onemodel_compile.ops.code import dtype_expr, literal, py
+from onemodel_compile.ops.node import NodeView, Operand, Result, operand, statements
 from onemodel_compile.resolve import ResolvedGraph, is_uniform
 from onemodel_compile.version import __version__
 from runtime_support._weights import encode_weights
@@ -72,8 +73,12 @@ def emit_module(
     parameters = [names.name(name) for name in graph.inputs]
     weights: dict[str, np.ndarray] = {}
     scalars: set[str] | None = set() if variant == "fast" else None  # hoisted single elements
-    body = GraphBody(resolved, variant, names, weights, scalars).lines()
-    results = [_result_expr(name, resolved, names, weights) for name in graph.outputs]
+    main = GraphBody(resolved, variant, names, weights, scalars)
+    for name in graph.outputs:
+        if name in resolved.symbolic:
+            main.value_expr(name)  # notes the symbols it reads, which main.lines() binds
+    body = main.lines()
+    results = [_result_expr(name, main, names, weights) for name in graph.outputs]
 
     weight_lines = []
     weights_bytes = None
@@ -92,11 +97,11 @@ def emit_module(
     fields = Namespace(taken={"count", "index"})
     source = _template().render(
         header=_header(model, variant),
-        docstring=_docstring(_describe(model, graph)),
+        docstring=_docstring(_describe(model, graph, resolved.invented)),
         imports=_imports(bool(stored)),
         api_version=runtime_support.API_VERSION,
-        inputs=_signature(graph, graph.inputs),
-        outputs=_signature(graph, graph.outputs),
+        inputs=_signature(graph, graph.inputs, resolved.invented),
+        outputs=_signature(graph, graph.outputs, resolved.invented),
         weights=weight_lines,
         fields=[fields.name(f"{i}", name) for i, name in enumerate(graph.outputs)],
         parameters=", ".join(parameters),
@@ -126,12 +131,16 @@ class GraphBody:
         names: Namespace,
         weights: dict,
         scalars: set[str] | None = None,
+        symbols_read: set[str] | None = None,
     ):
         self.resolved = resolved
         self.variant = variant
         self.names = names
         self.weights = weights
         self.scalars = scalars  # fast variant: single-element constants become module names
+        # Symbols the code reads (shape arithmetic), this graph's and its bodies'.
+        self.symbols_read: set[str] = set() if symbols_read is None else symbols_read
+        self.shape_nodes_shown: set[int] = set()
 
     def lines(self) -> list[str]:
         graph = self.resolved.graph
@@ -141,6 +150,7 @@ class GraphBody:
         readers = _readers(self.resolved)
         fresh: set[str] = set()  # values known to be new arrays that nothing else refers to
         out: list[str] = []
+        after: dict[str, int] = {}  # value -> the line after the statements that compute it
         for index, step in enumerate(self.resolved.steps):
             node = step.node
             functions: list[str] = []
@@ -154,8 +164,10 @@ class GraphBody:
             if self.variant == "fast":
                 emitted = self._in_place(step, emitted, readers, fresh)
             out += _provenance_lines(step)
+            out += self._shape_provenance(node.inputs + sorted(_body_reads(node)))
             out += functions
             out += emitted
+            after.update((name, len(out)) for name in node.outputs if name)
             used = node.inputs + node.outputs + sorted(_body_reads(node))
             dead = [
                 name
@@ -164,7 +176,49 @@ class GraphBody:
             ]
             if dead:
                 out.append("del " + ", ".join(self.names.name(n) for n in dead))
+        return self._bind_symbols(out, after)
+
+    def symbol(self, name: str) -> str:
+        """The identifier of symbol `name` (a dim read at run time), noting that code reads it."""
+        self.symbols_read.add(name)
+        return self.names.name("\0dim:" + name, name)
+
+    def _bind_symbols(self, out: list[str], after: dict[str, int]) -> list[str]:
+        """`out` with a statement binding each symbol the code reads to the dim it is read off,
+        placed where that value first exists (the graph's inputs: before everything)."""
+        sources = self.resolved.symbol_sources
+        placed: dict[int, list[str]] = {}
+        for symbol in sorted(self.symbols_read & set(sources)):
+            value, axis = sources[symbol]
+            if value in self.resolved.graph.inputs:
+                position = 0
+            elif value in after:
+                position = after[value]
+            else:  # a rewrite removed the value the symbol is read off
+                raise CompileError(f"internal error: dim {symbol!r} has no value to be read from")
+            placed.setdefault(position, []).append(
+                f"{self.symbol(symbol)} = {self.names.name(value)}.shape[{axis}]"
+            )
+        for position in sorted(placed, reverse=True):
+            out[position:position] = placed[position]
         return out
+
+    def _shape_provenance(self, names: list[str]) -> list[str]:
+        """Comments naming the nodes of the shape arithmetic that `names` read, each once: those
+        nodes left `run` and their values are computed in Python ints where they are read."""
+        shape_nodes = self.resolved.shape_nodes
+        pending = [n for n in names if n in shape_nodes]
+        found: list = []
+        while pending:
+            node = shape_nodes[pending.pop()]
+            if id(node) in self.shape_nodes_shown:
+                continue
+            self.shape_nodes_shown.add(id(node))
+            found.append(node)
+            pending += [n for n in node.inputs if n in shape_nodes]
+        order = {id(node): i for i, node in enumerate(shape_nodes.values())}
+        found.sort(key=lambda node: order[id(node)])
+        return [f"# + {_provenance(node)}, as shape arithmetic" for node in found]
 
     def _in_place(self, step, emitted: list[str], readers, fresh: set[str]) -> list[str]:
         """`emitted`, its call writing into an operand that dies here (`out=`) when that is safe:
@@ -199,7 +253,10 @@ class GraphBody:
         tuple of its outputs."""
         name = self.names.fresh(hint)
         parameters = ", ".join(self.names.name(n) for n in body.graph.inputs)
-        inner = GraphBody(body, self.variant, self.names, self.weights, self.scalars)
+        inner = GraphBody(
+            body, self.variant, self.names, self.weights, self.scalars, self.symbols_read
+        )
+        inner.shape_nodes_shown = self.shape_nodes_shown
         results = [inner.value_expr(n) for n in body.graph.outputs]
         lines = [f"def {name}({parameters}):"]
         for statement in inner.lines():
@@ -208,10 +265,24 @@ class GraphBody:
         return name, lines
 
     def value_expr(self, name: str) -> str:
+        if name in self.resolved.symbolic:
+            return self._shape_value(name).expr
         value = self.resolved.constants.get(name)
         if value is None:
             return self.names.name(name)
         return constant_expr(name, value, self.names, self.weights, self.scalars)
+
+    def _shape_value(self, name: str):
+        """A shape value computed in Python ints: an operand whose `values` are the elements'
+        code and whose `expr` makes the int array for code that wants one."""
+        value = self.resolved.symbolic[name]
+        values = tuple(d if isinstance(d, int) else sym.code(d, self.symbol) for d in value.dims)
+        if value.scalar:
+            array = f"np.array({values[0]}, dtype={dtype_expr(value.dtype)})"
+        else:
+            items = ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "")
+            array = f"np.array(({items}), dtype={dtype_expr(value.dtype)})"
+        return Operand(array, value.type, None, values)
 
     def _view(self, step, functions: list[str]) -> NodeView:
         node = step.node
@@ -227,10 +298,19 @@ class GraphBody:
             functions.extend(lines)
             return name
 
-        return NodeView(node, inputs, outputs, self.variant, self.names.fresh, body)
+        return NodeView(node, inputs, outputs, self.variant, self.names.fresh, body, self.dim_code)
+
+    def dim_code(self, dim) -> str | None:
+        """Python source computing `dim` at run time from the dims the module reads (None when it
+        cannot: unknown, or a symbol no value of this graph gives)."""
+        if dim is None or not sym.atoms(dim) <= set(self.resolved.symbol_sources):
+            return None
+        return sym.code(dim, self.symbol)
 
     def _operand(self, name: str):
         types = self.resolved.types
+        if name in self.resolved.symbolic:
+            return self._shape_value(name)
         value = self.resolved.constants.get(name)
         if value is None:
             return operand(self.names.name(name), types.get(name))
@@ -281,12 +361,15 @@ def _module_constant(key: str, value: np.ndarray, scalar: bool) -> str:
     return f"{key} = _WEIGHTS[{key!r}]"
 
 
-def _result_expr(name: str, resolved: ResolvedGraph, names: Namespace, weights: dict) -> str:
+def _result_expr(name: str, body: "GraphBody", names: Namespace, weights: dict) -> str:
     """How `run` returns output `name`: never the caller's input, a view of it or of a weight
     (onnxruntime hands out new arrays), and always an ndarray for a tensor (numpy ufuncs turn 0-d
     arrays into scalars)."""
+    resolved = body.resolved
     graph = resolved.graph
     value_type = graph.types.get(name, ir.UNKNOWN)
+    if name in resolved.symbolic:
+        return body.value_expr(name)
     if name in resolved.constants:
         expr = constant_expr(name, resolved.constants[name], names, weights)
         return f"{expr}.copy()" if expr in weights else expr
@@ -400,8 +483,8 @@ def _header(model: ir.Model, variant: str) -> list[str]:
     ]
 
 
-def _dims(value_type) -> str:
-    shape = getattr(value_type, "shape", None)
+def _dims(value_type, invented: set) -> str:
+    shape = _public_dims(value_type, invented)
     if shape is None:
         return "[?]"
     return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
@@ -417,15 +500,15 @@ def _type_name(value_type) -> str:
     return "?"
 
 
-def _describe(model: ir.Model, graph: ir.Graph) -> str:
+def _describe(model: ir.Model, graph: ir.Graph, invented: set) -> str:
     lines = [f"Compiled ONNX model {graph.name!r} from {model.source_name!r}.", "", "Inputs:"]
     for name in graph.inputs:
         t = graph.types.get(name, ir.UNKNOWN)
-        lines.append(f"    {name!r}: {_type_name(t)} {_dims(t)}")
+        lines.append(f"    {name!r}: {_type_name(t)} {_dims(t, invented)}")
     lines += ["", "Outputs:"]
     for name in graph.outputs:
         t = graph.types.get(name, ir.UNKNOWN)
-        lines.append(f"    {name!r}: {_type_name(t)} {_dims(t)}")
+        lines.append(f"    {name!r}: {_type_name(t)} {_dims(t, invented)}")
     return "\n".join(lines)
 
 
@@ -436,12 +519,27 @@ def _docstring(text: str) -> str:
     return f'"""{escaped}\n"""'
 
 
-def _signature(graph: ir.Graph, names: list[str]) -> str:
+def _public_dims(value_type, invented: set) -> tuple | None:
+    """The dims INPUTS, OUTPUTS and the docstring show: an int, a str naming a symbol (an
+    expression of symbols written out), or None for a dim the model leaves unknown."""
+    shape = getattr(value_type, "shape", None)
+    if shape is None:
+        return None
+    return tuple(
+        (
+            None
+            if d is None or sym.atoms(d) & invented
+            else d if isinstance(d, (int, str)) else sym.text(d)
+        )
+        for d in shape
+    )
+
+
+def _signature(graph: ir.Graph, names: list[str], invented: set) -> str:
     entries = []
     for name in names:
         t = graph.types.get(name, ir.UNKNOWN)
-        shape = getattr(t, "shape", None)
-        entries.append((name, _type_name(t), None if shape is None else tuple(shape)))
+        entries.append((name, _type_name(t), _public_dims(t, invented)))
     return py(entries)
 
 

@@ -14,6 +14,7 @@ import onnx
 import onnx.inliner
 from onnx import numpy_helper
 
+from onemodel_compile import symbolic
 from onemodel_compile.errors import ModelError, UnsupportedError, node_label
 from onemodel_compile.load import DEFAULT_DOMAINS, LoadedModel
 from runtime_support import dtype_from_name
@@ -36,7 +37,7 @@ ELEMENT_TYPES = {
 }
 ONNX_ELEMENT_TYPES = {name: code for code, name in ELEMENT_TYPES.items()}
 
-Dim = Union[int, str, None]  # static size, symbolic name, or unknown
+Dim = Union[int, str, symbolic.Expr, None]  # static size, symbol, expression of them, unknown
 
 
 def element_dtype(code: int, where: str) -> np.dtype:
@@ -146,7 +147,9 @@ def from_onnx(loaded: LoadedModel) -> Model:
         try:
             proto = onnx.inliner.inline_local_functions(proto)
         except Exception as exc:
-            raise ModelError(f"{loaded.source_name}: cannot expand its local functions: {exc}") from None
+            raise ModelError(
+                f"{loaded.source_name}: cannot expand its local functions: {exc}"
+            ) from None
     opsets = {
         ("" if e.domain in DEFAULT_DOMAINS else e.domain): e.version for e in proto.opset_import
     }
@@ -178,7 +181,10 @@ def type_proto(value_type: ValueType) -> onnx.TypeProto | None:
         if value_type.dtype is None:
             return None
         elem = ONNX_ELEMENT_TYPES[value_type.dtype.name]
-        return onnx.helper.make_tensor_type_proto(elem, value_type.shape)
+        shape = value_type.shape
+        if shape is not None:  # onnx knows ints and names; a symbolic expression is unknown to it
+            shape = [d if isinstance(d, (int, str)) else None for d in shape]
+        return onnx.helper.make_tensor_type_proto(elem, shape)
     if isinstance(value_type, SequenceType):
         elem = type_proto(value_type.elem)
         return None if elem is None else onnx.helper.make_sequence_type_proto(elem)

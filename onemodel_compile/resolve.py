@@ -17,7 +17,7 @@ import onnx
 import onnx.inliner
 
 import runtime_support
-from onemodel_compile import ir
+from onemodel_compile import ir, shapes
 from onemodel_compile.errors import CompileError, ExactnessError, UnsupportedError
 from onemodel_compile.ops import lookup
 from onemodel_compile.ops.node import NodeView, Result, operand, statements
@@ -39,6 +39,15 @@ class ResolvedGraph:
     graph: ir.Graph
     steps: list[Step]
     constants: dict[str, np.ndarray] = field(default_factory=dict)
+    # Shape values the module computes in Python ints from symbols (shapes.py), in place of the
+    # nodes that computed them (listed in `shape_nodes`, for the provenance comments).
+    symbolic: dict[str, shapes.ShapeValue] = field(default_factory=dict)
+    shape_nodes: dict[str, ir.Node] = field(default_factory=dict)  # by output name
+    # Where each symbol is read at run time: (value, axis), the first value with that dim.
+    symbol_sources: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # Symbols the compiler named (unknown dims): INPUTS and OUTPUTS show them as unknown (None),
+    # as onnxruntime does.
+    invented: set[str] = field(default_factory=set)
 
     @property
     def types(self) -> dict[str, ir.ValueType]:
@@ -47,11 +56,69 @@ class ResolvedGraph:
 
 def resolve(model: ir.Model, variant: str) -> ResolvedGraph:
     _merge_inferred_types(model)
-    return resolve_graph(model.graph, variant, {})
+    invented: set[str] = set()
+    _name_unknown_input_dims(model.graph, invented)
+    resolved = resolve_graph(model.graph, variant, {}, main=True, invented=invented)
+    return resolved
 
 
-def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> ResolvedGraph:
+def _name_unknown_input_dims(graph: ir.Graph, invented: set) -> None:
+    """An input dim the model leaves unknown (or declares negative, as Paddle does) becomes a
+    symbol of its own, named after the input and axis: INPUTS shows it, and shape arithmetic can
+    read it off the input at run time."""
+    taken = {
+        d
+        for t in graph.types.values()
+        for d in getattr(t, "shape", None) or ()
+        if isinstance(d, str)
+    }
+    for name in graph.inputs:
+        value_type = graph.types.get(name)
+        if not isinstance(value_type, ir.TensorType) or value_type.shape is None:
+            continue
+        dims = list(value_type.shape)
+        for axis, d in enumerate(dims):
+            if d is None:
+                dims[axis] = _fresh_symbol(f"{name}_dim{axis}", taken)
+                invented.add(dims[axis])
+        graph.types[name] = ir.TensorType(value_type.dtype, tuple(dims))
+
+
+def _fresh_symbol(base: str, taken: set) -> str:
+    candidate, counter = base, 1
+    while candidate in taken:
+        counter += 1
+        candidate = f"{base}_{counter}"
+    taken.add(candidate)
+    return candidate
+
+
+def resolve_graph(
+    graph: ir.Graph,
+    variant: str,
+    outer_constants: dict,
+    outer_symbolic: dict | None = None,
+    main: bool = False,
+    invented: set | None = None,
+) -> ResolvedGraph:
+    """Resolve one graph. Only the main graph computes shape values in Python ints: a body
+    (If, Loop, Scan) sees the outer ones but keeps its own nodes, whose dims may change from one
+    iteration to the next."""
     constants = {**outer_constants, **graph.initializers}
+    invented = set() if invented is None else invented
+    symbolic: dict[str, shapes.ShapeValue] = dict(outer_symbolic or {})
+    tracked = dict(symbolic)  # every shape value known, computed in Python ints or not
+    shape_nodes: dict[str, ir.Node] = {}
+    sources: dict[str, tuple[str, int]] = {}
+    taken_symbols = {
+        d
+        for t in graph.types.values()
+        for d in getattr(t, "shape", None) or ()
+        if isinstance(d, str)
+    }
+    if main:
+        for name in graph.inputs:
+            _add_sources(sources, name, graph.types.get(name))
     steps: list[Step] = []
     pending = list(graph.nodes)
     while pending:
@@ -79,9 +146,28 @@ def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> Resol
                     f"compile time"
                 )
         values = _fold(node, emitter, view)
+        known = [
+            (
+                shapes.Known(graph.types.get(n, ir.UNKNOWN), _shape_value(n, constants, tracked))
+                if n
+                else None
+            )
+            for n in node.inputs
+        ]
+        found = shapes.evaluate(node, known) if values is None else None
+        if found is not None and all(v is not None for v in found):
+            if all(v.static for v in found):
+                values = [v.array() for v in found]
+            elif main and all(v.atoms() <= set(sources) for v in found):
+                for name, value in zip(node.outputs, found):
+                    if name:
+                        symbolic[name] = tracked[name] = value
+                        shape_nodes[name] = node
+                        graph.types[name] = value.type
+                continue
         if values is None:
             bodies = {
-                attr: _resolve_body(value, graph.types, constants, variant)
+                attr: _resolve_body(value, graph.types, constants, variant, symbolic, invented)
                 for attr, value in node.attrs.items()
                 if isinstance(value, ir.Graph)
             }
@@ -91,12 +177,62 @@ def resolve_graph(graph: ir.Graph, variant: str, outer_constants: dict) -> Resol
                 for name, value_type in zip(node.outputs, emitter.infer(view)):
                     if name and graph.types.get(name, ir.UNKNOWN) == ir.UNKNOWN:
                         graph.types[name] = value_type
+            _own_inference(node, known, bodies, graph.types, taken_symbols, invented)
+            for name, value in zip(node.outputs, found or ()):
+                if name and value is not None:
+                    tracked[name] = value  # computed at run time, still known element-wise
+            if main:
+                for name in node.outputs:
+                    _add_sources(sources, name, graph.types.get(name))
             continue
         for name, value in zip(node.outputs, values):
             if name:
                 constants[name] = value
                 graph.types[name] = ir.TensorType(value.dtype, tuple(value.shape))
-    return ResolvedGraph(graph, steps, constants)
+    return ResolvedGraph(graph, steps, constants, symbolic, shape_nodes, sources, invented)
+
+
+def _shape_value(name: str, constants: dict, tracked: dict) -> shapes.ShapeValue | None:
+    if name in tracked:
+        return tracked[name]
+    return shapes.from_constant(constants.get(name))
+
+
+def _add_sources(sources: dict, name: str, value_type) -> None:
+    """Record the symbols of `name`'s dims that no earlier value gives."""
+    for axis, d in enumerate(getattr(value_type, "shape", None) or ()):
+        if isinstance(d, str) and d not in sources:
+            sources[d] = (name, axis)
+
+
+def _own_inference(node, known, bodies, types: dict, taken: set, invented: set) -> None:
+    """Where onnx's inference left an output's rank or dims unknown: the shape rules of shapes.py
+    (Reshape to a computed shape, ...) and If's merged branches; then every dim still unknown of
+    a known rank becomes a symbol named after its value and axis (read off that value at run
+    time when shape arithmetic needs it)."""
+    refined = shapes.output_types(node, known)
+    if refined is None and node.op_type == "If" and not node.domain:
+        then_body, else_body = bodies.get("then_branch"), bodies.get("else_branch")
+        if then_body is not None and else_body is not None:
+            refined = [
+                shapes.merge_types(
+                    then_body.types.get(a, ir.UNKNOWN), else_body.types.get(b, ir.UNKNOWN)
+                )
+                for a, b in zip(then_body.graph.outputs, else_body.graph.outputs)
+            ]
+    for name, value_type in zip(node.outputs, refined or ()):
+        if name:
+            types[name] = _more_precise(types.get(name, ir.UNKNOWN), value_type)
+    for name in node.outputs:
+        value_type = types.get(name) if name else None
+        if isinstance(value_type, ir.TensorType) and value_type.shape is not None:
+            if any(d is None for d in value_type.shape):
+                dims = tuple(
+                    _fresh_symbol(f"{name}_dim{axis}", taken) if d is None else d
+                    for axis, d in enumerate(value_type.shape)
+                )
+                invented.update(d for d in dims if d not in value_type.shape)
+                types[name] = ir.TensorType(value_type.dtype, dims)
 
 
 EXPANSION_DOMAIN = "onemodel.expanded"
@@ -141,16 +277,20 @@ def expand_function(node: ir.Node, types: dict) -> list[ir.Node] | None:
         inlined = onnx.inliner.inline_local_functions(wrapper)
     except Exception:  # no usable body: the operator stays unsupported
         return None
-    versions = {("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in function.opset_import}
+    versions = {
+        ("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in function.opset_import
+    }
     return [ir.node_from_proto(n, versions) for n in inlined.graph.node]
 
 
-def _resolve_body(body: ir.Graph, outer_types: dict, constants: dict, variant: str) -> ResolvedGraph:
-    """Resolve a subgraph, which sees the outer graph's values (types and constants)."""
+def _resolve_body(
+    body: ir.Graph, outer_types: dict, constants: dict, variant: str, symbolic: dict, invented: set
+) -> ResolvedGraph:
+    """Resolve a subgraph, which sees the outer graph's values (types, constants, shape values)."""
     for name in ir.free_names(body):
         if name not in body.types and name in outer_types:
             body.types[name] = outer_types[name]
-    return resolve_graph(body, variant, constants)
+    return resolve_graph(body, variant, constants, symbolic, invented=invented)
 
 
 def _infer_node(node: ir.Node, types: dict, constants: dict) -> None:
@@ -223,7 +363,9 @@ def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] |
             exec(compile(code, f"<fold {node.label}>", "exec"), namespace)  # emitter code only
     except Exception as exc:
         raise CompileError(f"{node.label}: evaluating it at compile time failed: {exc}") from None
-    values = [namespace[f"out{i}"] if out is not None else None for i, out in enumerate(view.outputs)]
+    values = [
+        namespace[f"out{i}"] if out is not None else None for i, out in enumerate(view.outputs)
+    ]
     if not all(v is None or isinstance(v, (np.ndarray, np.generic)) for v in values):
         return None  # sequences and optionals stay run-time values
     values = [None if v is None else np.asarray(v) for v in values]
@@ -271,8 +413,10 @@ def _merge_graph(graph: ir.Graph, proto: onnx.GraphProto) -> None:
 def _forget_invented_dims(value_type: ir.ValueType) -> ir.ValueType:
     """onnx's inference names dims it cannot determine `unk__N`: they are unknown, not symbols."""
     if isinstance(value_type, ir.TensorType) and value_type.shape is not None:
-        shape = tuple(None if isinstance(d, str) and INVENTED_DIM.fullmatch(d) else d
-                      for d in value_type.shape)
+        shape = tuple(
+            None if isinstance(d, str) and INVENTED_DIM.fullmatch(d) else d
+            for d in value_type.shape
+        )
         return ir.TensorType(value_type.dtype, shape)
     if isinstance(value_type, (ir.SequenceType, ir.OptionalType)):
         return type(value_type)(_forget_invented_dims(value_type.elem))

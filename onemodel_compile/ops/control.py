@@ -33,7 +33,7 @@ def loop(view: NodeView) -> list[str]:
     scan_count = len(view.outputs) - len(carried)
     scan_dtypes = tuple(
         dtype_expr(out.dtype) if out is not None and out.dtype is not None else "None"
-        for out in view.outputs[len(carried):]
+        for out in view.outputs[len(carried) :]
     )
     arguments = [body, _optional(view, 0), _optional(view, 1), *carried]
     keywords = f"scan_outputs={scan_count}"
@@ -47,8 +47,12 @@ def scan(view: NodeView) -> list[str]:
     body = view.body("body")
     values = [str(x) for x in view.inputs]
     keywords = [f"num_scan_inputs={view.attr('num_scan_inputs')}", f"outputs={len(view.outputs)}"]
-    for attr in ("scan_input_axes", "scan_input_directions", "scan_output_axes",
-                 "scan_output_directions"):
+    for attr in (
+        "scan_input_axes",
+        "scan_input_directions",
+        "scan_output_axes",
+        "scan_output_directions",
+    ):
         if view.attr(attr):
             keywords.append(f"{attr}={py(view.attr(attr))}")
     return [f"{targets(view)} = rt.scan({body}, {', '.join(values)}, {', '.join(keywords)})"]

@@ -38,6 +38,9 @@ class Operand(_Typed):
     expr: str
     type: ValueType
     const: np.ndarray | None = None
+    # A shape value computed in Python ints (resolve's shape arithmetic): its elements, each an
+    # int or the source of a Python int expression (`batch * 12`); `expr` builds the array.
+    values: tuple | None = None
 
     def __str__(self) -> str:
         return self.expr
@@ -56,9 +59,18 @@ class NodeView:
     """A node ready to emit. Inputs and outputs are indexed like the ONNX node's; absent ones
     (empty name or beyond the end) are None."""
 
-    def __init__(self, node: Node, inputs, outputs, variant: str, temporary: Callable[[str], str],
-                 body: Callable[[str], str] | None = None):
+    def __init__(
+        self,
+        node: Node,
+        inputs,
+        outputs,
+        variant: str,
+        temporary: Callable[[str], str],
+        body: Callable[[str], str] | None = None,
+        dim_code: Callable[[object], str | None] | None = None,
+    ):
         self.node = node
+        self._dim_code = dim_code
         self.inputs: list[Operand | None] = inputs
         self.outputs: list[Result | None] = outputs
         self.variant = variant
@@ -97,6 +109,22 @@ class NodeView:
                 f"{self.node.label}: input {index} ({what}) must be known at compile time"
             )
         return value
+
+    def dim_code(self, dim) -> str | None:
+        """Python source for a dim at run time: an int's digits, a symbol's identifier or an
+        expression of them; None when the module cannot compute it without looking."""
+        if isinstance(dim, int):
+            return str(dim)
+        return None if self._dim_code is None else self._dim_code(dim)
+
+    def shape_code(self, shape) -> str | None:
+        """A tuple literal computing `shape` at run time, or None (see dim_code)."""
+        if shape is None:
+            return None
+        dims = [self.dim_code(d) for d in shape]
+        if any(d is None for d in dims):
+            return None
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
 
     def temporary(self, hint: str) -> str:
         """A fresh identifier for an intermediate inside this node's statements."""

@@ -60,8 +60,20 @@ def _fold_constant_of_shape(view: NodeView):
 def constant_of_shape(view: NodeView) -> str:
     value = _fill_value(view)
     shape = view.const(0)
-    target = py(tuple(int(d) for d in shape)) if shape is not None else f"tuple({view.inputs[0]})"
+    if shape is not None:
+        target = py(tuple(int(d) for d in shape))
+    else:
+        target = _values_tuple(view.inputs[0]) or f"tuple({view.inputs[0]})"
     return f"np.full({target}, {number(value[0].item())}, dtype={dtype_expr(value.dtype)})"
+
+
+def _values_tuple(operand) -> str | None:
+    """A shape value's elements as a tuple literal of Python ints (resolve's shape arithmetic),
+    or None when the operand is not one."""
+    values = operand.values
+    if values is None:
+        return None
+    return "(" + ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "") + ")"
 
 
 # --- identity, casts -------------------------------------------------------------------------
@@ -165,6 +177,14 @@ def reshape(view: NodeView) -> str:
     X = view.inputs[0]
     allowzero = view.attr("allowzero", 0)
     target = view.const(1)
+    if target is None and view.inputs[1].values is not None:
+        # elements computed from dims: a 0 element is the size 0, not a copy of X's dim
+        # (docs/decisions.md); a literal 0 still copies
+        dims = [
+            f"{X}.shape[{i}]" if d == 0 and not allowzero else str(d)
+            for i, d in enumerate(view.inputs[1].values)
+        ]
+        return f"{X}.reshape(({', '.join(dims)}{',' if len(dims) == 1 else ''}))"
     if target is None:
         return f"rt.reshape({X}, {view.inputs[1]}, allowzero={allowzero})"
     dims = [int(d) for d in target]
@@ -228,6 +248,9 @@ def expand(view: NodeView) -> str:
     if target is not None and _static(X.shape):
         out = np.broadcast_shapes(tuple(X.shape), tuple(int(d) for d in target))
         return f"np.broadcast_to({X}, {py(out)}).copy()"
+    out = view.shape_code(view.out.shape) if view.inputs[1].values is not None else None
+    if out is not None:  # the result's dims are known as symbols: no product with ones
+        return f"np.broadcast_to({X}, {out}).copy()"
     return f"{X} * np.ones({view.inputs[1]}, dtype={dtype_expr(X.dtype)})"
 
 
@@ -350,7 +373,8 @@ def _range(view: NodeView, stash) -> str:
     start, limit, delta = view.inputs[:3]
     dtype = start.dtype
     if not is_float(dtype) and all(x.rank == 0 for x in (start, limit, delta)):
-        return f"np.arange({start}, {limit}, {delta}, dtype={dtype_expr(dtype)})"
+        bounds = [x.values[0] if x.values is not None else x for x in (start, limit, delta)]
+        return f"np.arange({', '.join(map(str, bounds))}, dtype={dtype_expr(dtype)})"
     if stash is None:
         return f"rt.range_({start}, {limit}, {delta})"
     bounds = ", ".join(f"{x}.astype({dtype_expr(stash)})" for x in (start, limit, delta))
@@ -378,7 +402,7 @@ def tile(view: NodeView) -> str:
     X, repeats = view.inputs[:2]
     if repeats.const is not None:
         return f"np.tile({X}, {py(tuple(int(r) for r in repeats.const.reshape(-1)))})"
-    return f"np.tile({X}, {repeats})"
+    return f"np.tile({X}, {_values_tuple(repeats) or repeats})"
 
 
 def _pad_widths(pads: list[int], axes: list[int] | None, rank: int, view: NodeView):

@@ -141,6 +141,7 @@ class GraphBody:
         # Symbols the code reads (shape arithmetic), this graph's and its bodies'.
         self.symbols_read: set[str] = set() if symbols_read is None else symbols_read
         self.shape_nodes_shown: set[int] = set()
+        self.available: set[str] = set()  # symbols bound before the step being emitted
 
     def lines(self) -> list[str]:
         graph = self.resolved.graph
@@ -151,6 +152,9 @@ class GraphBody:
         fresh: set[str] = set()  # values known to be new arrays that nothing else refers to
         out: list[str] = []
         after: dict[str, int] = {}  # value -> the line after the statements that compute it
+        self.available = {
+            s for s, (v, _) in self.resolved.symbol_sources.items() if v in graph.inputs
+        }
         for index, step in enumerate(self.resolved.steps):
             node = step.node
             functions: list[str] = []
@@ -168,6 +172,9 @@ class GraphBody:
             out += functions
             out += emitted
             after.update((name, len(out)) for name in node.outputs if name)
+            self.available |= {
+                s for s, (v, _) in self.resolved.symbol_sources.items() if v in node.outputs
+            }
             used = node.inputs + node.outputs + sorted(_body_reads(node))
             dead = [
                 name
@@ -303,7 +310,7 @@ class GraphBody:
     def dim_code(self, dim) -> str | None:
         """Python source computing `dim` at run time from the dims the module reads (None when it
         cannot: unknown, or a symbol no value of this graph gives)."""
-        if dim is None or not sym.atoms(dim) <= set(self.resolved.symbol_sources):
+        if dim is None or not sym.atoms(dim) <= self.available:
             return None
         return sym.code(dim, self.symbol)
 

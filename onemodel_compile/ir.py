@@ -205,7 +205,7 @@ def complete(value_type: ValueType) -> bool:
 
 def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
     if dim.HasField("dim_value"):
-        return dim.dim_value
+        return dim.dim_value if dim.dim_value >= 0 else None  # onnxruntime: negative is unknown
     if dim.HasField("dim_param") and dim.dim_param:
         return dim.dim_param
     return None

@@ -52,10 +52,30 @@ def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
         raise ModelError(f"{label}: not an ONNX model (no graph)")
     opset = default_opset(proto, label)
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(_with_shape_fields(proto))
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"{label}: invalid model: {_one_line(exc)}") from None
     return LoadedModel(proto, source_name, hashlib.sha256(serialized).hexdigest(), opset)
+
+
+def _with_shape_fields(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """`proto` for onnx's checker, which wants a shape on every main-graph input and output:
+    onnxruntime runs models that declare none (rank unknown), and so does the compiler. Where one
+    is missing, a copy gets an empty shape field, only for the check."""
+    infos = list(proto.graph.input) + list(proto.graph.output)
+    if all(_has_shape(info.type) for info in infos):
+        return proto
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    for info in list(copy.graph.input) + list(copy.graph.output):
+        tensor = info.type.tensor_type if info.type.HasField("tensor_type") else None
+        if tensor is not None and not tensor.HasField("shape"):
+            tensor.shape.SetInParent()
+    return copy
+
+
+def _has_shape(type_proto: onnx.TypeProto) -> bool:
+    return not type_proto.HasField("tensor_type") or type_proto.tensor_type.HasField("shape")
 
 
 def default_opset(proto: onnx.ModelProto, label: str) -> int:

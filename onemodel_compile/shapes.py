@@ -434,7 +434,31 @@ def _range_type(node, inputs):
     return [ir.TensorType(_dtype(inputs, 0), (length,))]
 
 
+BROADCASTING = frozenset(
+    "Add Sub Mul Div Pow Mod Max Min Mean Sum Equal Less LessOrEqual Greater GreaterOrEqual And "
+    "Or Xor BitShift BitwiseAnd BitwiseOr BitwiseXor Where PRelu".split()
+)
+
+
+def _broadcast_type(node, inputs):
+    """Multidirectional broadcasting of the inputs' shapes (the dtype is left to onnx's rule)."""
+    shapes_ = [k.shape for k in inputs if k is not None]
+    if not shapes_ or any(s is None for s in shapes_):
+        return None
+    rank = max(len(s) for s in shapes_)
+    dims = []
+    for axis in range(rank):
+        dim = 1
+        for s in shapes_:
+            offset = axis - (rank - len(s))
+            if offset >= 0:
+                dim = broadcast_dim(dim, s[offset]) if dim is not None else None
+        dims.append(dim)
+    return [ir.TensorType(None, tuple(dims))]
+
+
 _TYPE_RULES = {
+    **{op: _broadcast_type for op in BROADCASTING},
     "Reshape": _reshape_type,
     "Expand": _expand_type,
     "ConstantOfShape": _constant_of_shape_type,

@@ -373,7 +373,10 @@ def _range(view: NodeView, stash) -> str:
     start, limit, delta = view.inputs[:3]
     dtype = start.dtype
     if not is_float(dtype) and all(x.rank == 0 for x in (start, limit, delta)):
-        bounds = [x.values[0] if x.values is not None else x for x in (start, limit, delta)]
+        bounds = [
+            x.values[0] if x.values is not None else int(x.const) if x.const is not None else x
+            for x in (start, limit, delta)
+        ]
         return f"np.arange({', '.join(map(str, bounds))}, dtype={dtype_expr(dtype)})"
     if stash is None:
         return f"rt.range_({start}, {limit}, {delta})"

@@ -1,0 +1,191 @@
+"""Symbolic dims and shape values (onemodel_compile/symbolic.py, shapes.py): the algebra checked
+against Python's own integer arithmetic, and models whose shapes are computed at run time, the way
+exporters write them, checked against onnxruntime."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import TensorProto as T
+from onnx import helper as h
+from onnx import numpy_helper
+
+from onemodel_compile import load_compiled
+from onemodel_compile import symbolic as sym
+from onemodel_compile.compiler import generate
+
+SYMBOLS = ("batch", "seq", "heads")
+
+
+def _random_expression(rng: random.Random, depth: int):
+    """(dim, the same as a function of the symbols' values) built from sizes."""
+    if depth == 0 or rng.random() < 0.3:
+        if rng.random() < 0.5:
+            n = rng.randint(0, 9)
+            return n, lambda v, n=n: n
+        name = rng.choice(SYMBOLS)
+        return name, lambda v, name=name: v[name]
+    (a, fa), (b, fb) = _random_expression(rng, depth - 1), _random_expression(rng, depth - 1)
+    op = rng.choice(["add", "mul", "floordiv", "min", "max", "mod"])
+    if op in ("floordiv", "mod"):
+        n = rng.randint(1, 6)
+        dim = sym.floordiv(a, n) if op == "floordiv" else sym.mod(a, n)
+        return dim, (lambda v: fa(v) // n) if op == "floordiv" else (lambda v: fa(v) % n)
+    function = {"add": sym.add, "mul": sym.mul, "min": sym.minimum, "max": sym.maximum}[op]
+    python = {"add": int.__add__, "mul": int.__mul__, "min": min, "max": max}[op]
+    return function(a, b), lambda v: python(fa(v), fb(v))
+
+
+def _value(dim, values: dict) -> int:
+    return eval(sym.code(dim, lambda name: str(values[name])))  # our own code, ints only
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_algebra_agrees_with_python_ints(seed: int) -> None:
+    rng = random.Random(seed)
+    dim, python = _random_expression(rng, 4)
+    for _ in range(5):
+        values = {name: rng.randint(0, 50) for name in SYMBOLS}
+        assert _value(dim, values) == python(values), sym.text(dim)
+
+
+def test_equal_sizes_compare_equal_however_computed() -> None:
+    a = sym.mul(sym.add("batch", 1), "seq")
+    b = sym.add(sym.mul("seq", "batch"), "seq")
+    assert a == b and hash(a) == hash(b)
+    assert sym.sub(a, b) == 0
+    assert sym.exact_quotient(sym.mul(a, 6), sym.mul("seq", 3)) == sym.add(sym.mul(2, "batch"), 2)
+    assert sym.exact_quotient("batch", "seq") is None
+    assert sym.floordiv(sym.mul(8, "seq"), 4) == sym.mul(2, "seq")
+    assert sym.maximum("seq", sym.add("seq", 1)) == sym.add("seq", 1)
+    assert sym.minimum("seq", 0) == 0  # a size is never negative
+
+
+def _model(nodes, inputs, outputs, initializers=(), opset=13):
+    graph = h.make_graph(
+        nodes,
+        "g",
+        inputs,
+        outputs,
+        [numpy_helper.from_array(np.asarray(v), n) for n, v in initializers],
+    )
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)], ir_version=8)
+
+
+def _check_against_onnxruntime(model, feeds_list) -> None:
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    names = [i.name for i in session.get_inputs()]
+    for variant in ("fast", "exact"):
+        module = load_compiled(model, variant)
+        for feeds in feeds_list:
+            expected = session.run(None, dict(zip(names, feeds)))
+            got = module.run(*feeds)
+            for want, have in zip(expected, got):
+                assert have.shape == want.shape, variant
+                np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-6, err_msg=variant)
+
+
+def paddle_reshape_model():
+    """Reshape(x, Concat(Slice(Shape(x), 0, 2), [-1])) then a reduction: the target shape has a
+    known length but symbolic values, and the output declares no shape (as Paddle writes it)."""
+    return _model(
+        [
+            h.make_node("Shape", ["x"], ["s"]),
+            h.make_node("Slice", ["s", "start", "end"], ["s2"]),
+            h.make_node("Concat", ["s2", "minus_one"], ["target"], axis=0),
+            h.make_node("Reshape", ["x", "target"], ["r"]),
+            h.make_node("ReduceMean", ["r"], ["y"], axes=[2], keepdims=0),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, ["batch", 3, "h", "w"])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [
+            ("start", np.array([0], np.int64)),
+            ("end", np.array([2], np.int64)),
+            ("minus_one", np.array([-1], np.int64)),
+        ],
+    )
+
+
+def test_reshape_to_a_computed_shape_gets_its_rank() -> None:
+    rng = np.random.default_rng(0)
+    feeds = [[rng.random((b, 3, hh, w), dtype=np.float32)] for b, hh, w in [(2, 4, 5), (1, 2, 2)]]
+    _check_against_onnxruntime(paddle_reshape_model(), feeds)
+
+
+def test_shape_arithmetic_leaves_run() -> None:
+    source = generate(paddle_reshape_model()).source
+    assert "batch = x.shape[0]" in source
+    assert "r = x.reshape((batch, 3, -1))" in source
+    for op in ("Shape", "Slice", "Concat"):
+        assert f"# + {op} (opset 13), as shape arithmetic" in source
+
+
+def test_expand_and_range_from_shape_arithmetic() -> None:
+    """A causal mask as GPT-2 exports write it: Range(0, seq) compared with itself, Expand to
+    (batch, 1, seq, seq) from the input's dims, Tile by a computed repeat."""
+    model = _model(
+        [
+            h.make_node("Shape", ["ids"], ["s"]),
+            h.make_node("Gather", ["s", "one"], ["seq"], axis=0),
+            h.make_node("Gather", ["s", "zero"], ["batch"], axis=0),
+            h.make_node("Range", ["zero", "seq", "one"], ["positions"]),
+            h.make_node("Unsqueeze", ["positions", "axis0"], ["rows"]),
+            h.make_node("Unsqueeze", ["positions", "axis1"], ["columns"]),
+            h.make_node("LessOrEqual", ["rows", "columns"], ["causal"]),
+            h.make_node("Unsqueeze", ["batch", "axis0"], ["batch1"]),
+            h.make_node("Unsqueeze", ["seq", "axis0"], ["seq1"]),
+            h.make_node("Concat", ["batch1", "one1", "seq1", "seq1"], ["mask_shape"], axis=0),
+            h.make_node("Expand", ["causal", "mask_shape"], ["mask"]),
+            h.make_node("Cast", ["mask"], ["y"], to=T.FLOAT),
+            h.make_node("Mul", ["seq1", "two"], ["twice"]),
+            h.make_node("Concat", ["one1", "twice"], ["repeats"], axis=0),
+            h.make_node("Tile", ["ids", "repeats"], ["tiled"]),
+        ],
+        [h.make_tensor_value_info("ids", T.INT64, ["batch", "seq"])],
+        [
+            h.make_tensor_value_info("y", T.FLOAT, None),
+            h.make_tensor_value_info("tiled", T.INT64, None),
+        ],
+        [
+            ("zero", np.array(0, np.int64)),
+            ("one", np.array(1, np.int64)),
+            ("one1", np.array([1], np.int64)),
+            ("two", np.array([2], np.int64)),
+            ("axis0", np.array([0], np.int64)),
+            ("axis1", np.array([1], np.int64)),
+        ],
+        opset=14,
+    )
+    rng = np.random.default_rng(1)
+    feeds = [[rng.integers(0, 9, (b, s), dtype=np.int64)] for b, s in [(2, 5), (1, 1), (3, 7)]]
+    _check_against_onnxruntime(model, feeds)
+    source = generate(model).source
+    assert "np.arange(0, seq, 1, dtype=np.int64)" in source
+    assert "np.broadcast_to(" in source and "(batch, 1, seq, seq)" in source
+    assert "np.tile(ids, (1, 2 * seq))" in source
+
+
+def test_a_negative_declared_dim_is_unknown_and_shown_as_none() -> None:
+    """Paddle declares a batch dim of -1; onnxruntime reads it as unknown, and so do we."""
+    model = paddle_reshape_model()
+    model.graph.input[0].type.tensor_type.shape.dim[0].Clear()
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = -1
+    module = load_compiled(model)
+    assert module.INPUTS == (("x", "float32", (None, 3, "h", "w")),)
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    assert list(session.get_inputs()[0].shape)[0] is None
+    rng = np.random.default_rng(2)
+    feeds = [[rng.random((b, 3, 2, 3), dtype=np.float32)] for b in (1, 4)]
+    _check_against_onnxruntime(model, feeds)
+
+
+def test_an_output_without_a_declared_shape_is_accepted() -> None:
+    """onnx's checker wants a shape on graph outputs; onnxruntime runs models without one."""
+    model = paddle_reshape_model()
+    assert not model.graph.output[0].type.tensor_type.HasField("shape")
+    module = load_compiled(model)
+    assert module.OUTPUTS == (("y", "float32", ("batch", 3)),)
+    assert not model.graph.output[0].type.tensor_type.HasField("shape")

@@ -77,7 +77,7 @@ def emit_module(
     for name in graph.outputs:
         if name in resolved.symbolic:
             main.value_expr(name)  # notes the symbols it reads, which main.lines() binds
-    body = main.lines()
+    body = _guarded(main.lines())
     results = [_result_expr(name, main, names, weights) for name in graph.outputs]
 
     weight_lines = []
@@ -112,9 +112,55 @@ def emit_module(
     try:
         ast.parse(source)
         source = black.format_str(source, mode=BLACK_MODE)
+        source += "\n\n" + black.format_str(
+            f"_NODES = {py(_node_lines(source, main.order))}", mode=BLACK_MODE
+        )
     except (SyntaxError, black.InvalidInput) as exc:  # an emitter bug, never the model's
         raise CompileError(f"internal error: generated code does not parse: {exc}") from None
     return EmittedModule(source, weights_bytes, weights_name if stored else None)
+
+
+def _guarded(body: list[str]) -> list[str]:
+    """`run`'s node statements in one `try`, whose handler re-raises an exception naming the node
+    it came from (rt.raise_in_node, through the module's `_NODES` table); a try costs nothing
+    while nothing is raised."""
+    if not body:
+        return body
+    inner = ["    " + line for statement in body for line in statement.split("\n")]
+    handler = ["except Exception as error:", "    rt.raise_in_node(error, _NODES, run)"]
+    return ["try:", *inner, *handler, "    raise"]
+
+
+def _node_lines(source: str, order: list) -> list[tuple]:
+    """Which lines of the formatted `source` belong to which node: `(first, last, description,
+    inputs)` per node, from its provenance comment to the line before the next one at its depth
+    (a body's nodes lie within their If's or Loop's lines); `inputs` pairs each ONNX input name
+    with the identifier `run` holds it in (None for a constant)."""
+    lines = source.split("\n")
+    heads = []  # (line number, indent, entry)
+    expected = iter(order)
+    pending = next(expected, None)
+    for number, line in enumerate(lines, start=1):
+        stripped = line.lstrip()
+        if pending is not None and stripped == f"# {pending[0]}":
+            heads.append((number, len(line) - len(stripped), pending))
+            pending = next(expected, None)
+    head_indent = {number: indent for number, indent, _ in heads}
+    entries = []
+    for first, indent, (description, inputs) in heads:
+        last = len(lines)
+        for number in range(first + 1, len(lines) + 1):
+            line = lines[number - 1]
+            stripped = line.lstrip()
+            depth = len(line) - len(stripped)
+            if not stripped:
+                continue
+            is_head = head_indent.get(number, indent + 1) <= indent
+            if is_head or depth < indent or (depth == indent and stripped.startswith("return ")):
+                last = number - 1
+                break
+        entries.append((first, last, description, inputs))
+    return entries
 
 
 class GraphBody:
@@ -141,6 +187,8 @@ class GraphBody:
         # Symbols the code reads (shape arithmetic), this graph's and its bodies'.
         self.symbols_read: set[str] = set() if symbols_read is None else symbols_read
         self.shape_nodes_shown: set[int] = set()
+        # (provenance, inputs) of each step in source order, bodies' steps included (_NODES)
+        self.order: list = []
         self.available: set[str] = set()  # symbols bound before the step being emitted
 
     def lines(self) -> list[str]:
@@ -158,7 +206,20 @@ class GraphBody:
         for index, step in enumerate(self.resolved.steps):
             node = step.node
             functions: list[str] = []
+            slot = len(self.order)
+            self.order.append(None)  # its comment comes before its bodies' statements
             view = self._view(step, functions)
+            self.order[slot] = (
+                _provenance(getattr(step, "head", None) or node),
+                tuple(
+                    (
+                        name,
+                        operand.expr if operand.const is None and operand.values is None else None,
+                    )
+                    for name, operand in zip(node.inputs, view.inputs)
+                    if operand is not None
+                ),
+            )
             try:
                 emitted = statements(view, step.emitter.emit(view))
             except CompileError:
@@ -264,6 +325,7 @@ class GraphBody:
             body, self.variant, self.names, self.weights, self.scalars, self.symbols_read
         )
         inner.shape_nodes_shown = self.shape_nodes_shown
+        inner.order = self.order
         results = [inner.value_expr(n) for n in body.graph.outputs]
         lines = [f"def {name}({parameters}):"]
         for statement in inner.lines():

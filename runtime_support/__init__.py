@@ -11,6 +11,7 @@ dependency.
 from __future__ import annotations
 
 from runtime_support._dtypes import dtype_from_name
+from runtime_support._errors import NodeError, raise_in_node
 from runtime_support._session import InferenceSession, NodeArg
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order, owned
 from runtime_support._weights import WeightsError, filled, load_weights
@@ -36,7 +37,7 @@ from runtime_support.signal import *  # noqa: F403
 from runtime_support.tensor import *  # noqa: F403
 
 # Bumped whenever a generated module would need a changed runtime_support; modules check it at import.
-API_VERSION = 1
+API_VERSION = 2
 
 
 class IncompatibleRuntime(ImportError):

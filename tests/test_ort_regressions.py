@@ -62,3 +62,44 @@ def test_sequence_insert_position_matches_onnxruntime(tmp_path, position, as_inp
     for variant in VARIANTS:
         got = compiled(model, tmp_path, variant).run_feeds(feeds)["out"]
         assert [x.tolist() for x in got] == [x.tolist() for x in expected], (variant, got)
+
+
+# --- negative declared dims ---------------------------------------------------------------
+
+
+def _paddle_batch_model() -> tuple:
+    """x[-1, 3, 4] -> Flatten -> MatMul W[12, 4] -> Relu -> Reshape [-1, 2, 2] -> y[-1, 2, 2]: the
+    batch dim declared as dim_value -1, as Paddle exports it."""
+    w = models.rng(0).standard_normal((12, 4)).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Flatten", ["x"], ["flat"], axis=1),
+            helper.make_node("MatMul", ["flat", "W"], ["h"]),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("Reshape", ["r", "shape"], ["y"]),
+        ],
+        "paddle_batch",
+        [models.tensor("x", [-1, 3, 4])],
+        [models.tensor("y", [-1, 2, 2])],
+        [models.init("W", w), models.init("shape", np.array([-1, 2, 2], dtype=np.int64))],
+    )
+    model = models.finish(graph, 17)
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_value == -1
+    return model
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_negative_declared_dim_is_unknown(tmp_path, variant):
+    """onnxruntime reads a negative declared dim as unknown: the compiled module accepts any batch
+    size there and computes what onnxruntime computes."""
+    model = _paddle_batch_model()
+    module = compiled(model, tmp_path, variant)
+    ((_, _, shape),) = module.INPUTS
+    assert not isinstance(shape[0], int) and tuple(shape[1:]) == (3, 4), shape
+    session = models.ort_session(model)
+    for batch in (1, 3):
+        x = models.rng(batch).standard_normal((batch, 3, 4)).astype(np.float32)
+        (expected,) = session.run(None, {"x": x})
+        got = module.run(x).y
+        assert got.shape == expected.shape == (batch, 2, 2)
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)

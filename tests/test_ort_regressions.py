@@ -103,3 +103,59 @@ def test_negative_declared_dim_is_unknown(tmp_path, variant):
         got = module.run(x).y
         assert got.shape == expected.shape == (batch, 2, 2)
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+# --- LayerNormalization in float64 ----------------------------------------------------------
+
+DOUBLE = TensorProto.DOUBLE
+
+
+def _layer_norm64_model(shape, axis: int, bias: bool, outputs: int) -> tuple:
+    """LayerNormalization-17 on float64 X, Scale and B with the default stash_type (1: Mean and
+    InvStdDev are float32)."""
+    normalized = list(shape[axis % len(shape) :])
+    stats = [*shape[: axis % len(shape)], *[1] * len(normalized)]
+    names = ["X", "Scale", "B"][: 3 if bias else 2]
+    graph = helper.make_graph(
+        [
+            helper.make_node(
+                "LayerNormalization", names, ["Y", "Mean", "InvStdDev"][:outputs], axis=axis
+            )
+        ],
+        "layer_norm64",
+        [models.tensor("X", list(shape), DOUBLE)]
+        + [models.tensor(name, normalized, DOUBLE) for name in names[1:]],
+        [models.tensor("Y", list(shape), DOUBLE)]
+        + [models.tensor(name, stats) for name in ("Mean", "InvStdDev")][: outputs - 1],
+    )
+    return models.finish(graph, 17), names, normalized
+
+
+@pytest.mark.parametrize(
+    "shape,axis,bias,outputs",
+    [
+        ((3, 5, 8), -1, True, 1),
+        ((3, 5, 8), -1, True, 3),
+        ((2, 3, 4, 5), 1, False, 3),
+        ((1, 1, 700), -1, True, 1),
+        ((4, 9000), -1, True, 2),
+    ],
+)
+def test_fast_float64_layer_normalization_is_computed_in_float64(
+    tmp_path, shape, axis, bias, outputs
+):
+    """onnxruntime computes float64 X in float64 (the default stash_type only makes Mean and
+    InvStdDev float32); float32 statistics cost up to 1e-5 relative on Y. The fast variant matches
+    it at float64 precision, and its statistics are onnxruntime's, rounded to float32."""
+    model, names, normalized = _layer_norm64_model(shape, axis, bias, outputs)
+    r = models.rng(7)
+    feeds = {"X": r.standard_normal(shape) * 3 + 1}
+    for name in names[1:]:
+        feeds[name] = r.standard_normal(normalized)
+    expected = models.ort_session(model).run(None, feeds)
+    got = compiled(model, tmp_path, "fast").run_feeds(feeds)
+    assert got["Y"].dtype == np.float64
+    np.testing.assert_allclose(got["Y"], expected[0], rtol=1e-12, atol=1e-12)
+    for name, want in zip(("Mean", "InvStdDev")[: outputs - 1], expected[1:]):
+        assert got[name].dtype == want.dtype == np.float32
+        np.testing.assert_allclose(got[name], want, rtol=2**-23, atol=0)

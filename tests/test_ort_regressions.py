@@ -159,3 +159,83 @@ def test_fast_float64_layer_normalization_is_computed_in_float64(
     for name, want in zip(("Mean", "InvStdDev")[: outputs - 1], expected[1:]):
         assert got[name].dtype == want.dtype == np.float32
         np.testing.assert_allclose(got[name], want, rtol=2**-23, atol=0)
+
+
+# --- Resize: nearest with tf_crop_and_resize ------------------------------------------------
+
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _crop_resize_model(shape, roi, scales=None, sizes=None, nearest_mode="round_prefer_floor"):
+    """Resize-13, mode nearest, tf_crop_and_resize, extrapolation_value 10; roi, scales and sizes
+    are initializers."""
+    initializers = [models.init("roi", np.array(roi, dtype=np.float32))]
+    inputs = ["X", "roi", "scales"]
+    if scales is not None:
+        initializers.append(models.init("scales", np.array(scales, dtype=np.float32)))
+    else:
+        initializers.append(models.init("scales", np.array([], dtype=np.float32)))
+        initializers.append(models.init("sizes", np.array(sizes, dtype=np.int64)))
+        inputs.append("sizes")
+    node = helper.make_node(
+        "Resize",
+        inputs,
+        ["Y"],
+        mode="nearest",
+        coordinate_transformation_mode="tf_crop_and_resize",
+        nearest_mode=nearest_mode,
+        extrapolation_value=10.0,
+    )
+    graph = helper.make_graph(
+        [node],
+        "crop_resize",
+        [models.tensor("X", list(shape))],
+        [models.tensor("Y", [f"d{i}" for i in range(len(shape))])],
+        initializers,
+    )
+    return models.finish(graph, 13)
+
+
+CROP_CASES = {
+    # 1x1x4x4 -> 1x1x4x6: H keeps its size (scale 1), so onnxruntime leaves it alone and ignores
+    # its roi; W is cropped to [0.2, 0.9] (12 of the 24 values used to differ, by up to 2.55)
+    "scale_1_axis": dict(
+        shape=(1, 1, 4, 4), roi=[0, 0, 0.3, 0.2, 1, 1, 0.8, 0.9], scales=[1, 1, 1, 1.5]
+    ),
+    "scale_1_axis_sizes": dict(
+        shape=(1, 1, 4, 4), roi=[0, 0, 0.3, 0.1, 1, 1, 0.8, 0.8], sizes=[1, 1, 4, 6]
+    ),
+    # the same shape out as in: onnxruntime copies the input whatever the roi and scales
+    "same_shape": dict(
+        shape=(1, 1, 2, 5), roi=[0, 0, 0.4, 0.3, 1, 1, 1.3, 0.9], scales=[1, 1, 1.25, 1]
+    ),
+    "same_shape_rank1": dict(shape=(4,), roi=[0.7, 1.7], sizes=[4]),
+    # float32 positions: 1.2 + 0.3 is 1.5 exactly there (1.5000000447 in float64)
+    "float32_tie": dict(
+        shape=(1, 1, 4, 4), roi=[0, 0, 0.4, 0.6, 1, 1, 0.6, 0.8], sizes=[1, 1, 3, 3]
+    ),
+    "extrapolation": dict(
+        shape=(1, 1, 4, 4), roi=[0, 0, 0.4, 0.6, 1, 1, 1.2, 1.7], sizes=[1, 1, 3, 3]
+    ),
+    "one_output": dict(
+        shape=(1, 1, 5, 4), roi=[0, 0, 0.2, 0.1, 1, 1, 0.9, 0.8], sizes=[1, 1, 1, 6]
+    ),
+    "downsample": dict(
+        shape=(1, 2, 6, 5), roi=[0, 0, 0.1, 0.0, 1, 1, 0.9, 0.7], scales=[1, 1, 0.5, 0.6]
+    ),
+}
+
+
+@pytest.mark.parametrize("nearest_mode", NEAREST_MODES)
+@pytest.mark.parametrize("case", sorted(CROP_CASES))
+def test_nearest_tf_crop_and_resize_matches_onnxruntime(tmp_path, case, nearest_mode):
+    """Nearest Resize with tf_crop_and_resize selects the very elements onnxruntime selects (the
+    backend data have no nearest tf_crop_and_resize case, so onnxruntime decides)."""
+    model = _crop_resize_model(nearest_mode=nearest_mode, **CROP_CASES[case])
+    shape = CROP_CASES[case]["shape"]
+    x = models.rng(3).standard_normal(shape).astype(np.float32)
+    (expected,) = models.ort_session(model).run(None, {"X": x})
+    for variant in VARIANTS:
+        got = compiled(model, tmp_path, variant).run(x).Y
+        assert got.shape == expected.shape, (variant, got.shape, expected.shape)
+        np.testing.assert_array_equal(got, expected, err_msg=variant)

@@ -28,11 +28,12 @@ A tap outside the input reads the nearest edge sample, or with exclude_outside=1
 read at all) and the remaining weights are divided by their sum. With tf_crop_and_resize, an output
 whose sample position falls outside [0, size - 1] on any axis is extrapolation_value.
 
-Nearest with tf_crop_and_resize follows onnxruntime (the backend data have no such case): the
+When the output has the input's shape (whatever the scales, roi or mode), the input is returned as
+it is, as onnxruntime does (no backend case has such a Resize that is not the identity).
+Nearest with tf_crop_and_resize follows onnxruntime too (the backend data have no such case): the
 sample positions are computed in float32 IEEE operations in a fixed order, with the integer output
-size (`_crop_positions32`); an axis whose scale is 1 is copied as it is, and so is the whole input
-when the output has its shape (whatever the scales), roi and extrapolation ignored. The onnx
-reference applies the roi there.
+size (`_crop_positions32`), and an axis whose scale is 1 is copied as it is, roi and extrapolation
+ignored. The onnx reference applies the roi there.
 """
 
 from __future__ import annotations
@@ -88,8 +89,8 @@ def resize(
     starts, ends = _roi(roi, axes, rank)
     interpolate = mode != "nearest"
     nearest_crop = not interpolate and coordinate_transformation_mode == "tf_crop_and_resize"
-    if nearest_crop and tuple(out_shape) == X.shape:
-        return X  # onnxruntime copies an input whose shape does not change, roi aside
+    if tuple(out_shape) == X.shape:
+        return X  # onnxruntime copies an input whose shape does not change, in every mode
     work = X.astype(np.float64) if interpolate and X.dtype != np.float64 else X
     outside_masks = []
     for axis in range(rank):

@@ -239,3 +239,36 @@ def test_nearest_tf_crop_and_resize_matches_onnxruntime(tmp_path, case, nearest_
         got = compiled(model, tmp_path, variant).run(x).Y
         assert got.shape == expected.shape, (variant, got.shape, expected.shape)
         np.testing.assert_array_equal(got, expected, err_msg=variant)
+
+
+@pytest.mark.parametrize(
+    "mode,transform,roi,scales",
+    [
+        ("linear", "tf_crop_and_resize", [0, 0, 0.2, 0.1, 1, 1, 0.9, 0.8], [1, 1, 1, 1]),
+        ("linear", "half_pixel", [], [1, 1, 1.25, 1]),
+        ("cubic", "half_pixel", [], [1, 1, 1.25, 1.1]),
+        ("nearest", "tf_crop_and_resize", [0, 0, 0.2, 0.1, 1, 1, 0.9, 0.8], [1, 1, 1.25, 1.1]),
+    ],
+)
+def test_resize_to_the_same_shape_returns_the_input(tmp_path, mode, transform, roi, scales):
+    """onnxruntime returns the input of a Resize whose output has its shape (here 1x1x2x5, with
+    scales that round back to it), whatever the mode, roi or coordinate transformation."""
+    node = helper.make_node(
+        "Resize", ["X", "roi", "scales"], ["Y"], mode=mode, coordinate_transformation_mode=transform
+    )
+    graph = helper.make_graph(
+        [node],
+        "same_shape",
+        [models.tensor("X", [1, 1, 2, 5])],
+        [models.tensor("Y", ["a", "b", "c", "d"])],
+        [
+            models.init("roi", np.array(roi, dtype=np.float32)),
+            models.init("scales", np.array(scales, dtype=np.float32)),
+        ],
+    )
+    model = models.finish(graph, 13)
+    x = models.rng(4).standard_normal((1, 1, 2, 5)).astype(np.float32)
+    (expected,) = models.ort_session(model).run(None, {"X": x})
+    np.testing.assert_array_equal(expected, x)  # what onnxruntime does, checked
+    for variant in VARIANTS:
+        np.testing.assert_array_equal(compiled(model, tmp_path, variant).run(x).Y, expected)

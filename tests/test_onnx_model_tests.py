@@ -9,7 +9,7 @@ which the compiler converts to opset 7 at load. `light` has no data sets: its ex
 beside the model and its input is what onnx's backend runner generates
 (`Runner.generate_dummy_data`, called here, not re-implemented). In the exact variant a model may
 be refused, but only for an operator of the refusal list that it contains, with the refusal message
-(as tests/test_conformance.py requires of the node tests).
+(as tests/test_conformance.py requires of the node tests). The light models are marked slow.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
 from onnx import numpy_helper
@@ -132,7 +131,10 @@ def operators(proto: onnx.ModelProto) -> set[str]:
 def _params():
     for variant in VARIANTS:
         for name in MODEL_TESTS:
-            marks = []
+            # The nine light models (real architectures) take three quarters of the module's time
+            # (51 s at -n 2 on an idle 2-core machine, 92 s with the machine loaded; the 140
+            # others about 15 s): slow, as in tests/test_light_models.py.
+            marks = [pytest.mark.slow] if name.startswith("light/") else []
             if name in LATER:
                 marks.append(
                     pytest.mark.xfail(strict=True, raises=UnsupportedError, reason=LATER[name])

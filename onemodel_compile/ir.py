@@ -204,8 +204,10 @@ def complete(value_type: ValueType) -> bool:
 
 
 def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
+    """A declared dim: its value, its symbol, or None when unknown. A negative dim_value (Paddle
+    declares the batch dim as -1) is unknown, as onnxruntime reads it."""
     if dim.HasField("dim_value"):
-        return dim.dim_value if dim.dim_value >= 0 else None  # onnxruntime: negative is unknown
+        return dim.dim_value if dim.dim_value >= 0 else None
     if dim.HasField("dim_param") and dim.dim_param:
         return dim.dim_param
     return None

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import onnx
+import onnx.version_converter
 
 from onemodel_compile.errors import ModelError, UnsupportedError
 
 MIN_OPSET = 7
 MAX_OPSET = 28
+MIN_CONVERTIBLE_OPSET = 1  # opsets 1 to 6 are converted to MIN_OPSET at load
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
@@ -55,6 +58,9 @@ def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
         onnx.checker.check_model(_with_shape_fields(proto))
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"{label}: invalid model: {_one_line(exc)}") from None
+    if opset < MIN_OPSET:
+        proto, opset = _convert(proto, opset, label), MIN_OPSET
+    # The recorded sha256 is the original file's (or ModelProto's), even when converted.
     return LoadedModel(proto, source_name, hashlib.sha256(serialized).hexdigest(), opset)
 
 
@@ -78,15 +84,30 @@ def _has_shape(type_proto: onnx.TypeProto) -> bool:
     return not type_proto.HasField("tensor_type") or type_proto.tensor_type.HasField("shape")
 
 
+def _convert(proto: onnx.ModelProto, opset: int, label: str) -> onnx.ModelProto:
+    """`proto` (a checked model at default-domain opset 1 to 6) converted to MIN_OPSET by
+    onnx.version_converter, said in one line on stderr; a conversion that fails is one line."""
+    how = f"opset {MIN_OPSET} with onnx.version_converter"
+    try:
+        converted = onnx.version_converter.convert_version(proto, MIN_OPSET)
+        onnx.checker.check_model(converted)
+    except Exception as exc:  # the converter's RuntimeError (a C++ assertion), checker errors
+        raise UnsupportedError(
+            f"{label}: opset {opset} cannot be converted to {how}: {_converter_reason(exc)}"
+        ) from None
+    print(f"{label}: opset {opset} converted to {how}", file=sys.stderr)
+    return converted
+
+
 def default_opset(proto: onnx.ModelProto, label: str) -> int:
     versions = {entry.domain: entry.version for entry in proto.opset_import}
     opset = next((versions[d] for d in DEFAULT_DOMAINS if d in versions), None)
     if opset is None:
         raise UnsupportedError(f"{label}: the model imports no default-domain opset")
-    if not MIN_OPSET <= opset <= MAX_OPSET:
+    if not MIN_CONVERTIBLE_OPSET <= opset <= MAX_OPSET:
         raise UnsupportedError(
-            f"{label}: opset {opset} is outside the supported range "
-            f"{MIN_OPSET} to {MAX_OPSET} (convert it with onnx.version_converter)"
+            f"{label}: opset {opset} is outside the supported range {MIN_OPSET} to {MAX_OPSET} "
+            f"(opsets {MIN_CONVERTIBLE_OPSET} to {MIN_OPSET - 1} are converted to {MIN_OPSET})"
         )
     return opset
 
@@ -96,6 +117,14 @@ def _has_external_data(proto: onnx.ModelProto) -> bool:
         tensor.data_location == onnx.TensorProto.EXTERNAL
         for tensor in onnx.external_data_helper._get_all_tensors(proto)
     )
+
+
+def _converter_reason(exc: BaseException) -> str:
+    """The converter's message without the C++ file, line and assertion text before it:
+    `.../BaseConverter.h:66: adapter_lookup: Assertion `false` failed: No Adapter From Version $1
+    for Split` -> `No Adapter From Version $1 for Split`."""
+    message = _one_line(exc)
+    return message.rsplit(" failed: ", 1)[-1] if " failed: " in message else message
 
 
 def _one_line(exc: BaseException) -> str:

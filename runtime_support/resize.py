@@ -27,6 +27,13 @@ and nearest mode, ignore antialias.
 A tap outside the input reads the nearest edge sample, or with exclude_outside=1 is dropped (not
 read at all) and the remaining weights are divided by their sum. With tf_crop_and_resize, an output
 whose sample position falls outside [0, size - 1] on any axis is extrapolation_value.
+
+When the output has the input's shape (whatever the scales, roi or mode), the input is returned as
+it is, as onnxruntime does (no backend case has such a Resize that is not the identity).
+Nearest with tf_crop_and_resize follows onnxruntime too (the backend data have no such case): the
+sample positions are computed in float32 IEEE operations in a fixed order, with the integer output
+size (`_crop_positions32`), and an axis whose scale is 1 is copied as it is, roi and extrapolation
+ignored. The onnx reference applies the roi there.
 """
 
 from __future__ import annotations
@@ -81,19 +88,27 @@ def resize(
         raise ValueError(f"Resize: an empty input cannot grow to shape {tuple(out_shape)}")
     starts, ends = _roi(roi, axes, rank)
     interpolate = mode != "nearest"
+    nearest_crop = not interpolate and coordinate_transformation_mode == "tf_crop_and_resize"
+    if tuple(out_shape) == X.shape:
+        return X  # onnxruntime copies an input whose shape does not change, in every mode
     work = X.astype(np.float64) if interpolate and X.dtype != np.float64 else X
     outside_masks = []
     for axis in range(rank):
         n, out = X.shape[axis], out_shape[axis]
-        x = _positions(
-            coordinate_transformation_mode,
-            n,
-            out,
-            scale[axis],
-            width[axis],
-            starts[axis],
-            ends[axis],
-        )
+        if nearest_crop:
+            if scale[axis] == 1.0:
+                continue  # onnxruntime maps the axis one to one: no roi, no extrapolation
+            x = _crop_positions32(n, out, starts[axis], ends[axis])
+        else:
+            x = _positions(
+                coordinate_transformation_mode,
+                n,
+                out,
+                scale[axis],
+                width[axis],
+                starts[axis],
+                ends[axis],
+            )
         if coordinate_transformation_mode == "tf_crop_and_resize":
             outside = (x < 0) | (x > n - 1)
             if outside.any():
@@ -186,6 +201,24 @@ def _positions(mode, n, out, scale, width, start, end):
     if out > 1:
         return start * (n - 1) + y * (end - start) * (n - 1) / (width - 1)
     return np.full(out, 0.5 * (start + end) * (n - 1))
+
+
+def _crop_positions32(n, out, start, end):
+    """tf_crop_and_resize sample positions for nearest mode, as onnxruntime computes them: in
+    float32, start * (n - 1) + (y * (end - start) * (n - 1)) / (out - 1) in that order, with the
+    integer output size `out`; for one output, float32(0.5 * float32(start + end) * (n - 1)) with
+    the products in float64. Float32 positions decide the ties of the rounding modes (float64
+    ones put 1.5000000447 where onnxruntime has 1.5). Returned as float64 (exactly those values);
+    numpy's float32 ufuncs round each operation once, so they are the same on every machine."""
+    f32 = np.float32
+    start, end = f32(start), f32(end)
+    if out > 1:
+        y = np.arange(out, dtype=np.float32)
+        moved = np.multiply(y, end - start)
+        np.multiply(moved, f32(n - 1), out=moved)
+        np.divide(moved, f32(out - 1), out=moved)
+        return np.add(start * f32(n - 1), moved).astype(np.float64)
+    return np.full(out, float(f32(0.5 * float(start + end) * (n - 1))))
 
 
 def _nearest(x, n, nearest_mode, scale):

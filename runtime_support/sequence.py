@@ -15,7 +15,9 @@ __all__ = [
 
 
 def sequence_insert(sequence: list, tensor: np.ndarray, position=None) -> list:
-    """A new list with `tensor` at `position` (default: the end; negative counts from the end)."""
+    """A new list with `tensor` at `position` (default: the end). A negative position p in
+    [-n, -1] inserts at p + n, before the element it names (onnx's simple/test_sequence_model3,
+    onnxruntime); only the default or n appends."""
     result = list(sequence)
     if position is None:
         result.append(tensor)
@@ -23,7 +25,7 @@ def sequence_insert(sequence: list, tensor: np.ndarray, position=None) -> list:
     index = np.asarray(position).item()
     if not -len(result) <= index <= len(result):
         raise IndexError(f"SequenceInsert: position {index} outside a sequence of {len(result)}")
-    result.insert(index % (len(result) + 1) if index < 0 else index, tensor)
+    result.insert(index + len(result) if index < 0 else index, tensor)
     return result
 
 

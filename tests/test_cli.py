@@ -5,6 +5,7 @@ pre-existing output files left byte-identical."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import re
@@ -280,6 +281,37 @@ def _opset(version):
     return build
 
 
+def _unconvertible_opset(tmp):
+    """Split-1 has no adapter in onnx.version_converter: the model is valid at opset 1 but cannot
+    be brought to opset 7."""
+    graph = helper.make_graph(
+        [helper.make_node("Split", ["x"], ["a", "b"], name="halves", axis=0, split=[1, 1])],
+        "split",
+        [models.tensor("x", [2, 3])],
+        [models.tensor("a", [1, 3]), models.tensor("b", [1, 3])],
+    )
+    models.save(models.finish(graph, 1), tmp / "split1.onnx")
+    return [tmp / "split1.onnx"], [
+        "split1.onnx",
+        "opset 1",
+        "opset 7",
+        "onnx.version_converter",
+        "Split",
+    ]
+
+
+def _unconvertible_attribute(tmp):
+    """Dropout-6 in training mode (is_test=0) has no opset 7 form; the converter says so."""
+    graph = helper.make_graph(
+        [helper.make_node("Dropout", ["x"], ["y"], name="drop", is_test=0)],
+        "dropout",
+        [models.tensor("x", [2, 3])],
+        [models.tensor("y", [2, 3])],
+    )
+    models.save(models.finish(graph, 6), tmp / "dropout6.onnx")
+    return [tmp / "dropout6.onnx"], ["dropout6.onnx", "opset 6", "is_test"]
+
+
 def _unsupported_custom_op(tmp):
     model = models.single_op_model("Frob", "com.example", "frob1", [("com.example", 1)])
     models.save(model, tmp / "custom.onnx")
@@ -312,8 +344,9 @@ COMPILE_ERRORS = {
     "text file": _text,
     "empty file": _empty,
     "checker failure": _invalid,
-    "opset 6": _opset(6),
-    "opset 5": _opset(5),
+    "opset 0": _opset(0),
+    "opset 1 without a converter adapter": _unconvertible_opset,
+    "opset 6 the converter refuses": _unconvertible_attribute,
     "opset 29": _opset(29),
     "opset 40": _opset(40),
     "unsupported custom-domain operator": _unsupported_custom_op,
@@ -354,6 +387,43 @@ def test_invalid_model_message_names_the_node(tmp_path):
     argv, _ = _invalid(tmp_path)
     message = assert_clean_error(cli(*argv))
     assert "'r'" in message or "name: r " in message, message
+
+
+@pytest.mark.parametrize("version", [1, 5, 6])
+def test_opset_below_7_is_converted_with_one_note(tmp_path, version):
+    """Opsets 1 to 6 are converted to 7 by onnx.version_converter at load; stderr says so in
+    exactly one line; the module records the original file's sha256 and computes the model."""
+    path = models.save(models.relu_model(opset=version), tmp_path / f"opset{version}.onnx")
+    result = cli(path, "-o", tmp_path / "relu.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        f"opset{version}.onnx: opset {version} converted to opset 7 with onnx.version_converter"
+    ]
+    source = (tmp_path / "relu.py").read_text()
+    assert hashlib.sha256(path.read_bytes()).hexdigest() in "\n".join(
+        models.header_comments(source)
+    )
+    x = models.rng(2).standard_normal((2, 3)).astype(np.float32)
+    np.testing.assert_array_equal(
+        models.import_module(tmp_path / "relu.py").run(x).y, np.maximum(x, 0)
+    )
+
+
+def test_opset_below_7_is_converted_for_a_model_proto(tmp_path, capsys):
+    import onemodel_compile
+
+    model = models.relu_model(opset=6)
+    before = model.SerializeToString()
+    onemodel_compile.compile_model(model, tmp_path / "relu.py")
+    assert capsys.readouterr().err.splitlines() == [
+        "<ModelProto>: opset 6 converted to opset 7 with onnx.version_converter"
+    ]
+    assert model.SerializeToString() == before, "the caller's ModelProto is left as it was"
+    assert hashlib.sha256(before).hexdigest() in (tmp_path / "relu.py").read_text()
+    x = np.array([[-1.0, 0.0, 2.0], [3.0, -4.0, 5.0]], dtype=np.float32)
+    np.testing.assert_array_equal(
+        models.import_module(tmp_path / "relu.py").run(x).y, np.maximum(x, 0)
+    )
 
 
 # --- output path errors ---------------------------------------------------------------------

@@ -123,6 +123,10 @@ def resolve_graph(
     pending = list(graph.nodes)
     while pending:
         node = pending.pop(0)
+        taken = _taken_branch(node, constants, tracked)
+        if taken is not None:  # the condition is known: only that branch is compiled
+            pending[:0] = _inline(node, taken, graph, constants)
+            continue
         try:
             emitter = lookup(node.op_type, node.domain, node.opset, variant, node.label)
         except UnsupportedError:
@@ -190,6 +194,41 @@ def resolve_graph(
                 constants[name] = value
                 graph.types[name] = ir.TensorType(value.dtype, tuple(value.shape))
     return ResolvedGraph(graph, steps, constants, symbolic, shape_nodes, sources, invented)
+
+
+def _taken_branch(node: ir.Node, constants: dict, tracked: dict) -> ir.Graph | None:
+    """The branch an If takes when its condition is known at compile time (a constant, or a
+    function of static dims or decided by the shape rules), else None."""
+    if node.op_type != "If" or node.domain or not node.inputs:
+        return None
+    condition = _shape_value(node.inputs[0], constants, tracked)
+    if condition is None or not condition.static or len(condition.dims) != 1:
+        return None
+    return node.attrs["then_branch" if condition.dims[0] else "else_branch"]
+
+
+def _inline(node: ir.Node, branch: ir.Graph, graph: ir.Graph, constants: dict) -> list[ir.Node]:
+    """The branch's nodes in place of the If, its outputs bound to the If's by Identity nodes
+    (values are named apart across the whole model, so no renaming is needed)."""
+    constants.update(branch.initializers)
+    for name, value_type in branch.types.items():
+        graph.types.setdefault(name, value_type)
+    label = f"{node.name or 'If'}: taken branch {branch.name or ''}".rstrip()
+    bindings = [
+        ir.Node(
+            "Identity",
+            "",
+            label,
+            [inner],
+            [outer],
+            {},
+            node.opset,
+            onnx.helper.make_node("Identity", [inner], [outer], name=label),
+        )
+        for inner, outer in zip(branch.outputs, node.outputs)
+        if outer
+    ]
+    return list(branch.nodes) + bindings
 
 
 def _shape_value(name: str, constants: dict, tracked: dict) -> shapes.ShapeValue | None:

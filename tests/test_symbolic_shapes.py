@@ -189,3 +189,48 @@ def test_an_output_without_a_declared_shape_is_accepted() -> None:
     module = load_compiled(model)
     assert module.OUTPUTS == (("y", "float32", ("batch", 3)),)
     assert not model.graph.output[0].type.tensor_type.HasField("shape")
+
+
+def _if_on_first_dim_model(first_dim):
+    """If(Shape(x)[0] == 1): Squeeze the first axis, else keep x; then a reduction. With a static
+    first dim the condition is known and only the taken branch is compiled; with a symbolic one
+    the If stays, and its output's rank is unknown."""
+    then_graph = h.make_graph(
+        [h.make_node("Squeeze", ["x", "zero"], ["a"])],
+        "squeezed",
+        [],
+        [h.make_tensor_value_info("a", T.FLOAT, None)],
+    )
+    else_graph = h.make_graph(
+        [h.make_node("Identity", ["x"], ["b"])],
+        "kept",
+        [],
+        [h.make_tensor_value_info("b", T.FLOAT, None)],
+    )
+    return _model(
+        [
+            h.make_node("Shape", ["x"], ["s"]),
+            h.make_node("Gather", ["s", "zero_scalar"], ["n"], axis=0),
+            h.make_node("Equal", ["n", "one"], ["condition"]),
+            h.make_node("If", ["condition"], ["z"], then_branch=then_graph, else_branch=else_graph),
+            h.make_node("ReduceMax", ["z"], ["y"], keepdims=0),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, [first_dim, 4])],
+        [h.make_tensor_value_info("y", T.FLOAT, None)],
+        [
+            ("zero", np.array([0], np.int64)),
+            ("zero_scalar", np.array(0, np.int64)),
+            ("one", np.array(1, np.int64)),
+        ],
+    )
+
+
+def test_an_if_with_a_known_condition_compiles_only_the_taken_branch() -> None:
+    # (a static first dim other than 1 makes the untaken Squeeze branch invalid for onnxruntime)
+    model = _if_on_first_dim_model(1)
+    source = generate(model).source
+    assert "def if_" not in source  # no branch functions
+    assert "a = np.squeeze(x, (0,))" in source
+    assert "Identity 'If: taken branch squeezed'" in source
+    rng = np.random.default_rng(3)
+    _check_against_onnxruntime(model, [[rng.random((1, 4), dtype=np.float32)]])

@@ -32,6 +32,7 @@ never our compiler's.
 | bert_dynamo_op18 | torch.onnx dynamo (torch.export Dims), optimize=True | 18 | batch, sequence |
 | gpt2_legacy_op14 | torch.onnx legacy | 14 | batch, sequence |
 | gpt2_legacy_op17 | torch.onnx legacy | 17 | batch, sequence |
+| gpt2_past_legacy_op14 | torch.onnx legacy | 14 | batch, sequence, past_sequence |
 | llama_legacy_op17 | torch.onnx legacy | 17 | batch, sequence |
 | vit_legacy_op17 | torch.onnx legacy | 17 | batch |
 | resnet_legacy_op14 | torch.onnx legacy | 14 | batch, height, width |
@@ -44,6 +45,7 @@ never our compiler's.
 | script_loop_if_append_op17 | torch.jit.script module, torch.onnx legacy | 17 | rows |
 | script_if_rank_op17 | torch.jit.script module, torch.onnx legacy | 17 | all three |
 | unet_legacy_op17 | torch.onnx legacy | 17 | batch, height, width |
+| crnn_legacy_op14 | torch.onnx legacy | 14 | batch, height (declared), width |
 | cond_dynamo_op18 | torch.cond, torch.onnx dynamo, optimize=True | 18 | batch |
 | paddle_reshape_reduce_op13 | onnx.helper, Paddle-style (`dim_value: -1`) | 13 | batch, height, width |
 | paddle_shape_arith_op13 | onnx.helper, Paddle-style | 13 | batch, sequence |
@@ -60,6 +62,10 @@ The models (widths in the builders):
 - gpt2: HF-GPT2-like decoder: position ids from `arange(seq)`, Conv1D as `addmm` on
   `x.view(-1, x.size(-1))`, causal mask `ones(seq, seq).tril()` computed from the sequence length
   and applied with `where(mask, w, finfo.min)`, gelu_new (tanh form), tied LM head.
+- gpt2_past: the GPT-2 decoder with a key/value cache as HF exports it (`past_key_i`,
+  `past_value_i` in, `present_*` out): position ids `arange(past, past + seq)`, the causal mask a
+  slice of a buffer at `[key_length - query_length : key_length, :key_length]`, a left-padded
+  attention mask over past + sequence.
 - llama: Llama-like decoder: RMSNorm, rotary embeddings whose cos/sin are computed at run time
   from the positions (so Sin/Cos, which the exact variant refuses), causal mask from
   `full(finfo.min).triu(1)`, SiLU-gated MLP.
@@ -70,6 +76,9 @@ The models (widths in the builders):
   this one stays a BatchNormalization node), AdaptiveAvgPool2d(1), flatten, Linear.
 - mobilenetv2: stem, inverted residual blocks (1x1 expand, depthwise 3x3, 1x1 project, BatchNorm,
   ReLU6 = Clip), one block with Hardswish and a squeeze-excite (Hardsigmoid), Hardswish head.
+- crnn: Conv/BatchNorm/ReLU/MaxPool stages to height 1, `squeeze(2)` of the height declared
+  dynamic (the exporter's If(Shape(x)[2] == 1, Squeeze, Identity), branches of rank 3 and 4),
+  permute, bidirectional LSTM, log_softmax.
 - lstm_tagger / gru_tagger: Embedding, bidirectional LSTM / 2-layer GRU (batch_first), Linear,
   log_softmax.
 - mlp: Linear/ReLU layers and a Softmax.
@@ -81,8 +90,8 @@ The models (widths in the builders):
   3), followed by mean over the last axis and a sum.
 - unet: a diffusion-VAE-style block: GroupNorm (Reshape/InstanceNormalization/Reshape from
   Shape at opset 17), SiLU, a strided Conv down, self-attention over the pixels with
-  `b, c, h, w = x.shape` views to [b, c, h * w], nearest `interpolate(scale_factor=2)` (Resize)
-  up, Concat with the skip.
+  `b, c, h, w = x.shape` views to [b, c, h * w], nearest `interpolate(size=skip.shape[-2:])`
+  (Resize to sizes from Shape) up, Concat with the skip.
 - cond_dynamo: `torch.cond(x.shape[0] > 2, large, small, (x,))` exported by the dynamo exporter
   (an If on a Shape-derived condition, each branch a Linear), then a sum over the batch.
 - paddle_reshape_reduce: `dim_value: -1` batch, `Reshape(x, Concat(Slice(Shape(x), 0, 2), [-1]))`,
@@ -428,6 +437,100 @@ def gpt2(opset: int) -> Built:
     )
 
 
+class GPT2PastBlock(GPT2Block):
+    """HF GPT-2's attention with a key/value cache: the causal mask is a slice of a
+    [positions, positions] buffer, `bias[:, :, key_length - query_length : key_length, :key_length]`,
+    and the padding mask is added as `(1 - mask) * finfo.min`."""
+
+    def __init__(self, hidden, heads, positions):
+        super().__init__(hidden, heads)
+        causal = torch.tril(torch.ones(positions, positions, dtype=torch.bool))
+        self.register_buffer("bias", causal.view(1, 1, positions, positions), persistent=False)
+
+    def forward(self, hidden, past_key, past_value, extended_mask):
+        residual = hidden
+        q, k, v = self.c_attn(self.ln_1(hidden)).split(self.heads * self.head_dim, dim=2)
+        q, k, v = self.split_heads(q), self.split_heads(k), self.split_heads(v)
+        k = torch.cat((past_key, k), dim=-2)
+        v = torch.cat((past_value, v), dim=-2)
+        weights = torch.matmul(q, k.transpose(-1, -2)) / (v.size(-1) ** 0.5)
+        query_length, key_length = q.size(-2), k.size(-2)
+        causal = self.bias[:, :, key_length - query_length : key_length, :key_length]
+        weights = torch.where(causal, weights, torch.finfo(weights.dtype).min) + extended_mask
+        weights = torch.softmax(weights, dim=-1)
+        attended = torch.matmul(weights, v).permute(0, 2, 1, 3).contiguous()
+        attended = attended.view(attended.size()[:-2] + (self.heads * self.head_dim,))
+        hidden = residual + self.c_proj(attended)
+        hidden = hidden + self.mlp_proj(gelu_new(self.c_fc(self.ln_2(hidden))))
+        return hidden, k, v
+
+
+class GPT2WithPast(nn.Module):
+    def __init__(self, vocab=80, hidden=32, heads=4, layers=2, positions=64):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, hidden)
+        self.wpe = nn.Embedding(positions, hidden)
+        self.blocks = nn.ModuleList(GPT2PastBlock(hidden, heads, positions) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(hidden)
+
+    def forward(
+        self, input_ids, attention_mask, past_key_0, past_value_0, past_key_1, past_value_1
+    ):
+        past_length = past_key_0.size(-2)
+        positions = torch.arange(
+            past_length, input_ids.size(-1) + past_length, dtype=torch.long
+        ).unsqueeze(0)
+        hidden = self.wte(input_ids) + self.wpe(positions)
+        extended = (1.0 - attention_mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(
+            hidden.dtype
+        ).min
+        presents = []
+        for block, key, value in zip(
+            self.blocks, (past_key_0, past_key_1), (past_value_0, past_value_1)
+        ):
+            hidden, key, value = block(hidden, key, value, extended)
+            presents += [key, value]
+        return (torch.matmul(self.ln_f(hidden), self.wte.weight.t()), *presents)
+
+
+def gpt2_past() -> Built:
+    seeded(19)
+    module = perturb(GPT2WithPast(), 19)
+    rng = np.random.default_rng(19)
+
+    def feed(batch, past, seq):
+        values = {
+            "input_ids": ids(rng, 80, batch, seq),
+            "attention_mask": padding_mask(batch, past + seq)[:, ::-1].copy(),  # left padding
+        }
+        for layer in range(2):
+            for kind in ("key", "value"):
+                values[f"past_{kind}_{layer}"] = rng.normal(0, 1, (batch, 4, past, 8)).astype(
+                    np.float32
+                )
+        return values
+
+    example, feeds = feed(2, 4, 2), [feed(2, 3, 1), feed(1, 5, 4)]
+    inputs = list(example)
+    outputs = ["logits"] + [f"present_{k}_{i}" for i in range(2) for k in ("key", "value")]
+    axes = {"input_ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch", 1: "sequence"}}
+    axes["attention_mask"] = {0: "batch", 1: "past_sequence + sequence"}
+    for name in inputs[2:]:
+        axes[name] = {0: "batch", 2: "past_sequence"}
+    for name in outputs[1:]:
+        axes[name] = {0: "batch", 2: "past_sequence + sequence"}
+    model = export_legacy(module, example, 14, inputs, outputs, axes)
+    return torch_built(
+        "gpt2_past_legacy_op14",
+        "torch.onnx legacy",
+        14,
+        "batch, sequence, past_sequence",
+        module,
+        model,
+        feeds,
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Llama
 
@@ -746,7 +849,7 @@ class UNetBlock(nn.Module):
         h = self.conv_in(x)
         skip = h + self.conv1(nn.functional.silu(self.norm1(h)))
         low = self.attention(self.down(skip))
-        up = nn.functional.interpolate(low, scale_factor=2.0, mode="nearest")
+        up = nn.functional.interpolate(low, size=skip.shape[-2:], mode="nearest")
         joined = torch.cat((up, skip), dim=1)
         return self.conv_out(nn.functional.silu(self.norm2(joined)))
 
@@ -756,7 +859,7 @@ def unet() -> Built:
     module = perturb(UNetBlock(), 17)
     rng = np.random.default_rng(17)
     example = {"image": images(rng, 2, 8, 8)}
-    feeds = [{"image": images(rng, 1, 12, 16)}, {"image": images(rng, 3, 8, 8)}]
+    feeds = [{"image": images(rng, 1, 12, 16)}, {"image": images(rng, 3, 9, 7)}]
     axes = {
         "image": {0: "batch", 2: "height", 3: "width"},
         "decoded": {0: "batch", 2: "height", 3: "width"},
@@ -764,6 +867,54 @@ def unet() -> Built:
     model = export_legacy(module, example, 17, ["image"], ["decoded"], axes)
     return torch_built(
         "unet_legacy_op17", "torch.onnx legacy", 17, "batch, height, width", module, model, feeds
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# CRNN text recognizer
+
+
+class CRNN(nn.Module):
+    """The classic CRNN: Conv/BatchNorm/ReLU/MaxPool until the height is 1, `squeeze(2)`,
+    `permute(2, 0, 1)` to [width, batch, channels], a bidirectional LSTM, Linear, log_softmax.
+    Exported with the height declared dynamic (as many do), the legacy exporter writes the squeeze
+    of that symbolic dim as If(Shape(x)[2] == 1, Squeeze, Identity): branches of rank 3 and 4."""
+
+    def __init__(self, classes=12):
+        super().__init__()
+
+        def stage(cin, cout):
+            return [nn.Conv2d(cin, cout, 3, 1, 1), nn.BatchNorm2d(cout), nn.ReLU(), nn.MaxPool2d(2)]
+
+        self.cnn = nn.Sequential(*stage(1, 8), *stage(8, 16), *stage(16, 16), *stage(16, 16))
+        self.rnn = nn.LSTM(16, 16, bidirectional=True)
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, image):
+        features = self.cnn(image).squeeze(2).permute(2, 0, 1)
+        states, _ = self.rnn(features)
+        return torch.log_softmax(self.fc(states), dim=-1)
+
+
+def crnn() -> Built:
+    seeded(20)
+    module = perturb(CRNN(), 20)
+    rng = np.random.default_rng(20)
+
+    def feed(batch, width):
+        return {"image": rng.normal(0, 1, (batch, 1, 16, width)).astype(np.float32)}
+
+    example, feeds = feed(2, 48), [feed(1, 64), feed(3, 32)]  # the height is 16 for any width
+    axes = {"image": {0: "batch", 2: "height", 3: "width"}, "log_probs": {0: "steps", 1: "batch"}}
+    model = export_legacy(module, example, 14, ["image"], ["log_probs"], axes)
+    return torch_built(
+        "crnn_legacy_op14",
+        "torch.onnx legacy",
+        14,
+        "batch, height (declared; 16 runs), width",
+        module,
+        model,
+        feeds,
     )
 
 
@@ -1327,6 +1478,7 @@ BUILDERS: dict[str, Callable[[], Built]] = {
     "bert_dynamo_op18": lambda: bert(18, dynamo=True),
     "gpt2_legacy_op14": lambda: gpt2(14),
     "gpt2_legacy_op17": lambda: gpt2(17),
+    "gpt2_past_legacy_op14": gpt2_past,
     "llama_legacy_op17": llama,
     "vit_legacy_op17": vit,
     "resnet_legacy_op14": resnet,
@@ -1339,6 +1491,7 @@ BUILDERS: dict[str, Callable[[], Built]] = {
     "script_loop_if_append_op17": script_loop_if_append,
     "script_if_rank_op17": script_if_rank,
     "unet_legacy_op17": unet,
+    "crnn_legacy_op14": crnn,
     "cond_dynamo_op18": cond_dynamo,
     "paddle_reshape_reduce_op13": paddle_reshape_reduce,
     "paddle_shape_arith_op13": paddle_shape_arith,

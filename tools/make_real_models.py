@@ -34,6 +34,7 @@ never our compiler's.
 | gpt2_legacy_op17 | torch.onnx legacy | 17 | batch, sequence |
 | gpt2_past_legacy_op14 | torch.onnx legacy | 14 | batch, sequence, past_sequence |
 | llama_legacy_op17 | torch.onnx legacy | 17 | batch, sequence |
+| decoder_sdpa_dynamo_op23 | torch.onnx dynamo, optimize=True | 23 | batch, sequence |
 | vit_legacy_op17 | torch.onnx legacy | 17 | batch |
 | resnet_legacy_op14 | torch.onnx legacy | 14 | batch, height, width |
 | mobilenetv2_legacy_op17 | torch.onnx legacy | 17 | batch, height, width |
@@ -69,6 +70,9 @@ The models (widths in the builders):
 - llama: Llama-like decoder: RMSNorm, rotary embeddings whose cos/sin are computed at run time
   from the positions (so Sin/Cos, which the exact variant refuses), causal mask from
   `full(finfo.min).triu(1)`, SiLU-gated MLP.
+- decoder_sdpa: nn.RMSNorm and `F.scaled_dot_product_attention(is_causal=True)` blocks, SiLU MLP:
+  the dynamo exporter at opset 23 writes RMSNormalization and Attention (the exact variant
+  refuses Attention).
 - vit: patch Conv (stride = patch), flatten/transpose, class token expanded to the batch,
   position embeddings, nn.MultiheadAttention(batch_first=True) blocks, head on the class token.
 - resnet: stem Conv/BatchNorm/ReLU/MaxPool, two BasicBlocks (one with a strided 1x1 downsample),
@@ -163,7 +167,7 @@ def perturb(module: nn.Module, seed: int) -> nn.Module:
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for sub in module.modules():
-            if isinstance(sub, (nn.LayerNorm, nn.BatchNorm2d)) or type(sub).__name__ == "RMSNorm":
+            if isinstance(sub, (nn.LayerNorm, nn.BatchNorm2d, nn.RMSNorm, RMSNorm)):
                 if getattr(sub, "weight", None) is not None:
                     sub.weight.add_(0.2 * torch.randn(sub.weight.shape, generator=generator))
                 if getattr(sub, "bias", None) is not None:
@@ -615,6 +619,64 @@ def llama() -> Built:
     model = export_legacy(module, example, 17, ["input_ids"], ["logits"], axes)
     return torch_built(
         "llama_legacy_op17", "torch.onnx legacy", 17, "batch, sequence", module, model, feeds
+    )
+
+
+class SdpaBlock(nn.Module):
+    def __init__(self, hidden, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, hidden // heads
+        self.norm1 = nn.RMSNorm(hidden, eps=1e-6)
+        self.qkv = nn.Linear(hidden, 3 * hidden, bias=False)
+        self.out = nn.Linear(hidden, hidden, bias=False)
+        self.norm2 = nn.RMSNorm(hidden, eps=1e-6)
+        self.up = nn.Linear(hidden, 2 * hidden, bias=False)
+        self.down = nn.Linear(2 * hidden, hidden, bias=False)
+
+    def forward(self, x):
+        batch, length, hidden = x.shape
+        qkv = self.qkv(self.norm1(x)).view(batch, length, 3, self.heads, self.head_dim)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)
+        attended = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.out(attended.transpose(1, 2).reshape(batch, length, hidden))
+        return x + self.down(nn.functional.silu(self.up(self.norm2(x))))
+
+
+class SdpaDecoder(nn.Module):
+    """A current-style decoder: nn.RMSNorm and F.scaled_dot_product_attention(is_causal=True),
+    which the dynamo exporter writes as RMSNormalization and Attention at opset 23."""
+
+    def __init__(self, vocab=64, hidden=32, heads=4, layers=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.blocks = nn.ModuleList(SdpaBlock(hidden, heads) for _ in range(layers))
+        self.norm = nn.RMSNorm(hidden, eps=1e-6)
+        self.head = nn.Linear(hidden, vocab, bias=False)
+
+    def forward(self, input_ids):
+        x = self.embed(input_ids)
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x))
+
+
+def sdpa_decoder() -> Built:
+    seeded(21)
+    module = perturb(SdpaDecoder(), 21)
+    rng = np.random.default_rng(21)
+    example = {"input_ids": ids(rng, 64, 2, 5)}
+    feeds = [{"input_ids": ids(rng, 64, 2, 9)}, {"input_ids": ids(rng, 64, 3, 4)}]
+    batch, seq = torch.export.Dim("batch", min=2, max=64), torch.export.Dim("sequence", max=64)
+    shapes = {"input_ids": {0: batch, 1: seq}}
+    model = export_dynamo(module, example, 23, ["input_ids"], ["logits"], shapes)
+    return torch_built(
+        "decoder_sdpa_dynamo_op23",
+        "torch.onnx dynamo, optimize=True",
+        23,
+        "batch, sequence",
+        module,
+        model,
+        feeds,
     )
 
 
@@ -1480,6 +1542,7 @@ BUILDERS: dict[str, Callable[[], Built]] = {
     "gpt2_legacy_op17": lambda: gpt2(17),
     "gpt2_past_legacy_op14": gpt2_past,
     "llama_legacy_op17": llama,
+    "decoder_sdpa_dynamo_op23": sdpa_decoder,
     "vit_legacy_op17": vit,
     "resnet_legacy_op14": resnet,
     "mobilenetv2_legacy_op17": lambda: mobilenetv2(dynamo=False),

@@ -58,6 +58,7 @@ ABORT_CLAMP = (
 NEGATIVE_DIMS = "internal ValueError: negative dimensions are not allowed"
 MINUS_ONE_INPUT = "run InvalidInput: input 'x': expected shape [-1, -1], got [2, 5] (axis 0)"
 RANK_RESHAPE = "CompileError: ReduceMean node 'reduce_mean_0': the rank of input 0 is unknown"
+RANK_FLATTEN = "CompileError: Softmax node 'dense/Softmax': the rank of input 0 is unknown"
 RANK_IF = "CompileError: ReduceMean node '/ReduceMean': the rank of input 0 is unknown"
 RANK_LOOP = "CompileError: ReduceMax node '/ReduceMax': the rank of input 0 is unknown"
 
@@ -81,6 +82,11 @@ XFAIL: dict[tuple[str, str, bool], str] = {
     ("paddle_reshape_reduce_op13", "exact", False): RANK_RESHAPE,
     ("paddle_reshape_reduce_op13", "fast", True): RANK_RESHAPE,
     ("paddle_reshape_reduce_op13", "exact", True): RANK_RESHAPE,
+    # unknown rank: Reshape(x, Concat(Slice(Shape(x), 0, 1), [-1])), tf2onnx's Keras Flatten
+    ("tf_style_cnn_op13", "fast", False): RANK_FLATTEN,
+    ("tf_style_cnn_op13", "exact", False): RANK_FLATTEN,
+    ("tf_style_cnn_op13", "fast", True): RANK_FLATTEN,
+    ("tf_style_cnn_op13", "exact", True): RANK_FLATTEN,
     # unknown rank: the output of an If whose branches have different ranks
     ("script_if_rank_op17", "fast", False): RANK_IF,
     ("script_if_rank_op17", "exact", False): RANK_IF,

@@ -47,12 +47,16 @@ never our compiler's.
 | script_if_rank_op17 | torch.jit.script module, torch.onnx legacy | 17 | all three |
 | unet_legacy_op17 | torch.onnx legacy | 17 | batch, height, width |
 | crnn_legacy_op14 | torch.onnx legacy | 14 | batch, height (declared), width |
+| yolo_legacy_op14 | torch.onnx legacy | 14 | batch, height, width |
+| t5_encoder_legacy_op14 | torch.onnx legacy | 14 | batch, sequence |
 | cond_dynamo_op18 | torch.cond, torch.onnx dynamo, optimize=True | 18 | batch |
 | paddle_reshape_reduce_op13 | onnx.helper, Paddle-style (`dim_value: -1`) | 13 | batch, height, width |
 | paddle_shape_arith_op13 | onnx.helper, Paddle-style | 13 | batch, sequence |
 | paddle_if_shape_op13 | onnx.helper, Paddle-style | 13 | batch, width |
 | paddle_loop_op13 | onnx.helper, Paddle-style | 13 | batch, width |
 | paddle_dataflow_op13 | onnx.helper, Paddle-style | 13 | batch, width |
+| tf_style_cnn_op13 | onnx.helper, tf2onnx-style (`unk__` dims, NHWC) | 13 | batch |
+| scan_rnn_op11 | onnx.helper, keras2onnx-style Scan | 11 | batch, time |
 
 The models (widths in the builders):
 
@@ -96,6 +100,11 @@ The models (widths in the builders):
   Shape at opset 17), SiLU, a strided Conv down, self-attention over the pixels with
   `b, c, h, w = x.shape` views to [b, c, h * w], nearest `interpolate(size=skip.shape[-2:])`
   (Resize to sizes from Shape) up, Concat with the skip.
+- yolo: a YOLOv5-style detector: the Focus layer's four strided slices, Conv/BatchNorm/SiLU,
+  nearest upsampling, and a head whose grid comes from `meshgrid(arange(ny), arange(nx))` of the
+  run-time feature size and whose boxes are decoded by in-place slice assignment (ScatterND).
+- t5_encoder: T5-style relative-position buckets computed at run time from `arange(seq)` (Abs,
+  Log, Min, Where, Cast), an Embedding of them as the attention bias, RMS LayerNorm, no scaling.
 - cond_dynamo: `torch.cond(x.shape[0] > 2, large, small, (x,))` exported by the dynamo exporter
   (an If on a Shape-derived condition, each branch a Linear), then a sum over the batch.
 - paddle_reshape_reduce: `dim_value: -1` batch, `Reshape(x, Concat(Slice(Shape(x), 0, 2), [-1]))`,
@@ -107,6 +116,11 @@ The models (widths in the builders):
   (no trip count, condition from the body) that grows its carried tensor by one column a turn.
 - paddle_dataflow: NonZero/GatherND, TopK with k from Shape, Expand to a run-time shape,
   ConstantOfShape from Shape.
+- tf_style_cnn: what tf2onnx writes for a Keras CNN: NHWC input `input_1:0` with an `unk__` batch,
+  Transposes around the Conv, Flatten as `Reshape(x, Concat(Slice(Shape(x), 0, 1), [-1]))`,
+  MatMul + Add, names with `/` and `:`.
+- scan_rnn: a keras2onnx-style SimpleRNN as a Scan over axis 1, initial state ConstantOfShape
+  from Shape, ReduceMean over the scanned states.
 """
 
 from __future__ import annotations
@@ -933,6 +947,152 @@ def unet() -> Built:
 
 
 # --------------------------------------------------------------------------------------------
+# YOLO-style detector
+
+
+class DetectHead(nn.Module):
+    """A YOLOv5-style head: per level a 1x1 Conv, view/permute to [batch, anchors, ny, nx, out],
+    a grid from `meshgrid(arange(ny), arange(nx))` of the run-time feature size, and the decoded
+    boxes written by in-place slice assignment (the exporter's ScatterND)."""
+
+    def __init__(self, anchors=2, classes=3, channels=(8, 16), strides=(4, 8)):
+        super().__init__()
+        self.anchors, self.outputs, self.strides = anchors, classes + 5, strides
+        self.convs = nn.ModuleList(nn.Conv2d(c, anchors * self.outputs, 1) for c in channels)
+        sizes = torch.tensor([[[4.0, 6.0], [8.0, 5.0]], [[10.0, 12.0], [16.0, 9.0]]])
+        self.register_buffer("anchor_sizes", sizes)
+
+    def forward(self, p3, p4):
+        decoded = []
+        for level, x in enumerate((p3, p4)):
+            x = self.convs[level](x)
+            batch, _, ny, nx = x.shape
+            x = x.view(batch, self.anchors, self.outputs, ny, nx).permute(0, 1, 3, 4, 2)
+            rows, cols = torch.meshgrid(torch.arange(ny), torch.arange(nx), indexing="ij")
+            grid = torch.stack((cols, rows), 2).view(1, 1, ny, nx, 2).float()
+            y = x.contiguous().sigmoid()
+            y[..., 0:2] = (y[..., 0:2] * 2 - 0.5 + grid) * self.strides[level]
+            sizes = self.anchor_sizes[level].view(1, self.anchors, 1, 1, 2)
+            y[..., 2:4] = (y[..., 2:4] * 2) ** 2 * sizes
+            decoded.append(y.view(batch, -1, self.outputs))
+        return torch.cat(decoded, 1)
+
+
+class Yolo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.focus = nn.Sequential(nn.Conv2d(12, 8, 3, 1, 1), nn.BatchNorm2d(8), nn.SiLU())
+        self.down = nn.Sequential(nn.Conv2d(8, 16, 3, 2, 1), nn.BatchNorm2d(16), nn.SiLU())
+        self.lateral = nn.Conv2d(16, 8, 1)
+        self.detect = DetectHead()
+
+    def forward(self, images):
+        x = images
+        # the Focus layer: four strided slices stacked on the channels
+        x = torch.cat(
+            (x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]), 1
+        )
+        p3 = self.focus(x)
+        p4 = self.down(p3)
+        p3 = p3 + nn.functional.interpolate(self.lateral(p4), scale_factor=2.0, mode="nearest")
+        return self.detect(p3, p4)
+
+
+def yolo() -> Built:
+    seeded(22)
+    module = perturb(Yolo(), 22)
+    rng = np.random.default_rng(22)
+    example = {"images": images(rng, 1, 32, 32)}
+    feeds = [{"images": images(rng, 2, 32, 48)}, {"images": images(rng, 1, 16, 16)}]
+    axes = {
+        "images": {0: "batch", 2: "height", 3: "width"},
+        "detections": {0: "batch", 1: "boxes"},
+    }
+    model = export_legacy(module, example, 14, ["images"], ["detections"], axes)
+    return torch_built(
+        "yolo_legacy_op14", "torch.onnx legacy", 14, "batch, height, width", module, model, feeds
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# T5-style encoder
+
+
+def position_buckets(relative, buckets=16, max_distance=64):
+    """T5's bidirectional relative-position buckets: half the buckets for each sign, the nearer
+    half of those one per distance, the rest logarithmic up to max_distance."""
+    half = buckets // 2
+    sign_offset = (relative > 0).to(torch.long) * half
+    distance = relative.abs()
+    exact = half // 2
+    scaled = torch.log(distance.float() / exact) / math.log(max_distance / exact)
+    far = exact + (scaled * (half - exact)).to(torch.long)
+    far = torch.min(far, torch.full_like(far, half - 1))
+    return sign_offset + torch.where(distance < exact, distance, far)
+
+
+class T5LayerNorm(nn.Module):
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden))
+        self.eps = eps
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+
+class T5Encoder(nn.Module):
+    def __init__(self, vocab=60, hidden=32, heads=4, ff=64, layers=2, buckets=16):
+        super().__init__()
+        self.heads, self.head_dim = heads, hidden // heads
+        self.embed = nn.Embedding(vocab, hidden)
+        self.relative_bias = nn.Embedding(buckets, heads)
+        self.norms = nn.ModuleList(T5LayerNorm(hidden) for _ in range(2 * layers))
+        self.qkv = nn.ModuleList(nn.Linear(hidden, 3 * hidden, bias=False) for _ in range(layers))
+        self.out = nn.ModuleList(nn.Linear(hidden, hidden, bias=False) for _ in range(layers))
+        self.ff_in = nn.ModuleList(nn.Linear(hidden, ff, bias=False) for _ in range(layers))
+        self.ff_out = nn.ModuleList(nn.Linear(ff, hidden, bias=False) for _ in range(layers))
+        self.final_norm = T5LayerNorm(hidden)
+
+    def forward(self, input_ids, attention_mask):
+        batch, length = input_ids.shape
+        positions = torch.arange(length, dtype=torch.long)
+        relative = positions[None, :] - positions[:, None]
+        bias = self.relative_bias(position_buckets(relative)).permute(2, 0, 1).unsqueeze(0)
+        mask = (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        bias = bias + mask
+        x = self.embed(input_ids)
+        for i in range(len(self.qkv)):
+            h = self.norms[2 * i](x)
+            q, k, v = self.qkv[i](h).view(batch, -1, 3, self.heads, self.head_dim).unbind(2)
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+            scores = torch.matmul(q, k.transpose(3, 2)) + bias  # T5 does not scale
+            attended = torch.matmul(torch.softmax(scores.float(), dim=-1), v)
+            x = x + self.out[i](
+                attended.transpose(1, 2).reshape(batch, -1, self.heads * self.head_dim)
+            )
+            x = x + self.ff_out[i](torch.relu(self.ff_in[i](self.norms[2 * i + 1](x))))
+        return self.final_norm(x)
+
+
+def t5() -> Built:
+    seeded(23)
+    module = perturb(T5Encoder(), 23)
+    rng = np.random.default_rng(23)
+
+    def feed(batch, seq):
+        return {"input_ids": ids(rng, 60, batch, seq), "attention_mask": padding_mask(batch, seq)}
+
+    example, feeds = feed(2, 6), [feed(2, 11), feed(3, 5)]
+    axes = {n: {0: "batch", 1: "sequence"} for n in ("input_ids", "attention_mask")}
+    axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
+    model = export_legacy(module, example, 14, list(example), ["last_hidden_state"], axes)
+    return torch_built(
+        "t5_encoder_legacy_op14", "torch.onnx legacy", 14, "batch, sequence", module, model, feeds
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # CRNN text recognizer
 
 
@@ -1533,6 +1693,204 @@ def paddle_dataflow() -> Built:
 
 
 # --------------------------------------------------------------------------------------------
+# tf2onnx- and keras2onnx-style graphs with onnx.helper
+
+
+def symbolic_info(name, elem, dims):
+    return helper.make_tensor_value_info(name, elem, dims)
+
+
+def tf_style() -> Built:
+    """What tf2onnx writes for a small Keras CNN: NHWC input named `input_1:0` with an invented
+    `unk__` batch dim, Transposes around each Conv, the Keras Flatten as
+    `Reshape(x, Concat(Slice(Shape(x), 0, 1), [-1]))`, MatMul + Add for Dense, names with `/`
+    and `:`."""
+    rng = np.random.default_rng(24)
+    node = helper.make_node
+    nodes = [
+        node(
+            "Transpose",
+            ["input_1:0"],
+            ["conv2d/Conv2D__6:0"],
+            perm=[0, 3, 1, 2],
+            name="conv2d/Conv2D__6",
+        ),
+        node(
+            "Conv",
+            ["conv2d/Conv2D__6:0", "conv2d/kernel", "conv2d/bias"],
+            ["conv2d/BiasAdd:0"],
+            kernel_shape=[3, 3],
+            strides=[2, 2],
+            pads=[1, 1, 1, 1],
+            name="conv2d/Conv2D",
+        ),
+        node("Relu", ["conv2d/BiasAdd:0"], ["conv2d/Relu:0"], name="conv2d/Relu"),
+        node(
+            "Transpose",
+            ["conv2d/Relu:0"],
+            ["conv2d/Relu__9:0"],
+            perm=[0, 2, 3, 1],
+            name="conv2d/Relu__9",
+        ),
+        node("Shape", ["conv2d/Relu__9:0"], ["flatten/Shape:0"], name="flatten/Shape"),
+        node(
+            "Slice",
+            ["flatten/Shape:0", "const_starts__10", "const_ends__11", "const_axes__12"],
+            ["flatten/strided_slice:0"],
+            name="flatten/strided_slice",
+        ),
+        node(
+            "Concat",
+            ["flatten/strided_slice:0", "const_fold_opt__13"],
+            ["flatten/Reshape/shape:0"],
+            axis=0,
+            name="flatten/Reshape/shape",
+        ),
+        node(
+            "Reshape",
+            ["conv2d/Relu__9:0", "flatten/Reshape/shape:0"],
+            ["flatten/Reshape:0"],
+            name="flatten/Reshape",
+        ),
+        node(
+            "MatMul",
+            ["flatten/Reshape:0", "dense/MatMul/ReadVariableOp:0"],
+            ["dense/MatMul:0"],
+            name="dense/MatMul",
+        ),
+        node(
+            "Add",
+            ["dense/MatMul:0", "dense/BiasAdd/ReadVariableOp:0"],
+            ["dense/BiasAdd:0"],
+            name="dense/BiasAdd",
+        ),
+        node("Softmax", ["dense/BiasAdd:0"], ["dense/Softmax:0"], axis=1, name="dense/Softmax"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tf2onnx",
+        [symbolic_info("input_1:0", TensorProto.FLOAT, ["unk__27", 8, 8, 3])],
+        [symbolic_info("dense/Softmax:0", TensorProto.FLOAT, ["unk__28", 10])],
+        [
+            floats("conv2d/kernel", rng.normal(0, 0.3, (6, 3, 3, 3))),
+            floats("conv2d/bias", rng.normal(0, 0.1, (6,))),
+            ints("const_starts__10", [0]),
+            ints("const_ends__11", [1]),
+            ints("const_axes__12", [0]),
+            ints("const_fold_opt__13", [-1]),
+            floats("dense/MatMul/ReadVariableOp:0", rng.normal(0, 0.2, (96, 10))),
+            floats("dense/BiasAdd/ReadVariableOp:0", rng.normal(0, 0.1, (10,))),
+        ],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=7, producer_name="tf2onnx"
+    )
+    onnx.checker.check_model(model)
+
+    def feed(batch):
+        return {"input_1:0": rng.normal(0, 1, (batch, 8, 8, 3)).astype(np.float32)}
+
+    return Built(
+        "tf_style_cnn_op13",
+        "onnx.helper, tf2onnx-style (`unk__` dims, NHWC)",
+        13,
+        "batch",
+        model,
+        [feed(2), feed(5)],
+    )
+
+
+def scan_rnn() -> Built:
+    """A keras2onnx-style SimpleRNN: a Scan over the time axis of [batch, time, 4] whose body is
+    h = tanh(x_t W + h R + b), the initial state zeros of [batch, 8] from Shape."""
+    rng = np.random.default_rng(25)
+    node = helper.make_node
+    body = helper.make_graph(
+        [
+            node("MatMul", ["x_t", "W"], ["xw"], name="body/MatMul"),
+            node("MatMul", ["h_in", "R"], ["hr"], name="body/MatMul_1"),
+            node("Add", ["xw", "hr"], ["pre"], name="body/add"),
+            node("Add", ["pre", "b"], ["pre_b"], name="body/add_1"),
+            node("Tanh", ["pre_b"], ["h_out"], name="body/Tanh"),
+            node("Identity", ["h_out"], ["h_scan"], name="body/Identity"),
+        ],
+        "scan_body",
+        [
+            helper.make_tensor_value_info("h_in", TensorProto.FLOAT, ["N", 8]),
+            helper.make_tensor_value_info("x_t", TensorProto.FLOAT, ["N", 4]),
+        ],
+        [
+            helper.make_tensor_value_info("h_out", TensorProto.FLOAT, ["N", 8]),
+            helper.make_tensor_value_info("h_scan", TensorProto.FLOAT, ["N", 8]),
+        ],
+    )
+    nodes = [
+        node("Shape", ["inputs"], ["shape"], name="simple_rnn/Shape"),
+        node("Slice", ["shape", "zero", "one", "zero"], ["batch"], name="simple_rnn/strided_slice"),
+        node("Concat", ["batch", "units"], ["state_shape"], axis=0, name="simple_rnn/zeros/packed"),
+        node(
+            "ConstantOfShape",
+            ["state_shape"],
+            ["h0"],
+            name="simple_rnn/zeros",
+            value=numpy_helper.from_array(np.array([0.0], np.float32)),
+        ),
+        node(
+            "Scan",
+            ["h0", "inputs"],
+            ["h_last", "states"],
+            body=body,
+            num_scan_inputs=1,
+            scan_input_axes=[1],
+            scan_output_axes=[1],
+            name="simple_rnn/while",
+        ),
+        node(
+            "ReduceMean",
+            ["states"],
+            ["pooled"],
+            axes=[1],
+            keepdims=0,
+            name="global_average_pooling1d/Mean",
+        ),
+        node("Add", ["pooled", "h_last"], ["features"], name="add"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "keras2onnx",
+        [helper.make_tensor_value_info("inputs", TensorProto.FLOAT, ["N", "T", 4])],
+        [
+            helper.make_tensor_value_info("features", TensorProto.FLOAT, ["N", 8]),
+            helper.make_tensor_value_info("states", TensorProto.FLOAT, ["N", "T", 8]),
+        ],
+        [
+            floats("W", rng.normal(0, 0.5, (4, 8))),
+            floats("R", rng.normal(0, 0.3, (8, 8))),
+            floats("b", rng.normal(0, 0.1, (8,))),
+            ints("zero", [0]),
+            ints("one", [1]),
+            ints("units", [8]),
+        ],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=6, producer_name="keras2onnx"
+    )
+    onnx.checker.check_model(model)
+
+    def feed(batch, time):
+        return {"inputs": rng.normal(0, 1, (batch, time, 4)).astype(np.float32)}
+
+    return Built(
+        "scan_rnn_op11",
+        "onnx.helper, keras2onnx-style Scan",
+        11,
+        "batch, time",
+        model,
+        [feed(2, 5), feed(3, 9)],
+    )
+
+
+# --------------------------------------------------------------------------------------------
 
 BUILDERS: dict[str, Callable[[], Built]] = {
     "bert_legacy_op14": lambda: bert(14, dynamo=False),
@@ -1555,12 +1913,16 @@ BUILDERS: dict[str, Callable[[], Built]] = {
     "script_if_rank_op17": script_if_rank,
     "unet_legacy_op17": unet,
     "crnn_legacy_op14": crnn,
+    "yolo_legacy_op14": yolo,
+    "t5_encoder_legacy_op14": t5,
     "cond_dynamo_op18": cond_dynamo,
     "paddle_reshape_reduce_op13": paddle_reshape_reduce,
     "paddle_shape_arith_op13": paddle_shape_arith,
     "paddle_if_shape_op13": paddle_if_shape,
     "paddle_loop_op13": paddle_loop,
     "paddle_dataflow_op13": paddle_dataflow,
+    "tf_style_cnn_op13": tf_style,
+    "scan_rnn_op11": scan_rnn,
 }
 
 

@@ -27,6 +27,7 @@ never our compiler's.
 
 | name | made by | opset | dynamic axes |
 |---|---|---|---|
+| bert_legacy_op11 | torch.onnx legacy, do_constant_folding | 11 | batch, sequence |
 | bert_legacy_op14 | torch.onnx legacy, do_constant_folding | 14 | batch, sequence |
 | bert_legacy_op17 | torch.onnx legacy, do_constant_folding | 17 | batch, sequence |
 | bert_dynamo_op18 | torch.onnx dynamo (torch.export Dims), optimize=True | 18 | batch, sequence |
@@ -45,8 +46,10 @@ never our compiler's.
 | dataflow_legacy_op17 | torch.onnx legacy (TopK, NonZero, Expand, new_zeros) | 17 | batch, width |
 | script_loop_if_append_op17 | torch.jit.script module, torch.onnx legacy | 17 | rows |
 | script_if_rank_op17 | torch.jit.script module, torch.onnx legacy | 17 | all three |
+| unet_legacy_op9 | torch.onnx legacy (Upsample with run-time scales) | 9 | batch, height, width |
 | unet_legacy_op17 | torch.onnx legacy | 17 | batch, height, width |
 | crnn_legacy_op14 | torch.onnx legacy | 14 | batch, height (declared), width |
+| yolo_legacy_op12 | torch.onnx legacy (YOLOv5's historical default opset) | 12 | batch, height, width |
 | yolo_legacy_op14 | torch.onnx legacy | 14 | batch, height, width |
 | t5_encoder_legacy_op14 | torch.onnx legacy | 14 | batch, sequence |
 | cond_dynamo_op18 | torch.cond, torch.onnx dynamo, optimize=True | 18 | batch |
@@ -99,7 +102,8 @@ The models (widths in the builders):
 - unet: a diffusion-VAE-style block: GroupNorm (Reshape/InstanceNormalization/Reshape from
   Shape at opset 17), SiLU, a strided Conv down, self-attention over the pixels with
   `b, c, h, w = x.shape` views to [b, c, h * w], nearest `interpolate(size=skip.shape[-2:])`
-  (Resize to sizes from Shape) up, Concat with the skip.
+  (Resize to sizes from Shape; at opset 9, Upsample with scales divided out of the Shapes) up,
+  Concat with the skip.
 - yolo: a YOLOv5-style detector: the Focus layer's four strided slices, Conv/BatchNorm/SiLU,
   nearest upsampling, and a head whose grid comes from `meshgrid(arange(ny), arange(nx))` of the
   run-time feature size and whose boxes are decoded by in-place slice assignment (ScatterND).
@@ -930,7 +934,7 @@ class UNetBlock(nn.Module):
         return self.conv_out(nn.functional.silu(self.norm2(joined)))
 
 
-def unet() -> Built:
+def unet(opset: int) -> Built:
     seeded(17)
     module = perturb(UNetBlock(), 17)
     rng = np.random.default_rng(17)
@@ -940,9 +944,15 @@ def unet() -> Built:
         "image": {0: "batch", 2: "height", 3: "width"},
         "decoded": {0: "batch", 2: "height", 3: "width"},
     }
-    model = export_legacy(module, example, 17, ["image"], ["decoded"], axes)
+    model = export_legacy(module, example, opset, ["image"], ["decoded"], axes)
     return torch_built(
-        "unet_legacy_op17", "torch.onnx legacy", 17, "batch, height, width", module, model, feeds
+        f"unet_legacy_op{opset}",
+        "torch.onnx legacy",
+        opset,
+        "batch, height, width",
+        module,
+        model,
+        feeds,
     )
 
 
@@ -998,7 +1008,7 @@ class Yolo(nn.Module):
         return self.detect(p3, p4)
 
 
-def yolo() -> Built:
+def yolo(opset: int) -> Built:
     seeded(22)
     module = perturb(Yolo(), 22)
     rng = np.random.default_rng(22)
@@ -1008,9 +1018,15 @@ def yolo() -> Built:
         "images": {0: "batch", 2: "height", 3: "width"},
         "detections": {0: "batch", 1: "boxes"},
     }
-    model = export_legacy(module, example, 14, ["images"], ["detections"], axes)
+    model = export_legacy(module, example, opset, ["images"], ["detections"], axes)
     return torch_built(
-        "yolo_legacy_op14", "torch.onnx legacy", 14, "batch, height, width", module, model, feeds
+        f"yolo_legacy_op{opset}",
+        "torch.onnx legacy",
+        opset,
+        "batch, height, width",
+        module,
+        model,
+        feeds,
     )
 
 
@@ -1893,6 +1909,7 @@ def scan_rnn() -> Built:
 # --------------------------------------------------------------------------------------------
 
 BUILDERS: dict[str, Callable[[], Built]] = {
+    "bert_legacy_op11": lambda: bert(11, dynamo=False),
     "bert_legacy_op14": lambda: bert(14, dynamo=False),
     "bert_legacy_op17": lambda: bert(17, dynamo=False),
     "bert_dynamo_op18": lambda: bert(18, dynamo=True),
@@ -1911,9 +1928,11 @@ BUILDERS: dict[str, Callable[[], Built]] = {
     "dataflow_legacy_op17": dataflow,
     "script_loop_if_append_op17": script_loop_if_append,
     "script_if_rank_op17": script_if_rank,
-    "unet_legacy_op17": unet,
+    "unet_legacy_op9": lambda: unet(9),
+    "unet_legacy_op17": lambda: unet(17),
     "crnn_legacy_op14": crnn,
-    "yolo_legacy_op14": yolo,
+    "yolo_legacy_op12": lambda: yolo(12),
+    "yolo_legacy_op14": lambda: yolo(14),
     "t5_encoder_legacy_op14": t5,
     "cond_dynamo_op18": cond_dynamo,
     "paddle_reshape_reduce_op13": paddle_reshape_reduce,

@@ -3,7 +3,7 @@ inputs and onnxruntime 1.31.1's outputs at two sizes of its dynamic axes.
 
 NEEDS TORCH, which is not a project dependency. Install it in your own venv only:
 
-    .venv/bin/pip install torch==2.13.0 onnxscript     # onnxscript: for the dynamo exporter
+    .venv/bin/pip install torch==2.13.0 onnxscript==0.7.2     # onnxscript: for the dynamo exporter
     .venv/bin/python -m tools.make_real_models [--out tests/real_models] [--only NAME ...]
 
 What it writes, per model NAME:
@@ -18,53 +18,18 @@ What it writes, per model NAME:
   `<k>:output:<onnx output name>`; the outputs are onnxruntime 1.31.1's (CPUExecutionProvider,
   one thread, every graph optimization level left at its default). The npz is written with fixed
   zip timestamps so rebuilding gives the same bytes.
-- `README.md`: the table below with each model's exporter, opset, dynamic axes, feed sizes, file
-  size and operator types.
+- `README.md`: the table of the models (exporter and options, opset, dynamic axes, feed sizes,
+  file size, operator types), written from the builders below, so it cannot drift from them.
 
 Every torch model's onnxruntime outputs are also checked against torch's own outputs (rtol 1e-3,
 atol 1e-4) for both feed sets: the export is faithful, and the expected values are onnxruntime's,
 never our compiler's.
 
-| name | made by | opset | dynamic axes |
-|---|---|---|---|
-| bert_legacy_op11 | torch.onnx legacy, do_constant_folding | 11 | batch, sequence |
-| bert_legacy_op14 | torch.onnx legacy, do_constant_folding | 14 | batch, sequence |
-| bert_legacy_op17 | torch.onnx legacy, do_constant_folding | 17 | batch, sequence |
-| bert_dynamo_op18 | torch.onnx dynamo (torch.export Dims), optimize=True | 18 | batch, sequence |
-| gpt2_legacy_op14 | torch.onnx legacy | 14 | batch, sequence |
-| gpt2_legacy_op17 | torch.onnx legacy | 17 | batch, sequence |
-| gpt2_past_legacy_op14 | torch.onnx legacy | 14 | batch, sequence, past_sequence |
-| llama_legacy_op17 | torch.onnx legacy | 17 | batch, sequence |
-| decoder_sdpa_dynamo_op23 | torch.onnx dynamo, optimize=True | 23 | batch, sequence |
-| vit_legacy_op17 | torch.onnx legacy | 17 | batch |
-| resnet_legacy_op14 | torch.onnx legacy | 14 | batch, height, width |
-| mobilenetv2_legacy_op17 | torch.onnx legacy | 17 | batch, height, width |
-| mobilenetv2_dynamo_op18 | torch.onnx dynamo, optimize=True | 18 | batch, height, width |
-| lstm_tagger_legacy_op14 | torch.onnx legacy | 14 | batch, sequence |
-| gru_tagger_legacy_op17 | torch.onnx legacy | 17 | batch, sequence |
-| mlp_legacy_op14 | torch.onnx legacy | 14 | batch |
-| dataflow_legacy_op17 | torch.onnx legacy (TopK, NonZero, Expand, new_zeros) | 17 | batch, width |
-| script_loop_if_append_op17 | torch.jit.script module, torch.onnx legacy | 17 | rows |
-| script_if_rank_op17 | torch.jit.script module, torch.onnx legacy | 17 | all three |
-| unet_legacy_op9 | torch.onnx legacy (Upsample with run-time scales) | 9 | batch, height, width |
-| unet_legacy_op17 | torch.onnx legacy | 17 | batch, height, width |
-| crnn_legacy_op14 | torch.onnx legacy | 14 | batch, height (declared), width |
-| yolo_legacy_op12 | torch.onnx legacy (YOLOv5's historical default opset) | 12 | batch, height, width |
-| yolo_legacy_op14 | torch.onnx legacy | 14 | batch, height, width |
-| t5_encoder_legacy_op14 | torch.onnx legacy | 14 | batch, sequence |
-| cond_dynamo_op18 | torch.cond, torch.onnx dynamo, optimize=True | 18 | batch |
-| paddle_reshape_reduce_op13 | onnx.helper, Paddle-style (`dim_value: -1`) | 13 | batch, height, width |
-| paddle_shape_arith_op13 | onnx.helper, Paddle-style | 13 | batch, sequence |
-| paddle_if_shape_op13 | onnx.helper, Paddle-style | 13 | batch, width |
-| paddle_loop_op13 | onnx.helper, Paddle-style | 13 | batch, width |
-| paddle_dataflow_op13 | onnx.helper, Paddle-style | 13 | batch, width |
-| tf_style_cnn_op13 | onnx.helper, tf2onnx-style (`unk__` dims, NHWC) | 13 | batch |
-| scan_rnn_op11 | onnx.helper, keras2onnx-style Scan | 11 | batch, time |
-
 The models (widths in the builders):
 
 - bert: HF-BertModel-like encoder: word/position(buffer sliced to the sequence)/token-type
-  embeddings, nn.LayerNorm (decomposed by the exporter at opset 14, LayerNormalization at 17),
+  embeddings, nn.LayerNorm (decomposed by the exporter at opsets 11 and 14, LayerNormalization at 17
+  and 18),
   self-attention written as HF does (`x.size()[:-1] + (heads, head_dim)` views, permute, additive
   mask `(1 - mask) * finfo.min`), nn.GELU (the Erf form), tanh pooler.
 - gpt2: HF-GPT2-like decoder: position ids from `arange(seq)`, Conv1D as `addmm` on
@@ -149,7 +114,7 @@ try:
 except ImportError:  # pragma: no cover - a message, not a traceback
     sys.exit(
         "tools/make_real_models.py needs torch (not a project dependency): "
-        ".venv/bin/pip install torch==2.13.0 onnxscript"
+        ".venv/bin/pip install torch==2.13.0 onnxscript==0.7.2"
     )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -362,7 +327,7 @@ def bert(opset: int, dynamo: bool) -> Built:
         axes = {n: {0: "batch", 1: "sequence"} for n in inputs}
         axes |= {"last_hidden_state": {0: "batch", 1: "sequence"}, "pooler_output": {0: "batch"}}
         model = export_legacy(module, example, opset, inputs, outputs, axes)
-        made_by = "torch.onnx legacy, do_constant_folding"
+        made_by = "torch.onnx legacy"
     kind = "dynamo" if dynamo else "legacy"
     return torch_built(
         f"bert_{kind}_op{opset}", made_by, opset, "batch, sequence", module, model, feeds
@@ -947,7 +912,7 @@ def unet(opset: int) -> Built:
     model = export_legacy(module, example, opset, ["image"], ["decoded"], axes)
     return torch_built(
         f"unet_legacy_op{opset}",
-        "torch.onnx legacy",
+        "torch.onnx legacy" + (" (Upsample with run-time scales)" if opset < 10 else ""),
         opset,
         "batch, height, width",
         module,
@@ -1021,7 +986,7 @@ def yolo(opset: int) -> Built:
     model = export_legacy(module, example, opset, ["images"], ["detections"], axes)
     return torch_built(
         f"yolo_legacy_op{opset}",
-        "torch.onnx legacy",
+        "torch.onnx legacy" + (" (YOLOv5's historical default opset)" if opset == 12 else ""),
         opset,
         "batch, height, width",
         module,
@@ -2026,9 +1991,17 @@ def write_readme(out: Path, rows: list[dict]) -> None:
         "# Real exported models",
         "",
         "Built by `tools/make_real_models.py` (needs torch: `.venv/bin/pip install torch==2.13.0 "
-        "onnxscript`, then `.venv/bin/python -m tools.make_real_models`); checked by "
+        "onnxscript==0.7.2`, then `.venv/bin/python -m tools.make_real_models`); checked by "
         "`tests/test_real_models.py`. `NAME.npz` holds two feed sets `k` = 0, 1 as "
         "`<k>:input:<name>` and onnxruntime 1.31.1's outputs as `<k>:output:<name>`.",
+        "",
+        "- torch.onnx legacy: `torch.onnx.export(module, args, dynamo=False, opset_version=OPSET, "
+        "input_names=..., output_names=..., dynamic_axes=..., do_constant_folding=True)` "
+        "(a `torch.jit.script` module for the script_* models), torch 2.13.0.",
+        "- torch.onnx dynamo: `torch.onnx.export(module, args, dynamo=True, opset_version=OPSET, "
+        "input_names=..., output_names=..., dynamic_shapes=(torch.export.Dim ...), "
+        "optimize=True)`, onnxscript 0.7.2; each node's stack-trace metadata dropped.",
+        "- onnx.helper: written node by node in the style of the named converter.",
         "",
         "| model | made by | opset | dynamic axes | feed sets (0 / 1) | .onnx bytes |",
         "|---|---|---|---|---|---|",

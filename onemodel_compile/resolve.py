@@ -422,11 +422,54 @@ def _merge_inferred_types(model: ir.Model) -> None:
     """Fill types onnx's shape inference knows and the model does not declare."""
     try:
         inferred = onnx.shape_inference.infer_shapes(
-            model.proto, check_type=False, strict_mode=False, data_prop=True
+            _without_negative_dims(model.proto), check_type=False, strict_mode=False, data_prop=True
         )
     except Exception:  # inference is a help, not a requirement: keep the declared types
         return
     _merge_graph(model.graph, inferred.graph)
+
+
+def _without_negative_dims(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """`proto`, or a copy where every declared negative dim (Paddle's -1) is unknown, as the
+    compiler reads it: onnx's inference takes -1 as a size, and a Slice over such an axis stops
+    the whole process on an assertion in onnx 1.23 (SIGABRT), which no `except` can catch."""
+
+    def value_infos(graph: onnx.GraphProto):
+        yield from list(graph.input) + list(graph.output) + list(graph.value_info)
+        for node in graph.node:
+            for attribute in node.attribute:
+                if attribute.HasField("g"):
+                    yield from value_infos(attribute.g)
+                for sub in attribute.graphs:
+                    yield from value_infos(sub)
+
+    def negative_dims(graph: onnx.GraphProto):
+        for info in value_infos(graph):
+            tensor = _tensor_type(info.type)
+            if tensor is not None:
+                yield from (
+                    d for d in tensor.shape.dim if d.HasField("dim_value") and d.dim_value < 0
+                )
+
+    if next(negative_dims(proto.graph), None) is None:
+        return proto
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    for dim in list(negative_dims(copy.graph)):
+        dim.Clear()
+    return copy
+
+
+def _tensor_type(type_proto: onnx.TypeProto):
+    """The tensor type inside a tensor, sequence or optional type (None for others)."""
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        return type_proto.tensor_type
+    if kind == "sequence_type":
+        return _tensor_type(type_proto.sequence_type.elem_type)
+    if kind == "optional_type":
+        return _tensor_type(type_proto.optional_type.elem_type)
+    return None
 
 
 def _merge_graph(graph: ir.Graph, proto: onnx.GraphProto) -> None:

@@ -52,58 +52,12 @@ RTOL, ATOL = 1e-3, 1e-5
 ABORTED = "process aborted"
 
 # The failure lines, one name each (the table below reads better with names than with the lines).
-# What onnx's shape inference (onnx 1.23.2's wheel, built with libstdc++ assertions) dies of on a
-# Slice over a `dim_value: -1` dim; the line is the last one the child prints on stderr.
-ABORT_CLAMP = (
-    f"{ABORTED} by SIGABRT: .../bits/stl_algo.h:3626: constexpr const _Tp& std::clamp(const _Tp&, "
-    "const _Tp&, const _Tp&) [with _Tp = long int]: Assertion '!(__hi < __lo)' failed."
-)
-NEGATIVE_DIMS = "internal ValueError: negative dimensions are not allowed"
-MINUS_ONE_INPUT = "run InvalidInput: input 'x': expected shape [-1, -1], got [2, 5] (axis 0)"
-RANK_RESHAPE = "CompileError: ReduceMean node 'reduce_mean_0': the rank of input 0 is unknown"
-RANK_FLATTEN = "CompileError: Softmax node 'dense/Softmax': the rank of input 0 is unknown"
-RANK_BERT11 = (
-    "CompileError: Softmax node '/layers.0/attention/Softmax': the rank of input 0 is unknown"
-)
-RANK_UNET9 = "CompileError: Softmax node '/attention/Softmax': the rank of input 0 is unknown"
 RANK_IF = "CompileError: ReduceMean node '/ReduceMean': the rank of input 0 is unknown"
 RANK_LOOP = "CompileError: ReduceMax node '/ReduceMax': the rank of input 0 is unknown"
 
 # (model, variant, symbolic) -> the failure's one line, as `outcome` reports it.
 # fmt: off
 XFAIL: dict[tuple[str, str, bool], str] = {
-    # `dim_value: -1` input dims taken for sizes
-    ("paddle_dataflow_op13", "fast", False): NEGATIVE_DIMS,
-    ("paddle_dataflow_op13", "exact", False): NEGATIVE_DIMS,
-    ("paddle_shape_arith_op13", "fast", False): NEGATIVE_DIMS,
-    ("paddle_shape_arith_op13", "exact", False): NEGATIVE_DIMS,
-    ("paddle_if_shape_op13", "fast", False): MINUS_ONE_INPUT,
-    ("paddle_if_shape_op13", "exact", False): MINUS_ONE_INPUT,
-    # `dim_value: -1` in a Loop body (and on the main graph's Slice) aborts onnx shape inference
-    ("paddle_loop_op13", "fast", False): ABORT_CLAMP,
-    ("paddle_loop_op13", "exact", False): ABORT_CLAMP,
-    ("paddle_loop_op13", "fast", True): ABORT_CLAMP,
-    ("paddle_loop_op13", "exact", True): ABORT_CLAMP,
-    # unknown rank: Reshape(x, Concat(Slice(Shape(x), 0, 2), [-1]))
-    ("paddle_reshape_reduce_op13", "fast", False): RANK_RESHAPE,
-    ("paddle_reshape_reduce_op13", "exact", False): RANK_RESHAPE,
-    ("paddle_reshape_reduce_op13", "fast", True): RANK_RESHAPE,
-    ("paddle_reshape_reduce_op13", "exact", True): RANK_RESHAPE,
-    # unknown rank: Reshape(x, Concat(Slice(Shape(x), 0, 1), [-1])), tf2onnx's Keras Flatten
-    ("tf_style_cnn_op13", "fast", False): RANK_FLATTEN,
-    ("tf_style_cnn_op13", "exact", False): RANK_FLATTEN,
-    ("tf_style_cnn_op13", "fast", True): RANK_FLATTEN,
-    ("tf_style_cnn_op13", "exact", True): RANK_FLATTEN,
-    # unknown rank: Reshape to a run-time shape of static length 4 (opset 11's head split; opset
-    # 9's GroupNorm), then Softmax-11 (axis coerced to 2-D) needs the rank
-    ("bert_legacy_op11", "fast", False): RANK_BERT11,
-    ("bert_legacy_op11", "exact", False): RANK_BERT11,
-    ("bert_legacy_op11", "fast", True): RANK_BERT11,
-    ("bert_legacy_op11", "exact", True): RANK_BERT11,
-    ("unet_legacy_op9", "fast", False): RANK_UNET9,
-    ("unet_legacy_op9", "exact", False): RANK_UNET9,
-    ("unet_legacy_op9", "fast", True): RANK_UNET9,
-    ("unet_legacy_op9", "exact", True): RANK_UNET9,
     # unknown rank: the output of an If whose branches have different ranks
     ("script_if_rank_op17", "fast", False): RANK_IF,
     ("script_if_rank_op17", "exact", False): RANK_IF,

@@ -234,3 +234,20 @@ def test_an_if_with_a_known_condition_compiles_only_the_taken_branch() -> None:
     assert "Identity 'If: taken branch squeezed'" in source
     rng = np.random.default_rng(3)
     _check_against_onnxruntime(model, [[rng.random((1, 4), dtype=np.float32)]])
+
+
+def test_a_slice_over_a_negative_declared_dim_does_not_stop_the_process() -> None:
+    """onnx 1.23's shape inference aborts the interpreter (a C++ assertion) on a Slice over a
+    `dim_value: -1` axis; the compiler hands it the model with such dims unknown."""
+    model = _model(
+        [h.make_node("Slice", ["x", "start", "end", "axis"], ["y"])],
+        [h.make_tensor_value_info("x", T.FLOAT, [-1, -1])],
+        [h.make_tensor_value_info("y", T.FLOAT, [-1, -1])],
+        [
+            ("start", np.array([0], np.int64)),
+            ("end", np.array([1 << 30], np.int64)),
+            ("axis", np.array([1], np.int64)),
+        ],
+    )
+    rng = np.random.default_rng(4)
+    _check_against_onnxruntime(model, [[rng.random((2, 5), dtype=np.float32)]])

@@ -110,6 +110,7 @@ def resolve_graph(
     tracked = dict(symbolic)  # every shape value known, computed in Python ints or not
     shape_nodes: dict[str, ir.Node] = {}
     sources: dict[str, tuple[str, int]] = {}
+    empty_sequences: set[str] = set()  # SequenceEmpty's results: their elements come later
     taken_symbols = {
         d
         for t in graph.types.values()
@@ -181,7 +182,11 @@ def resolve_graph(
                 for name, value_type in zip(node.outputs, emitter.infer(view)):
                     if name and graph.types.get(name, ir.UNKNOWN) == ir.UNKNOWN:
                         graph.types[name] = value_type
-            _own_inference(node, known, bodies, graph.types, taken_symbols, invented)
+            if node.op_type == "SequenceEmpty" and not node.domain:
+                empty_sequences.update(node.outputs)
+            _own_inference(
+                node, known, bodies, graph.types, taken_symbols, invented, empty_sequences
+            )
             for name, value in zip(node.outputs, found or ()):
                 if name and value is not None:
                     tracked[name] = value  # computed at run time, still known element-wise
@@ -194,6 +199,30 @@ def resolve_graph(
                 constants[name] = value
                 graph.types[name] = ir.TensorType(value.dtype, tuple(value.shape))
     return ResolvedGraph(graph, steps, constants, symbolic, shape_nodes, sources, invented)
+
+
+def _loop_types(node: ir.Node, body, types: dict, empty_sequences: set) -> list[ir.ValueType]:
+    """A Loop's output types from its body: a carried value is its initial value or what the body
+    returns for it (merged, as If's branches are); a scan output is the body's value stacked
+    along a new first axis of unknown length (the trip count)."""
+    carried = node.inputs[2:]
+    returned = body.graph.outputs[1:]
+    found = [
+        (
+            body.types.get(value, ir.UNKNOWN)
+            if initial in empty_sequences  # holds only what the body appends
+            else shapes.merge_types(
+                types.get(initial, ir.UNKNOWN), body.types.get(value, ir.UNKNOWN)
+            )
+        )
+        for initial, value in zip(carried, returned)
+    ]
+    for value in returned[len(carried) :]:
+        element = body.types.get(value, ir.UNKNOWN)
+        shape = getattr(element, "shape", None)
+        dtype = getattr(element, "dtype", None)
+        found.append(ir.TensorType(dtype, None if shape is None else (None, *shape)))
+    return found
 
 
 def _taken_branch(node: ir.Node, constants: dict, tracked: dict) -> ir.Graph | None:
@@ -244,7 +273,9 @@ def _add_sources(sources: dict, name: str, value_type) -> None:
             sources[d] = (name, axis)
 
 
-def _own_inference(node, known, bodies, types: dict, taken: set, invented: set) -> None:
+def _own_inference(
+    node, known, bodies, types: dict, taken: set, invented: set, empty_sequences: set
+) -> None:
     """Where onnx's inference left an output's rank or dims unknown: the shape rules of shapes.py
     (Reshape to a computed shape, ...) and If's merged branches; then every dim still unknown of
     a known rank becomes a symbol named after its value and axis (read off that value at run
@@ -259,6 +290,8 @@ def _own_inference(node, known, bodies, types: dict, taken: set, invented: set) 
                 )
                 for a, b in zip(then_body.graph.outputs, else_body.graph.outputs)
             ]
+    if refined is None and node.op_type == "Loop" and not node.domain and "body" in bodies:
+        refined = _loop_types(node, bodies["body"], types, empty_sequences)
     for name, value_type in zip(node.outputs, refined or ()):
         if name:
             types[name] = _more_precise(types.get(name, ir.UNKNOWN), value_type)
@@ -507,6 +540,8 @@ def _forget_invented_dims(value_type: ir.ValueType) -> ir.ValueType:
 
 def _more_precise(known: ir.ValueType, found: ir.ValueType) -> ir.ValueType:
     found = _forget_invented_dims(found)
+    if type(known) is type(found) and isinstance(known, (ir.SequenceType, ir.OptionalType)):
+        return type(known)(_more_precise(known.elem, found.elem))
     if not isinstance(known, ir.TensorType) or not isinstance(found, ir.TensorType):
         return known if known != ir.UNKNOWN else found
     dtype = known.dtype if known.dtype is not None else found.dtype

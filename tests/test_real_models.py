@@ -53,7 +53,6 @@ ABORTED = "process aborted"
 
 # The failure lines, one name each (the table below reads better with names than with the lines).
 RANK_IF = "CompileError: ReduceMean node '/ReduceMean': the rank of input 0 is unknown"
-RANK_LOOP = "CompileError: ReduceMax node '/ReduceMax': the rank of input 0 is unknown"
 
 # (model, variant, symbolic) -> the failure's one line, as `outcome` reports it.
 # fmt: off
@@ -63,11 +62,6 @@ XFAIL: dict[tuple[str, str, bool], str] = {
     ("script_if_rank_op17", "exact", False): RANK_IF,
     ("script_if_rank_op17", "fast", True): RANK_IF,
     ("script_if_rank_op17", "exact", True): RANK_IF,
-    # unknown rank: ConcatFromSequence of a sequence built in a Loop
-    ("script_loop_if_append_op17", "fast", False): RANK_LOOP,
-    ("script_loop_if_append_op17", "exact", False): RANK_LOOP,
-    ("script_loop_if_append_op17", "fast", True): RANK_LOOP,
-    ("script_loop_if_append_op17", "exact", True): RANK_LOOP,
 }
 # fmt: on
 

@@ -330,6 +330,128 @@ def _default_nans(a):
     return np.where(nan, np.nan, a).astype(a.dtype, copy=False) if nan.any() else a
 
 
+# --- the fast variant's common case: every direction in one step ---------------------------------
+# The layers exporters write (torch's LSTM and GRU: default activations, no clip, no peepholes,
+# full lengths) run all directions in the same time loop, as one batched product per step, with
+# sigmoid as 0.5 * tanh(x / 2) + 0.5 so that one tanh covers every gate: about a third of the
+# numpy calls per step of the general loop below, and half the steps when bidirectional.
+
+_DEFAULTS = {
+    4: ("sigmoid", "tanh", "tanh"),  # LSTM
+    3: ("sigmoid", "tanh"),  # GRU
+}
+
+
+def _common_case(m, layer, activations, alpha, beta, clip, gates, extra=False) -> bool:
+    names = tuple(a.lower() for a in activations)
+    per_direction = _DEFAULTS[gates]
+    return (
+        m is _Fast
+        and not extra
+        and clip is None
+        and not alpha
+        and not beta
+        and names in (per_direction, per_direction * layer.directions)
+        and layer.steps > 0
+        and bool((layer.lengths == layer.steps).all())
+    )
+
+
+def _time_major(layer, bias, halved: int):
+    """X W^T + bias of every direction in processing order: [steps, directions, batch, gates *
+    hidden], a reverse direction's steps reversed; the first `halved` columns (the sigmoid gates)
+    are halved for the tanh form of sigmoid."""
+    XW = np.empty((layer.steps, layer.directions, layer.batch, layer.W.shape[1]), dtype=layer.dtype)
+    for d in range(layer.directions):
+        xw = layer.projection(d, bias[d])
+        XW[:, d] = xw[::-1] if layer.reverse[d] else xw
+    XW[..., :halved] *= layer.dtype.type(0.5)
+    return XW
+
+
+def _recurrence_weights(layer, halved: int):
+    """R^T per direction, [directions, hidden, gates * hidden], sigmoid columns halved."""
+    RT = layer.R.transpose(0, 2, 1).copy()
+    RT[..., :halved] *= layer.dtype.type(0.5)
+    return RT
+
+
+def _finish(layer, H):
+    """Y from the states of every step (processing order), and each direction's final state as
+    the layer keeps it ([hidden, batch])."""
+    for d in range(layer.directions):
+        layer.Y[:, d] = H[::-1, d] if layer.reverse[d] else H[:, d]
+    return [H[-1, d].T for d in range(layer.directions)]
+
+
+def _lstm_together(layer, H0, C0):
+    n = layer.hidden
+    XW = _time_major(layer, [b[: 4 * n] + b[4 * n :] for b in layer.B], 3 * n)
+    RT = _recurrence_weights(layer, 3 * n)
+    half = layer.dtype.type(0.5)
+    H = np.empty((layer.steps, layer.directions, layer.batch, n), dtype=layer.dtype)
+    h = np.swapaxes(H0, 1, 2)
+    c = np.swapaxes(C0, 1, 2).copy()
+    cell = np.empty_like(c)
+    for t in range(layer.steps):
+        gates = np.matmul(h, RT)
+        gates += XW[t]
+        np.tanh(gates, out=gates)
+        sigmoids = gates[..., : 3 * n]
+        sigmoids *= half
+        sigmoids += half
+        c *= gates[..., 2 * n : 3 * n]  # forget
+        np.multiply(gates[..., :n], gates[..., 3 * n :], out=cell)  # input * candidate
+        c += cell
+        h = H[t]
+        np.tanh(c, out=h)
+        h *= gates[..., n : 2 * n]  # output
+    return _finish(layer, H), [c[d].T for d in range(layer.directions)]
+
+
+def _gru_together(layer, H0, lbr):
+    n = layer.hidden
+    bias = []
+    for b in layer.B:
+        joined = b[: 3 * n] + b[3 * n :]
+        if lbr:
+            joined[2 * n :] = b[2 * n : 3 * n]  # the reset gate scales Rbh
+        bias.append(joined)
+    XW = _time_major(layer, bias, 2 * n)
+    RT = _recurrence_weights(layer, 2 * n)
+    Rbh = layer.B[:, None, 5 * n :]  # [directions, 1, hidden]
+    half = layer.dtype.type(0.5)
+    H = np.empty((layer.steps, layer.directions, layer.batch, n), dtype=layer.dtype)
+    h = np.swapaxes(H0, 1, 2)
+    for t in range(layer.steps):
+        xw = XW[t]
+        if lbr:
+            hr = np.matmul(h, RT)
+            zr = hr[..., : 2 * n]
+            zr += xw[..., : 2 * n]
+        else:
+            zr = np.matmul(h, RT[..., : 2 * n])
+            zr += xw[..., : 2 * n]
+        np.tanh(zr, out=zr)
+        zr *= half
+        zr += half
+        z, r = zr[..., :n], zr[..., n:]
+        if lbr:
+            candidate = hr[..., 2 * n :]
+            candidate += Rbh
+            candidate *= r
+        else:
+            candidate = np.matmul(r * h, RT[..., 2 * n :])
+        candidate += xw[..., 2 * n :]
+        np.tanh(candidate, out=candidate)
+        new = H[t]
+        np.subtract(h, candidate, out=new)  # H_t = candidate + z * (H - candidate)
+        new *= z
+        new += candidate
+        h = new
+    return _finish(layer, H)
+
+
 # --- the layers ------------------------------------------------------------------------------------
 
 
@@ -359,6 +481,8 @@ def _gru(
     m, X, W, R, B, sequence_lens, initial_h, activations, alpha, beta, clip, direction, layout, lbr
 ):
     layer = _Layer(X, W, R, B, sequence_lens, 3, direction, layout, m)
+    if _common_case(m, layer, activations, alpha, beta, clip, 3):
+        return layer.outputs(_gru_together(layer, layer.state(initial_h), lbr))
     functions = _activations(
         activations, alpha, beta, (clip, clip), layer.directions, layer.dtype, m
     )
@@ -416,6 +540,10 @@ def _lstm(
     input_forget,
 ):
     layer = _Layer(X, W, R, B, sequence_lens, 4, direction, layout, m)
+    peepholes_used = P is not None and bool(P.any())
+    if _common_case(m, layer, activations, alpha, beta, clip, 4, peepholes_used or input_forget):
+        H0, C0 = layer.state(initial_h), layer.state(initial_c)
+        return layer.outputs(*_lstm_together(layer, H0, C0))
     # clip bounds the gates' inputs, not the cell state that h takes (as onnxruntime)
     functions = _activations(
         activations, alpha, beta, (clip, clip, None), layer.directions, layer.dtype, m

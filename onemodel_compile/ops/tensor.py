@@ -191,9 +191,15 @@ def reshape(view: NodeView) -> str:
     if not allowzero and 0 in dims:
         if X.shape is None:
             return f"rt.reshape({X}, {literal(target)}, allowzero=0)"
-        dims = [X.shape[i] if d == 0 else d for i, d in enumerate(dims)]
-        if not all(isinstance(d, int) for d in dims):
+        if len(dims) > len(X.shape):
             return f"rt.reshape({X}, {literal(target)}, allowzero=0)"
+        dims = [X.shape[i] if d == 0 else d for i, d in enumerate(dims)]
+        if not all(isinstance(d, int) for d in dims):  # copied dims read at run time
+            codes = [
+                str(d) if isinstance(d, int) else view.dim_code(d) or f"{X}.shape[{i}]"
+                for i, d in enumerate(dims)
+            ]
+            return f"{X}.reshape(({', '.join(codes)}{',' if len(codes) == 1 else ''}))"
     return f"{X}.reshape({py(tuple(dims))})"
 
 

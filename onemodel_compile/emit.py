@@ -496,12 +496,15 @@ def _is_fresh(expression: ast.expr) -> bool:
 
 
 def _in_place_type(value_type) -> bool:
-    """A float tensor of static shape with at least one axis (a 0-d ufunc result is a numpy scalar,
-    no buffer to reuse)."""
+    """A float tensor of known dims (static or symbolic) with at least one axis (a 0-d ufunc
+    result is a numpy scalar, no buffer to reuse). Symbolic dims are enough: the operand written
+    into is an input of the call, so numpy refuses (never broadcasts into) an `out` whose shape
+    differs from the result's at run time."""
     return (
         isinstance(value_type, ir.TensorType)
         and value_type.dtype in IN_PLACE_DTYPES
-        and value_type.static
+        and value_type.shape is not None
+        and all(d is not None for d in value_type.shape)
         and len(value_type.shape) >= 1
     )
 

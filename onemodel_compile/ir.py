@@ -208,9 +208,9 @@ def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
     declares the batch dim as -1) is unknown, as onnxruntime reads it."""
     if dim.HasField("dim_value"):
         return dim.dim_value if dim.dim_value >= 0 else None
-    if dim.HasField("dim_param") and dim.dim_param:
+    if dim.HasField("dim_param") and any(c.isalnum() for c in dim.dim_param):
         return dim.dim_param
-    return None
+    return None  # no name, or a mark such as Paddle's "?" that names nothing
 
 
 def tensor_value(tensor: onnx.TensorProto, where: str) -> np.ndarray:

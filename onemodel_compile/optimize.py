@@ -294,6 +294,8 @@ class _Flow:
         self.resolved = resolved
         self.steps = resolved.steps
         self.readers = _readers(resolved)
+        # a value a symbol is read off (emit binds `n = value.shape[axis]`) is read once more
+        self.readers.update(value for value, _ in resolved.symbol_sources.values())
         self.producer = {
             name: i for i, s in enumerate(self.steps) for name in s.node.outputs if name
         }

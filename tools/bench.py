@@ -723,6 +723,29 @@ def profile_choice(cases: list[Case], results: dict) -> list[Case]:
     return [case for _, case in missing]
 
 
+def openblas_core() -> str | None:
+    """The CPU type whose kernels numpy's OpenBLAS (a DYNAMIC_ARCH build) picked, or None. It
+    decides the products' speed: on an AVX-512 AMD EPYC it picks Haswell's (AVX2) kernels, about
+    1.5 times slower than SkylakeX's (which OPENBLAS_CORETYPE=SkylakeX selects) on the
+    transformers' shapes, and that is most of their gap to onnxruntime there."""
+    import ctypes
+
+    import numpy as np
+
+    for library in sorted((Path(np.__file__).parent.parent / "numpy.libs").glob("*openblas*")):
+        try:
+            lib = ctypes.CDLL(str(library))
+        except OSError:
+            continue
+        for symbol in ("scipy_openblas_get_corename64_", "openblas_get_corename64_",
+                       "openblas_get_corename"):  # fmt: skip
+            function = getattr(lib, symbol, None)
+            if function is not None:
+                function.restype = ctypes.c_char_p
+                return function().decode()
+    return None
+
+
 def machine(load_before, load_after, seconds: float) -> dict:
     import numpy as np
     import onnx
@@ -741,6 +764,9 @@ def machine(load_before, load_after, seconds: float) -> dict:
         blas = f"{blas.get('name')} {blas.get('version')}"
     except Exception:
         blas = "unknown"
+    core = openblas_core()
+    if core:
+        blas += f", kernels for {core}"
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True

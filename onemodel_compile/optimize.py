@@ -364,12 +364,12 @@ class _Flow:
 
     def operand_of(self, index: int, op_type: str, constant: float) -> str | None:
         """The other operand of step `index` when it is `op_type` of two inputs, one of them a
-        single-element constant equal to `constant` in its type (the second one, for Div and Pow) that
-        does not grow the result's rank; else None."""
+        single-element constant equal to `constant` in its type (the second one, for Div and
+        Pow) that does not grow the result's rank; else None."""
         node = self.steps[index].node
         if node.op_type != op_type or node.domain or len(node.inputs) != 2:
             return None
-        positions = (1,) if op_type in ("Div", "Pow", "Sub") else (1, 0)
+        positions = (1,) if op_type in ("Div", "Pow") else (1, 0)
         for position in positions:
             c = self.resolved.constants.get(node.inputs[position])
             other = node.inputs[1 - position]

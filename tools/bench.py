@@ -4,7 +4,10 @@
 
 `make bench` runs it with `--report docs/performance.md`. Models: the nine light_*.onnx
 architectures of the onnx wheel (fed arange(n)/n, as onnx's backend runner does) and the models
-tools/bench_models.py builds (seeded inputs). Everything is written under `.cache/bench/`.
+tools/bench_models.py builds or reads (seeded inputs): among them torch.onnx exports of BERT,
+MiniLM, GPT-2 and ViT at opsets 14 and 17 with dynamic axes, committed under tools/bench_data/
+(no torch needed to run them). `python -m tools.bench_pair NAME...` is the quick look at chosen
+models: their ratio in one process and where the time goes per node. Everything is written under `.cache/bench/`.
 
 Each measurement runs in a fresh subprocess (`--worker ...`), so that thread settings take effect
 before numpy is imported and so that memory is measured from a clean process:

@@ -20,6 +20,18 @@ Rewrites:
   constants must equal sqrt 2, 1/sqrt 2, 1, 0.5 or 2 within a few units in the last place of their
   type, be single elements that do not grow the result's shape, and every value inside the pattern
   must have no other reader and not be a graph output; x itself may have other readers.
+- The tanh form of Gelu (GPT-2's `gelu_new`, F.gelu(approximate="tanh") before opset 20),
+  0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3))), the cube as Pow(x, 3) or two
+  products, the same way: one `rt.gelu(x, approximate="tanh")` call.
+- LayerNorm as exporters write it before opset 17 -- ReduceMean, Sub, Pow(d, 2) (or Mul(d, d)),
+  ReduceMean, Add epsilon, Sqrt, Div, then optionally Mul by a scale and Add of a bias, in either
+  operand order -- becomes one LayerNormalization step (`rt.layer_normalization`: two BLAS
+  matrix-vector products for the statistics and passes in place, instead of nine passes and their
+  arrays). Both means are over the same trailing axes with kept dims, the normalized dims are
+  static, epsilon is a single-element constant of x's type, the scale and bias constants of x's
+  type vary along the normalized axes at most (a missing scale becomes ones), and every value
+  inside has no reader outside the pattern (the difference d exactly its square and the Div) and is
+  not a graph output.
 - A Div or Mul by a single-element constant of a MatMul's product (attention scores divided by
   sqrt(head size)) is folded into the constant weights (and bias) of the MatMul (+ Add) that one
   operand of the product comes from through Reshape/Transpose steps, every value on the way read
@@ -72,6 +84,7 @@ class _Rewriter:
                 self.graph(body)
         self.fold_conv_affine(resolved)
         self.precompute_batch_normalization(resolved)
+        self.fuse_layer_normalization(resolved)
         self.fuse_gelu(resolved)
         self.fold_product_scale(resolved)
 
@@ -170,21 +183,62 @@ class _Rewriter:
         removed: set[int] = set()
         matcher = _GeluMatcher(resolved)
         for index, step in enumerate(steps):
-            if step.node.op_type != "Erf" or step.node.domain or index in removed:
+            kind = _GELU_CORES.get(step.node.op_type)
+            if kind is None or step.node.domain or index in removed:
                 continue
             match = matcher.match(index)
-            if match is None:
+            if match is None or removed & match[1]:
                 continue
             x, pattern = match
             pattern = sorted(pattern)
             nodes = [steps[i].node for i in pattern]
             last = nodes[-1]
+            approximate, formula = kind
             gelu = ir.Node(
-                "Gelu", "", last.name, [x], list(last.outputs), {"approximate": "none"}, 20
+                "Gelu", "", last.name, [x], list(last.outputs), {"approximate": approximate}, 20
             )
             emitter = lookup("Gelu", "", 20, "fast", last.label)
-            note = "Gelu, approximate='none': 0.5 * x * (1 + erf(x / sqrt 2)) in one kernel call"
+            note = f"Gelu, approximate={approximate!r}: {formula} in one kernel call"
             steps[pattern[-1]] = FusedStep(gelu, emitter, {}, tuple(nodes[1:]), nodes[0], note)
+            removed.update(pattern[:-1])
+        steps[:] = [s for i, s in enumerate(steps) if i not in removed]
+
+    def fuse_layer_normalization(self, resolved: ResolvedGraph) -> None:
+        """LayerNormalization as exporters write it before opset 17 (see the module docstring)
+        becomes one LayerNormalization step, computed by the fast kernel."""
+        steps = resolved.steps
+        removed: set[int] = set()
+        matcher = _LayerNormMatcher(resolved)
+        for index, step in enumerate(steps):
+            if step.node.op_type != "ReduceMean" or step.node.domain or index in removed:
+                continue
+            match = matcher.match(index)
+            if match is None or removed & set(match.pattern):
+                continue
+            pattern = sorted(match.pattern)
+            nodes = [steps[i].node for i in pattern]
+            last = nodes[-1]
+            inputs = [match.x]
+            for kind, name in (("scale", match.scale), ("bias", match.bias)):
+                if name is None and kind == "bias":
+                    continue
+                c = None if name is None else resolved.constants[name]
+                if c is None or c.shape != match.normalized:
+                    base = f"{name or match.x}_ln_{kind}"
+                    name = self.constant(resolved, base, match.over_normalized(c))
+                inputs.append(name)
+            attrs = {"axis": match.axis, "epsilon": match.epsilon, "stash_type": 1}
+            layer_norm = ir.Node(
+                "LayerNormalization", "", last.name, inputs, list(last.outputs), attrs, 17
+            )
+            emitter = lookup("LayerNormalization", "", 17, "fast", last.label)
+            note = (
+                f"LayerNormalization, axis={match.axis}, epsilon={match.epsilon!r}: mean, "
+                "variance, normalization, scale and bias in one kernel call"
+            )
+            steps[pattern[-1]] = FusedStep(
+                layer_norm, emitter, {}, tuple(nodes[1:]), nodes[0], note
+            )
             removed.update(pattern[:-1])
         steps[:] = [s for i, s in enumerate(steps) if i not in removed]
 
@@ -310,22 +364,57 @@ class _Flow:
             return None
         return _reader(self.steps, value, self.producer[value])
 
+    def operand_of(self, index: int, op_type: str, constant: float) -> str | None:
+        """The other operand of step `index` when it is `op_type` of two inputs, one of them a
+        single-element constant equal to `constant` in its type (the second one, for Div and
+        Pow) that does not grow the result's rank; else None."""
+        node = self.steps[index].node
+        if node.op_type != op_type or node.domain or len(node.inputs) != 2:
+            return None
+        positions = (1,) if op_type in ("Div", "Pow") else (1, 0)
+        for position in positions:
+            c = self.resolved.constants.get(node.inputs[position])
+            other = node.inputs[1 - position]
+            rank = _rank(self.resolved, other)
+            if (
+                c is not None
+                and c.size == 1
+                and c.dtype in FLOAT_TYPES
+                and rank is not None
+                and c.ndim <= rank
+                and other not in self.resolved.constants
+                and abs(float(c.reshape(())) - constant) <= 4 * np.finfo(c.dtype).eps * constant
+            ):
+                return other
+        return None
+
 
 class _GeluMatcher(_Flow):
-    """Finds 0.5 * x * (1 + erf(x / sqrt 2)) around an Erf step (see the module docstring)."""
+    """Finds 0.5 * x * (1 + erf(x / sqrt 2)) around an Erf step, or
+    0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3))) around a Tanh step (see the module
+    docstring)."""
 
-    def match(self, erf: int) -> tuple[str, set[int]] | None:
+    def match(self, core: int) -> tuple[str, set[int]] | None:
         """(x, indices of the pattern's steps, the last one producing the result) or None."""
-        u = self.steps[erf].node.inputs[0]
+        u = self.steps[core].node.inputs[0]
         scaling = self.producer.get(u)
         if scaling is None or not self.inner(u):
             return None
-        x = self.operand_of(scaling, "Div", _SQRT_2) or self.operand_of(scaling, "Mul", 1 / _SQRT_2)
+        if self.steps[core].node.op_type == "Erf":
+            x = self.operand_of(scaling, "Div", _SQRT_2) or self.operand_of(
+                scaling, "Mul", 1 / _SQRT_2
+            )
+            pattern = {scaling, core}
+        else:
+            found = self.tanh_argument(scaling)
+            if found is None:
+                return None
+            x, pattern = found
+            pattern.add(core)
         x_type = self.resolved.types.get(x or "", ir.UNKNOWN)
         if x is None or getattr(x_type, "dtype", None) not in FLOAT_TYPES or x_type.rank is None:
             return None
-        pattern = {scaling, erf}
-        e = self.steps[erf].node.outputs[0]
+        e = self.steps[core].node.outputs[0]
         shift = self.only_reader(e)
         if shift is None or self.operand_of(shift, "Add", 1.0) != e:
             return None
@@ -362,36 +451,220 @@ class _GeluMatcher(_Flow):
             return None
         return x, pattern
 
+    def tanh_argument(self, scaling: int) -> tuple[str, set[int]] | None:
+        """(x, the steps) when step `scaling` computes sqrt(2 / pi) * (x + 0.044715 * x**3), in
+        any operand order, the cube as Pow(x, 3), x * (x * x) or (x * x) * x; else None."""
+        total = self.operand_of(scaling, "Mul", _SQRT_2_OVER_PI)
+        index = self.producer.get(total or "")
+        if index is None or not self.inner(total):
+            return None
+        node = self.steps[index].node
+        if node.op_type != "Add" or node.domain or len(node.inputs) != 2:
+            return None
+        for x, term in (node.inputs, node.inputs[::-1]):
+            cubic = self.producer.get(term)
+            cube = None if cubic is None else self.operand_of(cubic, "Mul", _GELU_CUBIC)
+            found = None if cube is None or not self.inner(term) else self.cube_of(cube)
+            if found is not None and found[0] == x:
+                return x, {scaling, index, cubic} | found[1]
+        return None
+
+    def cube_of(self, value: str) -> tuple[str, set[int]] | None:
+        """(x, the steps) when `value` is x**3 as Pow(x, 3), x * (x * x) or (x * x) * x."""
+        index = self.producer.get(value)
+        if index is None or not self.inner(value):
+            return None
+        x = self.operand_of(index, "Pow", 3.0)
+        if x is not None:
+            return x, {index}
+        node = self.steps[index].node
+        if node.op_type != "Mul" or node.domain or len(node.inputs) != 2:
+            return None
+        for x, square in (node.inputs, node.inputs[::-1]):
+            inner = self.producer.get(square)
+            if (
+                inner is not None
+                and self.inner(square)
+                and self.steps[inner].node.op_type == "Mul"
+                and not self.steps[inner].node.domain
+                and list(self.steps[inner].node.inputs) == [x, x]
+            ):
+                return x, {index, inner}
+        return None
+
     def halved(self, index: int) -> str | None:
         """The operand that step `index` multiplies by 0.5 or divides by 2, else None."""
         return self.operand_of(index, "Mul", 0.5) or self.operand_of(index, "Div", 2.0)
 
-    def operand_of(self, index: int, op_type: str, constant: float) -> str | None:
-        """The other operand of step `index` when it is `op_type` of two inputs, one of them a
-        single-element constant equal to `constant` in its type (the second one, for Div) that
-        does not grow the result's rank; else None."""
+
+@dataclasses.dataclass
+class _LayerNorm:
+    """A decomposed LayerNormalization found by _LayerNormMatcher."""
+
+    x: str
+    axis: int  # the first normalized axis (non-negative)
+    normalized: tuple[int, ...]  # the dims from `axis` on
+    dtype: np.dtype
+    epsilon: float
+    scale: str | None  # constants (of any shape that broadcasts to `normalized`), None: absent
+    bias: str | None
+    pattern: set[int]
+
+    def over_normalized(self, c: np.ndarray | None) -> np.ndarray:
+        """A scale or bias constant (None: a scale of ones) as an array of the normalized dims."""
+        if c is None:
+            return np.ones(self.normalized, self.dtype)
+        c = c.reshape(c.shape[max(0, c.ndim - len(self.normalized)) :])
+        return np.broadcast_to(c, self.normalized).copy()
+
+
+class _LayerNormMatcher(_Flow):
+    """Finds, from its first ReduceMean, (x - mean(x)) / sqrt(mean((x - mean(x))**2) + epsilon)
+    [* scale] [+ bias] as exporters write LayerNorm before opset 17: ReduceMean, Sub, Pow(d, 2) or
+    Mul(d, d), ReduceMean, Add epsilon, Sqrt, Div, Mul, Add, the Adds and Muls in either operand
+    order, both means over the same trailing axes with keepdims, every value inside read only by
+    the pattern (the difference d by its square and the Div) and not a graph output."""
+
+    def match(self, first: int) -> _LayerNorm | None:
+        node = self.steps[first].node
+        x, mean = node.inputs[0], node.outputs[0]
+        x_type = self.resolved.types.get(x, ir.UNKNOWN)
+        dtype, rank = getattr(x_type, "dtype", None), getattr(x_type, "rank", None)
+        axis = self.trailing_axis(first, rank)
+        if dtype not in FLOAT_TYPES or axis is None or x in self.resolved.constants:
+            return None
+        normalized = x_type.shape[axis:]
+        if not all(isinstance(d, int) for d in normalized):
+            return None
+        sub = self.only_reader(mean)
+        if sub is None or self.plain(sub, "Sub") != [x, mean]:
+            return None
+        d = self.steps[sub].node.outputs[0]
+        square = self.square_of(d)
+        if square is None:
+            return None
+        p = self.steps[square].node.outputs[0]
+        variance = self.only_reader(p)
+        if (
+            variance is None
+            or self.steps[variance].node.op_type != "ReduceMean"
+            or self.trailing_axis(variance, rank) != axis
+        ):
+            return None
+        v = self.steps[variance].node.outputs[0]
+        shift = self.only_reader(v)
+        epsilon = None if shift is None else self.constant_operand(shift, "Add", v, dtype)
+        if epsilon is None or not (0 <= epsilon < math.inf):
+            return None
+        e = self.steps[shift].node.outputs[0]
+        root = self.only_reader(e)
+        if root is None or self.plain(root, "Sqrt") != [e]:
+            return None
+        std = self.steps[root].node.outputs[0]
+        div = self.only_reader(std)
+        if div is None or self.plain(div, "Div") != [d, std]:
+            return None
+        # d is read by its square (once, or twice as Mul(d, d)) and the Div, nothing else
+        square_reads = self.steps[square].node.inputs.count(d)
+        if d in self.resolved.graph.outputs or self.readers[d] != square_reads + 1:
+            return None
+        pattern = {first, sub, square, variance, shift, root, div}
+        y = self.steps[div].node.outputs[0]
+        scale = bias = None
+        for op_type in ("Mul", "Add"):
+            following = self.only_reader(y)
+            found = None if following is None else self.affine(following, op_type, y, x_type, axis)
+            if found is None:
+                continue
+            if op_type == "Mul":
+                scale = found
+            else:
+                bias = found
+            pattern.add(following)
+            y = self.steps[following].node.outputs[0]
+        if self.resolved.types.get(y) != x_type:
+            return None
+        return _LayerNorm(x, axis, tuple(normalized), dtype, epsilon, scale, bias, pattern)
+
+    def plain(self, index: int, op_type: str) -> list[str] | None:
+        """The inputs of step `index` when it is a default-domain `op_type` with one output."""
+        node = self.steps[index].node
+        if node.op_type != op_type or node.domain or len(node.outputs) != 1:
+            return None
+        return list(node.inputs)
+
+    def trailing_axis(self, index: int, rank: int | None) -> int | None:
+        """The first axis of a ReduceMean step over the trailing axes axis..rank-1, with kept
+        dims, else None. Axes are an attribute before opset 18, a constant input from it."""
+        node = self.steps[index].node
+        if rank is None or node.domain or not node.attrs.get("keepdims", 1):
+            return None
+        if len(node.inputs) > 1 and node.inputs[1]:
+            axes = self.resolved.constants.get(node.inputs[1])
+            axes = None if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
+        else:
+            axes = node.attrs.get("axes")
+        if not axes or any(not -rank <= a < rank for a in axes):
+            return None
+        axes = sorted({a % rank for a in axes})
+        return axes[0] if axes == list(range(axes[0], rank)) else None
+
+    def square_of(self, d: str) -> int | None:
+        """The step squaring `d`: Pow(d, 2) or Mul(d, d), one of d's readers, else None."""
+        for index in range(self.producer[d] + 1, len(self.steps)):
+            node = self.steps[index].node
+            if d not in node.inputs:
+                continue
+            if self.operand_of(index, "Pow", 2.0) == d or (
+                node.op_type == "Mul" and not node.domain and list(node.inputs) == [d, d]
+            ):
+                return index if self.inner(node.outputs[0]) else None
+        return None
+
+    def constant_operand(self, index: int, op_type: str, value: str, dtype) -> float | None:
+        """The other operand of a two-input `op_type` step reading `value`, as a float, when it
+        is a single-element constant of `dtype` that does not grow the result's rank."""
+        node = self.steps[index].node
+        if node.op_type != op_type or node.domain or sorted(node.inputs).count(value) != 1:
+            return None
+        if len(node.inputs) != 2:
+            return None
+        (other,) = [n for n in node.inputs if n != value]
+        c = self.resolved.constants.get(other)
+        rank = _rank(self.resolved, value)
+        if c is None or c.size != 1 or c.dtype != dtype or rank is None or c.ndim > rank:
+            return None
+        return float(c.reshape(()))
+
+    def affine(self, index: int, op_type: str, value: str, x_type, axis: int) -> str | None:
+        """The constant of a Mul or Add step of `value` by a constant of x's dtype that varies
+        along the normalized axes (from `axis` on) at most and does not grow the shape, else
+        None."""
         node = self.steps[index].node
         if node.op_type != op_type or node.domain or len(node.inputs) != 2:
             return None
-        positions = (1,) if op_type == "Div" else (1, 0)
-        for position in positions:
-            c = self.resolved.constants.get(node.inputs[position])
-            other = node.inputs[1 - position]
-            rank = _rank(self.resolved, other)
-            if (
-                c is not None
-                and c.size == 1
-                and c.dtype in FLOAT_TYPES
-                and rank is not None
-                and c.ndim <= rank
-                and other not in self.resolved.constants
-                and abs(float(c.reshape(())) - constant) <= 4 * np.finfo(c.dtype).eps * constant
-            ):
-                return other
-        return None
+        if node.inputs.count(value) != 1 or not self.inner(value):
+            return None
+        (other,) = [n for n in node.inputs if n != value]
+        c = self.resolved.constants.get(other)
+        if c is None or c.dtype != x_type.dtype or c.ndim > x_type.rank:
+            return None
+        shape = (1,) * (x_type.rank - c.ndim) + c.shape
+        if any(d != 1 for d in shape[:axis]) or any(
+            d not in (1, n) for d, n in zip(shape[axis:], x_type.shape[axis:])
+        ):
+            return None
+        return other if self.resolved.types.get(node.outputs[0]) == x_type else None
 
 
 _SQRT_2 = math.sqrt(2.0)
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_CUBIC = 0.044715
+# The op type of a Gelu's core step -> (approximate, the formula the provenance comment names).
+_GELU_CORES = {
+    "Erf": ("none", "0.5 * x * (1 + erf(x / sqrt 2))"),
+    "Tanh": ("tanh", "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))"),
+}
 
 
 def _batch_norm_terms(node: ir.Node, resolved: ResolvedGraph):

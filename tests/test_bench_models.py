@@ -27,4 +27,5 @@ def test_tiny_bench_model_compiles_and_matches_onnxruntime(spec, tmp_path: Path)
     assert list(actual) == [o.name for o in session.get_outputs()]
     for (name, value), reference in zip(actual.items(), expected):
         assert value.dtype == reference.dtype and value.shape == reference.shape, name
-        np.testing.assert_allclose(value, reference, rtol=1e-4, atol=1e-5, err_msg=name)
+        scale = max(1.0, float(np.max(np.abs(reference)))) if reference.size else 1.0
+        np.testing.assert_allclose(value, reference, rtol=1e-4, atol=1e-5 * scale, err_msg=name)

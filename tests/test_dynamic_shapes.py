@@ -129,6 +129,15 @@ def test_shape_arithmetic_is_python_ints(compiled) -> None:
     assert ".shape, dtype=np.int64)" not in source  # no Shape node computed at run time
 
 
+def test_projection_of_symbolic_rows_is_one_2d_product(compiled) -> None:
+    """(batch, seq, 16) @ (16, 16) runs as one BLAS product of batch * seq rows (numpy would run
+    one per batch entry), reshaped back to the dims the module knows; (4, 0) above covers no rows.
+    """
+    module, _ = compiled
+    source = open(module.__file__).read()
+    assert "k = np.matmul(x.reshape(-1, 16), w_k).reshape((batch, seq, 16))" in source
+
+
 def test_inconsistent_symbolic_dims_are_refused_naming_the_input(compiled) -> None:
     module, _ = compiled
     x = np.zeros((2, 5, HIDDEN), np.float32)

@@ -444,6 +444,235 @@ def test_gelu_rewrite_in_the_bench_transformers():
     assert source.count("rt.gelu(") == 2 and "rt.erf(" not in source
 
 
+# --- Gelu from its tanh form --------------------------------------------------------------------
+
+SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+
+
+def tanh_gelu_model(form: str, extra_output: str | None = None):
+    """x[2, 3, 40] -> MatMul -> h -> 0.5 * h * (1 + tanh(sqrt(2/pi) * (h + 0.044715 * h**3))).
+
+    Forms, as torch.onnx writes them (tools/bench_data/export_models.py):
+    - "gelu_new": Mul(h, 0.5) first, Pow(h, 3), Mul(p, c), Add(h, .), Mul(., k), Tanh, Add(t, 1),
+      Mul(half, a)   (GPT-2's activation)
+    - "torch_tanh": Mul(h, h), Mul(h, sq), Mul(c, cube), Add(h, .), Mul(k, .), Tanh, Add(1, t),
+      Mul(h, a), Mul(0.5, m)   (F.gelu(approximate="tanh") before opset 20)
+    - "off_cubic": gelu_new with 0.05 in place of 0.044715 (not Gelu)
+    """
+    r = models.rng(5)
+    inits = [init("W", (r.standard_normal((40, 40)) * 0.4).astype(np.float32))]
+
+    def const(name, value):
+        inits.append(init(name, np.array(value, dtype=np.float32)))
+        return name
+
+    def node(op, inputs, out):
+        return helper.make_node(op, inputs, [out], name=f"gelu/{out}")
+
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"], name="proj")]
+    cubic = 0.05 if form == "off_cubic" else 0.044715
+    if form in ("gelu_new", "off_cubic"):
+        nodes += [
+            node("Mul", ["h", const("half", 0.5)], "hh"),
+            node("Pow", ["h", const("three", 3.0)], "p"),
+            node("Mul", ["p", const("cubic", cubic)], "c"),
+            node("Add", ["h", "c"], "s"),
+            node("Mul", ["s", const("k", SQRT_2_OVER_PI)], "u"),
+            node("Tanh", ["u"], "t"),
+            node("Add", ["t", const("one", 1.0)], "a"),
+            node("Mul", ["hh", "a"], "y"),
+        ]
+    else:
+        nodes += [
+            node("Mul", ["h", "h"], "sq"),
+            node("Mul", ["h", "sq"], "p"),
+            node("Mul", [const("cubic", cubic), "p"], "c"),
+            node("Add", ["h", "c"], "s"),
+            node("Mul", [const("k", SQRT_2_OVER_PI), "s"], "u"),
+            node("Tanh", ["u"], "t"),
+            node("Add", [const("one", 1.0), "t"], "a"),
+            node("Mul", ["h", "a"], "m"),
+            node("Mul", [const("half", 0.5), "m"], "y"),
+        ]
+    outputs = [tensor("y", [2, 3, 40])]
+    if extra_output:
+        outputs.append(tensor(extra_output, [2, 3, 40]))
+    graph = helper.make_graph(nodes, "gelu", [tensor("x", [2, 3, 40])], outputs, initializer=inits)
+    return models.finish(graph, opset=14)
+
+
+def _same_as_onnxruntime(model, rtol=1e-5, atol=1e-6):
+    x = _input(model)
+    expected = _onnxruntime(model, x)
+    got = onemodel_compile.load_compiled(model, "fast").run(x)
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("form", ["gelu_new", "torch_tanh"])
+def test_the_tanh_form_of_gelu_becomes_one_kernel_call(form):
+    model = tanh_gelu_model(form)
+    source = generate(model, "fast").source
+    assert source.count("rt.gelu(") == 1 and 'approximate="tanh"' in source
+    for gone in ("np.tanh(", "np.power(", "np.multiply(", "np.add("):
+        assert gone not in source
+    assert source.count("# + ") == (7 if form == "gelu_new" else 8) and "# = Gelu" in source
+    assert "out=h)" in source
+    _same_as_onnxruntime(model)
+    exact_source = generate(model, "exact").source
+    assert "rt.gelu(" not in exact_source and "tanh(" in exact_source
+
+
+def test_other_constants_are_not_tanh_gelu():
+    model = tanh_gelu_model("off_cubic")
+    source = generate(model, "fast").source
+    assert "rt.gelu(" not in source and "np.tanh(" in source
+    _same_as_onnxruntime(model)
+
+
+@pytest.mark.parametrize("inner", ["sq", "p", "s", "t"])
+def test_tanh_gelu_is_not_fused_past_a_value_the_caller_sees(inner):
+    model = tanh_gelu_model("torch_tanh", extra_output=inner)
+    assert "rt.gelu(" not in generate(model, "fast").source
+    _same_as_onnxruntime(model)
+
+
+# --- LayerNormalization from its decomposed form ---------------------------------------------
+
+
+def layer_norm_model(form: str = "torch", extra_output: str | None = None, d_reader=False):
+    """x[2, 3, 40] -> MatMul -> h -> LayerNorm over the last axis written in nodes -> y.
+
+    Forms:
+    - "torch": ReduceMean(axes=[-1]), Sub, Pow(d, 2), ReduceMean, Add(v, eps), Sqrt, Div(d, s),
+      Mul(n, w), Add(., b)   (torch.onnx before opset 17)
+    - "custom": the square as Mul(d, d), Add(eps, v), Mul(w, n), Add(b, .), means over axis 2,
+      a scale of shape (1, 1, 40) and a single-element bias   (a hand-written LayerNorm)
+    - "opset18": as torch, the axes of ReduceMean an input (opset 18)
+    - "plain": no scale, no bias
+    - "last_two": over the last two axes (axes [1, 2]), scale (3, 40), bias (40,)
+    - "middle": means over axis 1 (not a trailing range: not rewritten)
+    - "leading_scale": a scale of shape (2, 1, 40), varying along the batch (scale not absorbed)
+    """
+    r = models.rng(11)
+    opset = 18 if form == "opset18" else 14
+    inits = [init("W", (r.standard_normal((40, 40)) * 0.4).astype(np.float32))]
+
+    def const(name, value, dtype=np.float32):
+        inits.append(init(name, np.array(value, dtype=dtype)))
+        return name
+
+    def mean(x, out):
+        axes = {"custom": [2], "last_two": [1, 2], "middle": [1]}.get(form, [-1])
+        if opset >= 18:
+            return helper.make_node("ReduceMean", [x, const(f"{out}_axes", axes, np.int64)], [out])
+        return helper.make_node("ReduceMean", [x], [out], axes=axes)
+
+    scale_shape = {"custom": (1, 1, 40), "last_two": (3, 40), "leading_scale": (2, 1, 40)}
+    w = const("w", 1 + 0.2 * r.standard_normal(scale_shape.get(form, (40,))))
+    b = const("b", 0.3 if form == "custom" else 0.1 * r.standard_normal(40))
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["h"], name="proj"),
+        mean("h", "m"),
+        helper.make_node("Sub", ["h", "m"], ["d"]),
+    ]
+    if form == "custom":
+        nodes += [
+            helper.make_node("Mul", ["d", "d"], ["p"]),
+            mean("p", "v"),
+            helper.make_node("Add", [const("eps", 1e-12), "v"], ["e"]),
+        ]
+    else:
+        nodes += [
+            helper.make_node("Pow", ["d", const("two", 2.0)], ["p"]),
+            mean("p", "v"),
+            helper.make_node("Add", ["v", const("eps", 1e-5)], ["e"]),
+        ]
+    nodes += [helper.make_node("Sqrt", ["e"], ["s"]), helper.make_node("Div", ["d", "s"], ["n"])]
+    if form == "plain":
+        nodes.append(helper.make_node("Identity", ["n"], ["y"]))
+    elif form == "custom":
+        nodes += [
+            helper.make_node("Mul", [w, "n"], ["g"]),
+            helper.make_node("Add", [b, "g"], ["y"]),
+        ]
+    else:
+        nodes += [
+            helper.make_node("Mul", ["n", w], ["g"]),
+            helper.make_node("Add", ["g", b], ["y"]),
+        ]
+    outputs = [tensor("y", [2, 3, 40])]
+    if d_reader:  # the difference has a reader outside the pattern
+        nodes.append(helper.make_node("Neg", ["d"], ["z"]))
+        outputs.append(tensor("z", [2, 3, 40]))
+    if extra_output:
+        outputs.append(tensor(extra_output, None))
+    graph = helper.make_graph(nodes, "ln", [tensor("x", [2, 3, 40])], outputs, initializer=inits)
+    return models.finish(graph, opset=opset)
+
+
+@pytest.mark.parametrize("form", ["torch", "custom", "opset18", "plain", "last_two"])
+def test_the_decomposed_layer_norm_becomes_one_kernel_call(form):
+    model = layer_norm_model(form)
+    source = generate(model, "fast").source
+    assert source.count("rt.layer_normalization(") == 1
+    for gone in ("np.mean(", "np.sqrt(", "np.power(", "np.divide(", "np.multiply(", "np.add("):
+        assert gone not in source
+    assert "# = LayerNormalization" in source
+    assert f"axis={1 if form == 'last_two' else 2}," in source
+    _same_as_onnxruntime(model, rtol=1e-5, atol=1e-5)
+    exact_source = generate(model, "exact").source
+    assert "layer_normalization(" not in exact_source
+
+
+def test_a_scale_that_varies_along_the_batch_stays_a_multiply():
+    model = layer_norm_model("leading_scale")
+    source = generate(model, "fast").source
+    assert source.count("rt.layer_normalization(") == 1 and source.count("np.multiply(") == 1
+    _same_as_onnxruntime(model, rtol=1e-5, atol=1e-5)
+
+
+def test_means_over_a_middle_axis_are_not_layer_norm():
+    model = layer_norm_model("middle")
+    assert "rt.layer_normalization(" not in generate(model, "fast").source
+    _same_as_onnxruntime(model, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("inner", ["m", "d", "p", "v", "e", "s"])
+def test_layer_norm_is_not_fused_past_a_value_the_caller_sees(inner):
+    model = layer_norm_model(extra_output=inner)
+    assert "rt.layer_normalization(" not in generate(model, "fast").source
+    _same_as_onnxruntime(model, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_keeps_its_affine_tail_when_the_normalized_value_is_read_elsewhere():
+    """n is a graph output: the LayerNormalization stops at n (a scale of ones), the Mul and Add
+    by the model's scale and bias stay."""
+    model = layer_norm_model(extra_output="n")
+    source = generate(model, "fast").source
+    assert source.count("rt.layer_normalization(") == 1 and "h_ln_scale" in source
+    assert "np.multiply(" in source and "np.add(" in source
+    _same_as_onnxruntime(model, rtol=1e-5, atol=1e-5)
+
+
+def test_a_difference_with_a_second_reader_is_not_layer_norm():
+    model = layer_norm_model(d_reader=True)
+    assert "rt.layer_normalization(" not in generate(model, "fast").source
+    _same_as_onnxruntime(model, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_and_gelu_rewrites_in_the_exported_transformers():
+    """The torch.onnx exports of tools/bench_data at opset 14: every LayerNorm and Gelu is one
+    kernel call, no Pow, Sqrt of a variance or Tanh left; results as onnxruntime's."""
+    from tools import bench_models
+
+    for stem, norms, gelus in (("bert_op14", 5, 2), ("gpt2_op14", 5, 2)):
+        built = bench_models.exported(stem, 2, 5)
+        source = generate(built.model, "fast").source
+        assert source.count("rt.layer_normalization(") == norms, stem
+        assert source.count("rt.gelu(") == gelus and "np.power(" not in source, stem
+
+
 # --- the scale of attention scores into the query projection -----------------------------------
 
 

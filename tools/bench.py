@@ -4,7 +4,10 @@
 
 `make bench` runs it with `--report docs/performance.md`. Models: the nine light_*.onnx
 architectures of the onnx wheel (fed arange(n)/n, as onnx's backend runner does) and the models
-tools/bench_models.py builds (seeded inputs). Everything is written under `.cache/bench/`.
+tools/bench_models.py builds or reads (seeded inputs): among them torch.onnx exports of BERT,
+MiniLM, GPT-2 and ViT at opsets 14 and 17 with dynamic axes, committed under tools/bench_data/
+(no torch needed to run them). `python -m tools.bench_pair NAME...` is the quick look at chosen
+models: their ratio in one process and where the time goes per node. Everything is written under `.cache/bench/`.
 
 Each measurement runs in a fresh subprocess (`--worker ...`), so that thread settings take effect
 before numpy is imported and so that memory is measured from a clean process:
@@ -723,6 +726,29 @@ def profile_choice(cases: list[Case], results: dict) -> list[Case]:
     return [case for _, case in missing]
 
 
+def openblas_core() -> str | None:
+    """The CPU type whose kernels numpy's OpenBLAS (a DYNAMIC_ARCH build) picked, or None. It
+    decides the products' speed: on an AVX-512 AMD EPYC it picks Haswell's (AVX2) kernels, about
+    1.5 times slower than SkylakeX's (which OPENBLAS_CORETYPE=SkylakeX selects) on the
+    transformers' shapes, and that is most of their gap to onnxruntime there."""
+    import ctypes
+
+    import numpy as np
+
+    for library in sorted((Path(np.__file__).parent.parent / "numpy.libs").glob("*openblas*")):
+        try:
+            lib = ctypes.CDLL(str(library))
+        except OSError:
+            continue
+        for symbol in ("scipy_openblas_get_corename64_", "openblas_get_corename64_",
+                       "openblas_get_corename"):  # fmt: skip
+            function = getattr(lib, symbol, None)
+            if function is not None:
+                function.restype = ctypes.c_char_p
+                return function().decode()
+    return None
+
+
 def machine(load_before, load_after, seconds: float) -> dict:
     import numpy as np
     import onnx
@@ -741,6 +767,9 @@ def machine(load_before, load_after, seconds: float) -> dict:
         blas = f"{blas.get('name')} {blas.get('version')}"
     except Exception:
         blas = "unknown"
+    core = openblas_core()
+    if core:
+        blas += f", kernels for {core}"
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True

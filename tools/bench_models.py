@@ -21,6 +21,12 @@ static, as exported models for one serving configuration have them.
   on one level and Resize (nearest, scale 2) + Conv on the other, Concat of the skip connections.
 - lstm: one ONNX LSTM (forward) over a [seq, batch, input] sequence and a Gemm on the last state.
 - mlp: Gemm (transB=1, as PyTorch exports Linear) + Relu layers and a Softmax.
+
+Beside them, models exported by torch.onnx (TorchScript exporter, opsets 14 and 17, dynamic batch
+and sequence axes) and committed under tools/bench_data/ with their large weights left out (filled
+in here from a seed; `exported`): BERT and MiniLM encoders (hidden 384, 6 heads) at 4 x 14 and
+1 x 128 tokens, a GPT-2 decoder (causal mask, tanh Gelu) and a ViT at 224 x 224. Re-exporting them
+needs torch (tools/bench_data/export_models.py); reading them does not.
 """
 
 from __future__ import annotations
@@ -294,6 +300,43 @@ def gpt_step(
     return Built(g.finish(), feeds)
 
 
+# --- models exported by torch.onnx (tools/bench_data/) ------------------------------------------
+
+BENCH_DATA = Path(__file__).resolve().parent / "bench_data"
+
+
+def exported(stem: str, batch: int, seq: int, seed: int = 0) -> Built:
+    """`tools/bench_data/<stem>.onnx` (written by torch.onnx, see export_models.py there) with its
+    large weights filled in from `seed` (normal, each tensor's recorded standard deviation), and
+    feeds for `batch` x `seq` tokens (a ViT: `batch` images at the model's size; `seq` unused)."""
+    model = onnx.load(str(BENCH_DATA / f"{stem}.onnx"))
+    rng = np.random.default_rng(seed)
+    for tensor in model.graph.initializer:
+        if tensor.doc_string.startswith("seeded std="):
+            std = float(tensor.doc_string.split("=", 1)[1])
+            value = (rng.standard_normal(tuple(tensor.dims)) * std).astype(np.float32)
+            tensor.CopyFrom(numpy_helper.from_array(value, tensor.name))
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {}
+    for value in model.graph.input:
+        name = value.name
+        if name == "pixel_values":
+            size = value.type.tensor_type.shape.dim[2].dim_value
+            feeds[name] = rng.standard_normal((batch, 3, size, size)).astype(np.float32)
+        elif name == "input_ids":
+            feeds[name] = rng.integers(0, 1000, (batch, seq), dtype=np.int64)
+        elif name == "attention_mask":  # rows past the first padded to different lengths
+            mask = np.ones((batch, seq), dtype=np.int64)
+            for b in range(1, batch):
+                mask[b, seq - (b * seq) // (2 * batch) :] = 0
+            feeds[name] = mask
+        elif name == "token_type_ids":
+            feeds[name] = np.zeros((batch, seq), dtype=np.int64)
+        else:
+            raise ValueError(f"{stem}: no feed for input {name!r}")
+    return Built(model, feeds)
+
+
 # --- convolutional nets --------------------------------------------------------------------------
 
 
@@ -495,6 +538,54 @@ MODELS = (
     Spec("bert_b1", "transformer", lambda: bert(batch=1), lambda: bert(1, 8, 1, 16, 2, 32, 50)),
     Spec("bert_b8", "transformer", lambda: bert(batch=8), lambda: bert(3, 8, 2, 16, 2, 32, 50)),
     Spec("gpt_step", "transformer", gpt_step, lambda: gpt_step(6, 2, 16, 2, 50)),
+    Spec(
+        "bert_op14_b4x14",
+        "transformer",
+        lambda: exported("bert_op14", 4, 14),
+        lambda: exported("bert_op14", 2, 5),
+    ),
+    Spec(
+        "bert_op17_b1x128",
+        "transformer",
+        lambda: exported("bert_op17", 1, 128),
+        lambda: exported("bert_op17", 2, 5),
+    ),
+    Spec(
+        "minilm_op14_b4x14",
+        "transformer",
+        lambda: exported("minilm_op14", 4, 14),
+        lambda: exported("minilm_op14", 2, 5),
+    ),
+    Spec(
+        "minilm_op17_b1x128",
+        "transformer",
+        lambda: exported("minilm_op17", 1, 128),
+        lambda: exported("minilm_op17", 2, 5),
+    ),
+    Spec(
+        "gpt2_op14_b4x14",
+        "transformer",
+        lambda: exported("gpt2_op14", 4, 14),
+        lambda: exported("gpt2_op14", 2, 5),
+    ),
+    Spec(
+        "gpt2_op17_b1x128",
+        "transformer",
+        lambda: exported("gpt2_op17", 1, 128),
+        lambda: exported("gpt2_op17", 2, 5),
+    ),
+    Spec(
+        "vit_op14_b1",
+        "transformer",
+        lambda: exported("vit_op14", 1, 0),
+        lambda: exported("vit_op14", 1, 0),
+    ),
+    Spec(
+        "vit_op17_b1",
+        "transformer",
+        lambda: exported("vit_op17", 1, 0),
+        lambda: exported("vit_op17", 1, 0),
+    ),
     Spec("mobilenet", "conv", mobilenet, lambda: mobilenet(2, 32, 10, ((16, 16, 2), (24, 16, 1)))),
     Spec("unet", "conv", unet, lambda: unet(2, 16, 4, 2)),
     Spec("lstm", "other", lstm, lambda: lstm(5, 2, 6, 8, 3)),

@@ -1,0 +1,125 @@
+"""A quick look at chosen benchmark models (not the report): compiled / onnxruntime ratio in one
+process, both sides in alternating blocks, and optionally where the time goes per node.
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python -m tools.bench_pair bert gpt2 \\
+        [--budget 3] [--profile] [--cache .cache/bench-pair]
+
+Models are those of tools/bench_models.MODELS whose name contains one of the arguments. The thread
+count is read from OMP_NUM_THREADS (onnxruntime gets the same); set it before the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+
+from onemodel_compile import compile_model
+from tools.bench import ROOT, import_generated, statement_profile
+from tools.bench_models import MODELS
+
+
+def session(model_bytes: bytes, threads: int, profile: str | None = None):
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = options.inter_op_num_threads = threads
+    options.log_severity_level = 3
+    if profile:
+        options.enable_profiling = True
+        options.profile_file_prefix = profile
+    return onnxruntime.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+
+
+def interleaved(functions, budget: float, block: float = 0.25, settle: float = 0.05):
+    """Median seconds of each function, run in alternating blocks of `block` seconds: wall
+    clock, and the calling thread's CPU time (at one thread both sides compute in the calling
+    thread, and its CPU time leaves out the time other processes of a shared machine take)."""
+    wall = [[] for _ in functions]
+    cpu = [[] for _ in functions]
+    spent = [0.0 for _ in functions]
+    while min(spent) < budget or min(len(t) for t in wall) < 5:
+        for i, function in enumerate(functions):
+            start_block = time.perf_counter()
+            while time.perf_counter() - start_block < block:
+                start, start_cpu = time.perf_counter(), time.thread_time()
+                function()
+                elapsed = time.perf_counter() - start
+                cpu[i].append(time.thread_time() - start_cpu)
+                wall[i].append(elapsed)
+                spent[i] += elapsed
+            time.sleep(settle)
+    return [statistics.median(t) for t in wall], [statistics.median(t) for t in cpu]
+
+
+def ort_ops(sess, feeds, runs: int) -> list:
+    import json
+
+    for _ in range(runs):
+        sess.run(None, feeds)
+    trace = Path(sess.end_profiling())
+    per_op: dict = {}
+    for event in json.loads(trace.read_text()):
+        if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time"):
+            entry = per_op.setdefault(event["args"]["op_name"], [0.0, 0])
+            entry[0] += event["dur"] / 1e3 / runs
+            entry[1] += 1 / runs
+    trace.unlink()
+    return sorted(([op, ms, round(n)] for op, (ms, n) in per_op.items()), key=lambda r: -r[1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("only", nargs="*")
+    parser.add_argument("--budget", type=float, default=3.0)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench-pair")
+    args = parser.parse_args(argv)
+    threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
+    args.cache.mkdir(parents=True, exist_ok=True)
+    for spec in MODELS:
+        if args.only and not any(o in spec.name for o in args.only):
+            continue
+        built = spec.build()
+        path = compile_model(built.model, args.cache / f"{spec.name}.py")
+        module = import_generated(Path(path))
+        model_bytes = built.model.SerializeToString()
+        sess = session(model_bytes, threads)
+        arguments = [built.feeds[name] for name, _, _ in module.INPUTS]
+        ours, theirs = list(module.run(*arguments)), sess.run(None, built.feeds)
+        diff = max(
+            float(np.max(np.abs(a - e))) / max(float(np.max(np.abs(e))), 1e-30)
+            for a, e in zip(ours, theirs)
+        )
+        (compiled, ort), (compiled_cpu, ort_cpu) = interleaved(
+            [lambda: module.run(*arguments), lambda: sess.run(None, built.feeds)], args.budget
+        )
+        print(
+            f"{spec.name:20s} compiled {1e3 * compiled:8.3f} ms  ort {1e3 * ort:8.3f} ms  "
+            f"ratio {compiled / ort:5.2f}  (cpu time: {1e3 * compiled_cpu:8.3f} / "
+            f"{1e3 * ort_cpu:8.3f} = {compiled_cpu / ort_cpu:5.2f})  max rel diff {diff:.1e}",
+            flush=True,
+        )
+        if args.profile:
+            runs = max(3, int(1.0 / compiled))
+            profile = statement_profile(module, arguments, runs)
+            print(f"  traced {profile['traced_run_ms']:.3f} ms; by op type:")
+            for op, ms, n in profile["ops"][:12]:
+                print(f"    {op:24s} {ms:8.3f} ms  {n:3d} nodes")
+            print("  slowest nodes:")
+            for op, name, ms in profile["nodes"][:12]:
+                print(f"    {op:20s} {name[:50]:50s} {ms:8.3f} ms")
+            prefix = str(args.cache / f"ort_{spec.name}")
+            ops = ort_ops(session(model_bytes, threads, prefix), built.feeds, runs)
+            print("  onnxruntime by op type:")
+            for op, ms, n in ops[:10]:
+                print(f"    {op:24s} {ms:8.3f} ms  {n:3d} nodes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

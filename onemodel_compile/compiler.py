@@ -3,8 +3,10 @@ the files."""
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -64,8 +66,10 @@ def compile_model(
 
 
 def load_compiled(model: str | Path | onnx.ModelProto, variant: str = "fast"):
-    """Compile `model` into a fresh temporary folder and return the imported module."""
+    """Compile `model` into a fresh temporary folder and return the imported module. The folder
+    is removed when the interpreter exits (the module's weights stay mapped until then)."""
     folder = Path(tempfile.mkdtemp(prefix="onemodel-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     stem = "model" if isinstance(model, onnx.ModelProto) else sanitize(Path(model).stem, "model")
     path = compile_model(model, folder / f"{stem}.py", variant)
     module_name = f"onemodel_generated.{folder.name.replace('-', '_')}.{stem}"

@@ -292,3 +292,22 @@ def test_a_value_a_dim_is_read_off_survives_the_conv_folding() -> None:
         [rng.random((2, 2, 8, 5), dtype=np.float32)],
     ]
     _check_against_onnxruntime(model, feeds)
+
+
+def test_load_compiled_leaves_no_folder_behind(tmp_path) -> None:
+    """load_compiled's temporary folder goes when the interpreter exits."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, tempfile; sys.path.insert(0, '.'); tempfile.tempdir = sys.argv[1]\n"
+        "from tests.test_symbolic_shapes import paddle_reshape_model\n"
+        "from onemodel_compile import load_compiled\n"
+        "module = load_compiled(paddle_reshape_model())\n"
+        "print(module.__file__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().startswith(str(tmp_path))
+    assert list(tmp_path.iterdir()) == []

@@ -37,6 +37,12 @@ def same_pads(spatial, kernel_shape, strides, dilations, auto_pad):
     return begins + ends
 
 
+def default_steps(kernel_shape, strides, dilations):
+    """strides and dilations, None (absent in the model) meaning 1 on every spatial axis."""
+    ones = (1,) * len(kernel_shape)
+    return (ones if strides is None else strides), (ones if dilations is None else dilations)
+
+
 def explicit_pads(x, kernel_shape, strides, dilations, pads, auto_pad):
     """The pads a window kernel applies to `x` (N, C, *spatial), whatever `auto_pad` says."""
     if auto_pad in SAME:

@@ -33,6 +33,7 @@ from runtime_support._windows import (
     accumulator,
     add_windows,
     crop_grid,
+    default_steps,
     explicit_pads,
     flat_taps,
     tap_slices,
@@ -43,15 +44,18 @@ from runtime_support._windows import (
 __all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
 
 
-def conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTSET"):
+def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto_pad="NOTSET"):
     """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
-    `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it.
+    `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it;
+    pads, strides and dilations of None are the ONNX defaults (0, 1 and 1 on every spatial axis;
+    the compiler leaves them out when it does not know how many spatial axes there are).
     Float16 and bfloat16 go through float32 (BLAS). The layouts put every product directly in
     NCHW order (see the module docstring)."""
     acc = accumulator(X.dtype)
     w = W.astype(acc, copy=False)
     batch, channels = X.shape[:2]
     maps, kernel_shape = w.shape[0], w.shape[2:]
+    strides, dilations = default_steps(kernel_shape, strides, dilations)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     bias = None if B is None else B.astype(acc, copy=False)
     if group == channels and group > 1:

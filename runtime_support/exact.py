@@ -689,7 +689,9 @@ def _direct_conv64(X, W, pads, strides, dilations, group) -> np.ndarray:
     return crop_grid(Y.reshape(batch, maps, size), grid, out)
 
 
-def exact_conv(X, W, B=None, *, pads=None, strides, dilations, group=1, auto_pad="NOTSET"):
+def exact_conv(
+    X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto_pad="NOTSET"
+):
     """ONNX Conv (the arguments of runtime_support.conv): X (N, C, *in) with W (M, C/group, *k).
 
     Two methods, chosen by the shapes and the type alone (so always the same one for a node):

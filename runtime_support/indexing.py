@@ -12,6 +12,7 @@ import numpy as np
 __all__ = [
     "gather_elements",
     "gathernd",
+    "nonzero",
     "onehot",
     "reverse_sequence",
     "scatter_elements",
@@ -103,6 +104,15 @@ def tensor_scatter(
     present = past_cache.copy()
     np.put_along_axis(present, positions.reshape(shape), update, axis)
     return present
+
+
+def nonzero(X: np.ndarray) -> np.ndarray:
+    """ONNX NonZero for an input whose rank was unknown at compile time: the int64 indices of the
+    non-zero elements, one row per axis; a scalar gives shape (0, 1) or (0, 0), as the compiler
+    emits for a known scalar (numpy refuses nonzero of a 0-d array)."""
+    if X.ndim == 0:
+        return np.zeros((0, int(X != 0)), dtype=np.int64)
+    return np.array(np.nonzero(X), dtype=np.int64)
 
 
 def onehot(indices: np.ndarray, depth, values: np.ndarray, *, axis: int = -1) -> np.ndarray:

@@ -131,9 +131,21 @@ def _integer_conv(x, x_zero_point, w, w_zero_point, geometry) -> np.ndarray:
     return conv(shifted_x, shifted_w, **geometry)
 
 
-def conv_integer(x, w, x_zero_point=None, w_zero_point=None, *, pads, strides, dilations, group=1):
-    """ONNX ConvInteger: int32 sums (wrapping) of the zero-point-shifted products."""
-    geometry = dict(pads=pads, strides=strides, dilations=dilations, group=group)
+def conv_integer(
+    x,
+    w,
+    x_zero_point=None,
+    w_zero_point=None,
+    *,
+    pads=None,
+    strides=None,
+    dilations=None,
+    group=1,
+    auto_pad="NOTSET",
+):
+    """ONNX ConvInteger: int32 sums (wrapping) of the zero-point-shifted products. The geometry
+    as runtime_support.conv takes it."""
+    geometry = dict(pads=pads, strides=strides, dilations=dilations, group=group, auto_pad=auto_pad)
     return (
         _integer_conv(x, x_zero_point, w, w_zero_point, geometry).astype(np.int64).astype(np.int32)
     )
@@ -150,14 +162,16 @@ def qlinear_conv(
     y_zero_point,
     B=None,
     *,
-    pads,
-    strides,
-    dilations,
+    pads=None,
+    strides=None,
+    dilations=None,
     group=1,
+    auto_pad="NOTSET",
 ):
     """ONNX QLinearConv: the integer convolution plus the int32 bias B, rescaled per output
-    channel by x_scale * w_scale / y_scale (computed in float32) and requantized."""
-    geometry = dict(pads=pads, strides=strides, dilations=dilations, group=group)
+    channel by x_scale * w_scale / y_scale (computed in float32) and requantized. The geometry
+    as runtime_support.conv takes it."""
+    geometry = dict(pads=pads, strides=strides, dilations=dilations, group=group, auto_pad=auto_pad)
     accumulator = _integer_conv(x, x_zero_point, w, w_zero_point, geometry)
     spatial = (1,) * (x.ndim - 2)
     if B is not None:

@@ -1,6 +1,9 @@
-"""Tensor kernels: shapes only known at run time, padding, block rearrangements, Range, Cast."""
+"""Tensor kernels: shapes only known at run time, padding, block rearrangements, Range, Cast; and
+the axis normalizers of code compiled for an input whose rank was unknown at compile time."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -10,6 +13,9 @@ __all__ = [
     "center_crop_pad",
     "clamp_bound",
     "depth_to_space",
+    "flatten",
+    "normalize_axes",
+    "normalize_axis",
     "pad",
     "range_",
     "reshape",
@@ -19,6 +25,32 @@ __all__ = [
     "squeeze",
     "unsqueeze",
 ]
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    """An ONNX axis attribute (-rank <= axis < rank) as a non-negative axis of an array of rank
+    `rank`: what the compiler computes when it knows the rank, for code compiled without it. A
+    scalar (rank 0) takes axis 0 alone, as the compiler does. Out of range is an error."""
+    if not -rank <= axis < max(rank, 1):
+        raise ValueError(f"axis {axis} is out of range for an input of rank {rank}")
+    return axis % rank if rank else 0
+
+
+def normalize_axes(axes, rank: int) -> tuple[int, ...]:
+    """ONNX axes as sorted, distinct non-negative axes of an array of rank `rank` (each as
+    normalize_axis takes it)."""
+    return tuple(sorted({normalize_axis(int(a), rank) for a in axes}))
+
+
+def flatten(input: np.ndarray, *, axis: int = 1) -> np.ndarray:
+    """ONNX Flatten for an input whose rank was unknown at compile time: the 2-D
+    (prod(dims before axis), prod(dims from axis)) view, -rank <= axis <= rank. (Also the 2-D
+    coercion of Softmax, LogSoftmax and Hardmax before opset 13.)"""
+    rank = input.ndim
+    if not -rank <= axis <= rank:
+        raise ValueError(f"Flatten: axis {axis} is out of range for an input of rank {rank}")
+    axis = axis + rank if axis < 0 else axis
+    return input.reshape(math.prod(input.shape[:axis]), math.prod(input.shape[axis:]))
 
 
 def reshape(data: np.ndarray, shape: np.ndarray, *, allowzero: int = 0) -> np.ndarray:

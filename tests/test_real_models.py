@@ -51,18 +51,11 @@ RTOL, ATOL = 1e-3, 1e-5
 # process (a C++ assertion in onnx's shape inference), which would take the test run with it.
 ABORTED = "process aborted"
 
-# The failure lines, one name each (the table below reads better with names than with the lines).
-RANK_IF = "CompileError: ReduceMean node '/ReduceMean': the rank of input 0 is unknown"
-
-# (model, variant, symbolic) -> the failure's one line, as `outcome` reports it.
+# (model, variant, symbolic) -> the failure's one line, as `outcome` reports it. Empty: the last
+# entries, script_if_rank_op17's ReduceMean of an If whose branches have different ranks ("the
+# rank of input 0 is unknown"), pass since emitters handle unknown ranks (tests/test_unknown_rank.py).
 # fmt: off
-XFAIL: dict[tuple[str, str, bool], str] = {
-    # unknown rank: the output of an If whose branches have different ranks
-    ("script_if_rank_op17", "fast", False): RANK_IF,
-    ("script_if_rank_op17", "exact", False): RANK_IF,
-    ("script_if_rank_op17", "fast", True): RANK_IF,
-    ("script_if_rank_op17", "exact", True): RANK_IF,
-}
+XFAIL: dict[tuple[str, str, bool], str] = {}
 # fmt: on
 
 

@@ -15,18 +15,30 @@ def normalize_axis(axis: int, rank: int, view: NodeView) -> int:
     return axis % rank if rank else 0
 
 
-def need_rank(view: NodeView, index: int = 0) -> int:
-    rank = view.inputs[index].rank
-    if rank is None:
-        raise CompileError(f"{view.node.label}: the rank of input {index} is unknown")
-    return rank
-
-
-def need_shape(view: NodeView, index: int = 0) -> tuple[int, ...]:
+def axis_of(view: NodeView, axis: int, index: int = 0) -> int | str:
+    """`axis` normalized against the rank of input `index`: the int when the rank is known at
+    compile time, else code normalizing it at run time against the value's `ndim`
+    (`rt.normalize_axis`, the same rule, raising for an axis out of range). Either way the
+    result is a non-negative axis, so the code it goes into works for any rank."""
     operand = view.inputs[index]
-    if operand.shape is None or not all(isinstance(d, int) for d in operand.shape):
-        raise CompileError(f"{view.node.label}: the shape of input {index} must be static")
-    return tuple(operand.shape)
+    if operand.rank is not None:
+        return normalize_axis(axis, operand.rank, view)
+    return f"rt.normalize_axis({int(axis)}, {operand}.ndim)"
+
+
+def axes_of(view: NodeView, axes, index: int = 0) -> tuple[int, ...] | str:
+    """`axes` (a non-empty list) sorted, distinct and normalized against the rank of input
+    `index`, as axis_of: a tuple when the rank is known, else code computing it at run time
+    (`rt.normalize_axes`)."""
+    operand = view.inputs[index]
+    if operand.rank is not None:
+        return tuple(sorted({normalize_axis(a, operand.rank, view) for a in axes}))
+    return f"rt.normalize_axes({py(tuple(int(a) for a in axes))}, {operand}.ndim)"
+
+
+def code_of(value) -> str:
+    """An axis or axes from axis_of / axes_of as code: the literal, or the run-time expression."""
+    return value if isinstance(value, str) else py(value)
 
 
 class RunTime:
@@ -60,12 +72,20 @@ def is_float(dtype) -> bool:
 def along_axis_rule(kernel: str, keywords: str = ""):
     """The emit rule of Softmax, LogSoftmax and Hardmax: `rt.<kernel>(X, axis=...<keywords>)`
     along `axis` from opset 13. Before 13 the input is coerced to 2-D [prod(dims before axis),
-    prod(dims from axis)] and the kernel runs along the rows (default axis 1)."""
+    prod(dims from axis)] and the kernel runs along the rows (default axis 1). For an input of
+    unknown rank the axis is normalized at run time (axis_of), and the coercion is Flatten's
+    kernel (`rt.flatten`, which normalizes its axis against the input's rank)."""
 
     def emit(view: NodeView) -> str:
         X = view.inputs[0]
-        rank = need_rank(view)
-        axis = normalize_axis(view.attr("axis", 1 if view.opset < 13 else -1), rank, view)
+        rank = X.rank
+        axis = view.attr("axis", 1 if view.opset < 13 else -1)
+        if rank is None:
+            if view.opset >= 13:
+                return f"rt.{kernel}({X}, axis={axis_of(view, axis)}{keywords})"
+            rows = f"rt.flatten({X}, axis={int(axis)})"
+            return f"rt.{kernel}({rows}, axis=1{keywords}).reshape({X}.shape)"
+        axis = normalize_axis(axis, rank, view)
         if view.opset >= 13 or axis == rank - 1:
             return f"rt.{kernel}({X}, axis={axis}{keywords})"
         shape = X.shape

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from onemodel_compile.errors import UnsupportedError
 from onemodel_compile.ops.code import py
-from onemodel_compile.ops.common import need_rank, normalize_axis
+from onemodel_compile.ops.common import axis_of
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 
 
-def _axis(view: NodeView, default: int = 0, index: int = 0) -> int:
-    return normalize_axis(view.attr("axis", default), need_rank(view, index), view)
+def _axis(view: NodeView, default: int = 0, index: int = 0) -> int | str:
+    """The `axis` attribute normalized against input `index`'s rank (at run time when unknown)."""
+    return axis_of(view, view.attr("axis", default), index)
 
 
 def _reduction(view: NodeView) -> str:
@@ -97,7 +98,9 @@ def compress(view: NodeView) -> str:
 @emitter("NonZero", since=9, exact=True)
 def nonzero(view: NodeView) -> str:
     X = view.inputs[0]
-    if need_rank(view) == 0:  # numpy refuses nonzero of a scalar: shape (0, 1) or (0, 0)
+    if X.rank is None:
+        return f"rt.nonzero({X})"
+    if X.rank == 0:  # numpy refuses nonzero of a scalar: shape (0, 1) or (0, 0)
         return f"np.zeros((0, int({X} != 0)), dtype=np.int64)"
     return f"np.array(np.nonzero({X}), dtype=np.int64)"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops.code import py
-from onemodel_compile.ops.common import need_rank, normalize_axis
+from onemodel_compile.ops.common import axes_of, axis_of, code_of
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 
@@ -94,7 +94,7 @@ def _group_normalization(prefix: str):
 
 
 def _axis_keywords(view: NodeView) -> str:
-    axis = normalize_axis(view.attr("axis"), need_rank(view), view)
+    axis = axis_of(view, view.attr("axis"))
     return f"axis={axis}, epsilon={py(view.attr('epsilon'))}, stash_type={_stash_type(view)}"
 
 
@@ -142,7 +142,7 @@ def _lp_normalization(prefix: str):
         p = view.attr("p")
         if p not in (1, 2):
             raise CompileError(f"{view.node.label}: LpNormalization supports p 1 and 2, not {p}")
-        axis = normalize_axis(view.attr("axis"), need_rank(view), view)
+        axis = axis_of(view, view.attr("axis"))
         return f"rt.{prefix}lp_normalization({view.inputs[0]}, axis={axis}, p={p})"
 
     return emit
@@ -150,9 +150,8 @@ def _lp_normalization(prefix: str):
 
 def _mean_variance_normalization(prefix: str):
     def emit(view: NodeView) -> str:
-        rank = need_rank(view)
-        axes = tuple(sorted({normalize_axis(a, rank, view) for a in view.attr("axes")}))
-        return f"rt.{prefix}mean_variance_normalization({view.inputs[0]}, axes={py(axes)})"
+        axes = code_of(axes_of(view, view.attr("axes")))
+        return f"rt.{prefix}mean_variance_normalization({view.inputs[0]}, axes={axes})"
 
     return emit
 

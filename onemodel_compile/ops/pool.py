@@ -10,7 +10,6 @@ from __future__ import annotations
 
 
 from onemodel_compile.ops.code import number, py
-from onemodel_compile.ops.common import need_rank
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 from onemodel_compile.ops.spatial import window_keywords
@@ -55,9 +54,15 @@ def lp_pool_exact(view: NodeView) -> str:
 
 
 def _global_rule(function: str):
+    """`function(X, axis=<the spatial axes>, keepdims=True)`; the axes are taken from X's rank at
+    run time when it is unknown."""
+
     def emit(view: NodeView) -> str:
-        axes = tuple(range(2, need_rank(view)))
-        return f"{function}({view.inputs[0]}, axis={py(axes)}, keepdims=True)"
+        X = view.inputs[0]
+        if X.rank is None:
+            return f"{function}({X}, axis=tuple(range(2, {X}.ndim)), keepdims=True)"
+        axes = tuple(range(2, X.rank))
+        return f"{function}({X}, axis={py(axes)}, keepdims=True)"
 
     return emit
 

@@ -20,7 +20,7 @@ from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops.code import dtype_expr
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
-from onemodel_compile.ops.spatial import geometry_keywords, spatial_geometry
+from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
 
 QUANTIZED = ("uint8", "int8", "uint16", "int16")
 
@@ -100,12 +100,10 @@ def qlinear_matmul(view: NodeView) -> str:
 
 
 def _conv_keywords(view: NodeView, weights: int) -> str:
-    W = view.inputs[weights]
-    kernel_shape = view.attr("kernel_shape") or (W.shape[2:] if W.shape is not None else None)
-    if kernel_shape is None or not all(isinstance(k, int) for k in kernel_shape):
-        raise CompileError(f"{view.node.label}: the kernel shape must be static")
-    pads, strides, dilations = spatial_geometry(view, kernel_shape)
-    return f"{geometry_keywords(pads, strides, dilations)}, group={view.attr('group', 1)}"
+    """The geometry as Conv's (ops.spatial.window_keywords: settled at compile time when it can
+    be, else at run time from the weights and input), and the group."""
+    keywords = window_keywords(view, kernel_shape_of(view, weights), weights)
+    return f"{keywords}, group={view.attr('group', 1)}"
 
 
 def _arguments(view: NodeView) -> list[str]:

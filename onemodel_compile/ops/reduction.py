@@ -23,13 +23,15 @@ import numpy as np
 
 from runtime_support.reduction import highest, lowest
 
-from onemodel_compile.ops.code import dtype_expr, number, py
+from onemodel_compile.ops.code import dtype_expr, number
 from onemodel_compile.ops.common import (
     RunTime,
+    axes_of,
+    axis_of,
+    code_of,
     exact_for_integers,
     ints_from,
     is_float,
-    need_rank,
     normalize_axis,
 )
 from onemodel_compile.ops.node import NodeView
@@ -106,13 +108,16 @@ REDUCTIONS = {
 
 
 def reduce_axes(view: NodeView, axes_input_since: int):
-    """The normalized axes to reduce, None to reduce all, () for a no-op, or RunTime."""
-    rank = need_rank(view)
+    """The normalized axes to reduce, None to reduce all, () for a no-op, or RunTime. Axes known
+    for an input of unknown rank come as the code normalizing them at run time (a str)."""
+    rank = view.inputs[0].rank
     axes = ints_from(view, "axes", 1, since=axes_input_since)
     if isinstance(axes, RunTime):
         return axes
     if not axes:
         return () if view.attr("noop_with_empty_axes", 0) else None
+    if rank is None:
+        return axes_of(view, axes)
     return tuple(sorted(normalize_axis(a, rank, view) for a in axes))
 
 
@@ -121,7 +126,7 @@ def _is_half(dtype) -> bool:
 
 
 def _may_be_empty(shape, axes) -> bool:
-    if shape is None:
+    if shape is None or isinstance(axes, str):
         return True
     selected = range(len(shape)) if axes is None else axes
     return any(not isinstance(shape[a], int) or shape[a] == 0 for a in selected)
@@ -150,7 +155,7 @@ def _kernel_call(kernel: str, view: NodeView, axes) -> str:
         return f"{kernel}({X}, keepdims={keepdims}, noop_with_empty_axes=1)"
     if axes is None:
         return f"{kernel}({X}, keepdims={keepdims})"
-    return f"{kernel}({X}, {py(axes)}, keepdims={keepdims})"
+    return f"{kernel}({X}, {code_of(axes)}, keepdims={keepdims})"
 
 
 def _rule(spec: Reduction):
@@ -180,7 +185,8 @@ def _rule(spec: Reduction):
                 identity = lowest if spec.reduce == "np.max" else highest
                 extra = f", initial={number(identity(np.dtype(X.dtype)))}"
             keepdims = bool(view.attr("keepdims", 1))
-            result = f"{spec.reduce}({data}, axis={py(axes)}, keepdims={keepdims}{extra})"
+            axis = code_of(axes)
+            result = f"{spec.reduce}({data}, axis={axis}, keepdims={keepdims}{extra})"
         if spec.after:
             result = f"{spec.after}({result})"
         if widen or (integer and (spec.after or spec.reduce == "np.mean")):
@@ -237,7 +243,7 @@ for _op, _spec in REDUCTIONS.items():
 @emitter("ArgMax", "ArgMin", since=1, exact=True)
 def arg_extreme(view: NodeView) -> str:
     X = view.inputs[0]
-    axis = normalize_axis(view.attr("axis", 0), need_rank(view), view)
+    axis = axis_of(view, view.attr("axis", 0))
     keepdims = view.attr("keepdims", 1)
     function = view.op_type.lower()
     if view.attr("select_last_index", 0):
@@ -258,7 +264,7 @@ def cumulative(view: NodeView) -> str:
     function = "cumsum" if view.op_type == "CumSum" else "cumprod"
     exclusive, reverse = view.attr("exclusive", 0), view.attr("reverse", 0)
     if axis.const is not None:
-        axis = normalize_axis(int(np.asarray(axis.const).reshape(-1)[0]), need_rank(view), view)
+        axis = axis_of(view, int(np.asarray(axis.const).reshape(-1)[0]))
         if not (exclusive or reverse or _is_half(X.dtype)):
             dtype = "" if is_float(X.dtype) else f", dtype={dtype_expr(X.dtype)}"
             return f"np.{function}({X}, axis={axis}{dtype})"
@@ -274,7 +280,7 @@ def cumulative_exact(view: NodeView) -> str:
     if not is_float(X.dtype):
         return cumulative(view)
     if axis.const is not None:
-        axis = normalize_axis(int(np.asarray(axis.const).reshape(-1)[0]), need_rank(view), view)
+        axis = axis_of(view, int(np.asarray(axis.const).reshape(-1)[0]))
     function = "exact_cumsum" if view.op_type == "CumSum" else "exact_cumprod"
     keywords = [f"{name}=1" for name in ("exclusive", "reverse") if view.attr(name, 0)]
     return f"rt.{function}({', '.join([str(X), str(axis)] + keywords)})"
@@ -287,7 +293,7 @@ def cumulative_exact(view: NodeView) -> str:
 def top_k(view: NodeView) -> str:
     """Values and indices, always sorted (`sorted`=0 allows any order); ties by lower index."""
     X = view.inputs[0]
-    axis = normalize_axis(view.attr("axis", -1), need_rank(view), view)
+    axis = axis_of(view, view.attr("axis", -1))
     if view.opset < 10:
         k = str(view.attr("k"))
     elif view.const(1) is not None:

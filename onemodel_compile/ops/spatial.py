@@ -2,7 +2,13 @@
 at compile time when the input's spatial dims are known, so runtime_support kernels receive
 explicit pads (all begins, then all ends, as in ONNX), strides and dilations. When an auto_pad
 SAME_* input has spatial dims known only at run time, the kernel receives `auto_pad` instead of
-`pads` and settles it with the same rule (runtime_support._windows.same_pads)."""
+`pads` and settles it with the same rule (runtime_support._windows.same_pads).
+
+A kernel shape unknown at compile time (weights of unknown shape and no `kernel_shape` attribute)
+is no obstacle: the kernels read it off the weights (W.shape[2:]) at run time. When the number of
+spatial axes is unknown too (no input of known rank, no attribute giving it), the keywords whose
+defaults depend on it are left out: the kernels take pads, strides and dilations of None as the
+ONNX defaults (0 and 1 along every spatial axis of the run-time input)."""
 
 from __future__ import annotations
 
@@ -12,13 +18,29 @@ from onemodel_compile.ops.node import NodeView
 from runtime_support._windows import SAME, same_pads
 
 
-def kernel_shape_of(view: NodeView, weights: int = 1) -> list[int]:
-    """The `kernel_shape` attribute, else the spatial dims of the weights input."""
+def kernel_shape_of(view: NodeView, weights: int = 1) -> list[int] | None:
+    """The `kernel_shape` attribute, else the spatial dims of the weights input; None when they
+    are not known at compile time (the kernels read them off the weights at run time)."""
     W = view.inputs[weights]
     shape = view.attr("kernel_shape") or (W.shape[2:] if W.shape is not None else None)
     if shape is None or not all(isinstance(k, int) for k in shape):
-        raise CompileError(f"{view.node.label}: the kernel shape must be static")
+        return None
     return list(shape)
+
+
+def spatial_rank(view: NodeView, weights: int = 1) -> int | None:
+    """The number of spatial axes, from the kernel shape, the rank of the input or the weights,
+    or the length of a geometry attribute; None when nothing known at compile time says."""
+    kernel_shape = kernel_shape_of(view, weights)
+    if kernel_shape is not None:
+        return len(kernel_shape)
+    for operand in (view.inputs[0], view.inputs[weights]):
+        if operand.rank is not None:
+            return operand.rank - 2
+    for name, per_axis in (("strides", 1), ("dilations", 1), ("pads", 2)):
+        if view.attr(name):
+            return len(view.attr(name)) // per_axis
+    return None
 
 
 def _strides_dilations(view: NodeView, rank: int) -> tuple[list[int], list[int]]:
@@ -62,11 +84,21 @@ def geometry_keywords(pads, strides, dilations) -> str:
     return f"pads={py(pads)}, strides={py(strides)}, dilations={py(dilations)}"
 
 
-def window_keywords(view: NodeView, kernel_shape) -> str:
+def window_keywords(view: NodeView, kernel_shape, weights: int = 1) -> str:
     """`pads=..., strides=..., dilations=...` for a window kernel; `auto_pad=...` in place of
-    `pads` when auto_pad is SAME_* and the spatial dims are known only at run time."""
+    `pads` when auto_pad is SAME_* and the spatial dims or the kernel shape (None) are known only
+    at run time. With the number of spatial axes unknown as well (so the model gives no pads,
+    strides or dilations), `pads=None` or `auto_pad=...` alone: the kernels take the defaults
+    (see the module docstring)."""
     auto_pad = auto_pad_of(view)
-    if auto_pad in SAME and _static_spatial(view) is None:
-        strides, dilations = _strides_dilations(view, len(kernel_shape))
+    if kernel_shape is None:
+        rank = spatial_rank(view, weights)
+        if rank is None:  # no attribute gives pads, strides or dilations: all default
+            return f"auto_pad={py(auto_pad)}" if auto_pad in SAME else "pads=None"
+    else:
+        rank = len(kernel_shape)
+    if auto_pad in SAME and (kernel_shape is None or _static_spatial(view) is None):
+        strides, dilations = _strides_dilations(view, rank)
         return f"auto_pad={py(auto_pad)}, strides={py(strides)}, dilations={py(dilations)}"
-    return geometry_keywords(*spatial_geometry(view, kernel_shape))
+    # the kernel shape is known here, or auto_pad is NOTSET or VALID: only its length counts
+    return geometry_keywords(*spatial_geometry(view, kernel_shape or [None] * rank))

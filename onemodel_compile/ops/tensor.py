@@ -8,7 +8,7 @@ import numpy as np
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops.code import dtype_expr, literal, number, py, scalar
-from onemodel_compile.ops.common import RunTime, ints_from, is_float, need_rank, normalize_axis
+from onemodel_compile.ops.common import RunTime, ints_from, is_float, normalize_axis
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
 from runtime_support.tensor import clamp_bound
@@ -206,8 +206,10 @@ def reshape(view: NodeView) -> str:
 @emitter("Flatten", since=1, exact=True)
 def flatten(view: NodeView) -> str:
     X = view.inputs[0]
-    rank = need_rank(view)
+    rank = X.rank
     axis = view.attr("axis", 1)
+    if rank is None:  # the kernel normalizes the axis against the run-time rank
+        return f"rt.flatten({X}, axis={axis})"
     axis = axis + rank if axis < 0 else axis
     outer, inner = X.shape[:axis], X.shape[axis:]
     if _static(outer) and _static(inner):
@@ -334,7 +336,7 @@ def _slice_parts(view: NodeView):
         steps = ints_from(view, "steps", 4, since=10)
         if any(isinstance(v, RunTime) for v in (starts, ends, axes, steps)):
             return None
-    rank = need_rank(view)
+    rank = view.inputs[0].rank  # known: slice_ asks only then
     axes = list(range(len(starts))) if not axes else [normalize_axis(a, rank, view) for a in axes]
     steps = steps or [1] * len(starts)
     return rank, list(zip(axes, starts, ends, steps))

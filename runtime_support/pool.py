@@ -190,7 +190,6 @@ def average_pool(
     """AveragePool. The divisor counts the window's taps inside X, or with `count_include_pad`
     inside X and its explicit pads (never the extra end room that ceil_mode adds). The taps are
     added in a fixed order (float16 and bfloat16 in float32), then divided once: exact."""
-    rank = len(kernel_shape)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     acc = accumulator(X.dtype)

@@ -496,7 +496,12 @@ def ort_profile(case: Case, cache: Path, feeds, runs: int) -> list:
     """onnxruntime's own time per operator type (ms per run), from its profiling trace."""
     prefix = str(cache / "profile" / f"ort_{case.name}")
     Path(prefix).parent.mkdir(parents=True, exist_ok=True)
-    session = ort_session(case, 1, prefix)
+    return ort_ops(ort_session(case, 1, prefix), feeds, runs)
+
+
+def ort_ops(session, feeds, runs: int) -> list:
+    """[op type, ms per run, nodes] from `runs` runs of a profiling onnxruntime session (its
+    trace file is read, then removed), the slowest first."""
     for _ in range(runs):
         session.run(None, feeds)
     trace = Path(session.end_profiling())

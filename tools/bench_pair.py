@@ -20,7 +20,7 @@ import numpy as np
 import onnxruntime
 
 from onemodel_compile import compile_model
-from tools.bench import ROOT, import_generated, statement_profile
+from tools.bench import ROOT, import_generated, ort_ops, statement_profile
 from tools.bench_models import MODELS
 
 
@@ -54,22 +54,6 @@ def interleaved(functions, budget: float, block: float = 0.25, settle: float = 0
                 spent[i] += elapsed
             time.sleep(settle)
     return [statistics.median(t) for t in wall], [statistics.median(t) for t in cpu]
-
-
-def ort_ops(sess, feeds, runs: int) -> list:
-    import json
-
-    for _ in range(runs):
-        sess.run(None, feeds)
-    trace = Path(sess.end_profiling())
-    per_op: dict = {}
-    for event in json.loads(trace.read_text()):
-        if event.get("cat") == "Node" and event.get("name", "").endswith("_kernel_time"):
-            entry = per_op.setdefault(event["args"]["op_name"], [0.0, 0])
-            entry[0] += event["dur"] / 1e3 / runs
-            entry[1] += 1 / runs
-    trace.unlink()
-    return sorted(([op, ms, round(n)] for op, (ms, n) in per_op.items()), key=lambda r: -r[1])
 
 
 def main(argv=None) -> int:

@@ -5,7 +5,7 @@ Attention computes in the query's element type, as the operator's function body 
 `softmax_precision` names, when given) and the product with V. Query heads share key and value
 heads in groups (grouped-query attention) without copying K or V.
 
-Settled semantics (DESIGN.md "Settled semantics"; tests/test_settled_attention.py):
+Settled semantics (docs/contract.md "Settled semantics"; tests/test_settled_attention.py):
 - the soft cap applies to the scores before the mask is added, so a masked key stays at -inf;
 - with `is_causal`, query i sees keys j <= i + offset, offset being the past sequence length (the
   keys of `past_key`), or nonpad_kv_seqlen - q_sequence_length per batch for an external cache;

@@ -3,7 +3,7 @@
 The exact variant's matrix products (MatMul, Gemm, Einsum, Conv), determinants, reductions,
 cumulative sums and products, softmax and the normalizations' statistics. Every kernel here is
 built from operations whose result does not depend on the machine, the SIMD level, the BLAS build,
-the thread count or the numpy version (DESIGN.md "Exactness"):
+the thread count or the numpy version (docs/contract.md "Exactness"):
 - IEEE-754 elementwise `+ - * /` and `sqrt` (correctly rounded), in an order written in each
   kernel's docstring; comparisons, `abs`, `max`, `trunc`, `ldexp`, `frexp`, data movement;
 - BLAS and numpy sums only over integer-valued float64 operands whose every partial result is an

@@ -1,7 +1,7 @@
 """The library's own exp and log, and the functions built on them: the same bits on every machine.
 
 numpy's exp, log, tanh, ... give different bits at different SIMD levels and in different numpy
-versions (DESIGN.md, "Exactness"). These kernels use nothing but
+versions (docs/contract.md, "Exactness"). These kernels use nothing but
 - IEEE-754 float64 `+ - * /`, each a separate numpy call and so one correctly rounded operation
   (numpy never fuses them into multiply-adds), in the order written here;
 - IEEE-754 float64 `sqrt` (correctly rounded too), for the inverse hyperbolic functions;

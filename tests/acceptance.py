@@ -12,7 +12,7 @@ from tools import conformance
 
 VARIANTS = ("fast", "exact")
 
-# DESIGN.md's refusal list as it stands now: the seed list less the operators docs/exact-variant.md
+# docs/contract.md's refusal list as it stands now: the seed list less the operators docs/exact-variant.md
 # records as made exact (hyperbolic functions and inverses, LRN, LpPool, float64 log reductions).
 # It may only shrink.
 REFUSAL_LIST = frozenset(

@@ -1,4 +1,4 @@
-"""Proof of bit-identity (DESIGN.md "Exactness"): every exact module gives the same output bits in
+"""Proof of bit-identity (docs/contract.md "Exactness"): every exact module gives the same output bits in
 every environment of tools.bit_identity.ENVIRONMENTS, and those bits are the golden ones committed in
 tests/bit_identity/golden_exact.json.
 

@@ -1,4 +1,4 @@
-"""The command line (DESIGN.md, "The command line"): success, --help, --name, `python -m`, and every
+"""The command line (docs/contract.md, "The command line"): success, --help, --name, `python -m`, and every
 error path: one line on stderr naming the problem, a non-zero exit code, never a traceback, and
 pre-existing output files left byte-identical."""
 
@@ -319,7 +319,7 @@ def _unsupported_custom_op(tmp):
 
 
 def _unsupported_default_op(tmp):
-    # Bernoulli is out of scope by design (DESIGN.md, "Scope of operators").
+    # Bernoulli is out of scope by design (docs/contract.md, "Scope of operators").
     models.save(models.single_op_model("Bernoulli", node_name="coin"), tmp / "coin.onnx")
     return [tmp / "coin.onnx"], ["coin.onnx", "Bernoulli", "'coin'"]
 
@@ -375,7 +375,7 @@ def test_compile_error_through_the_entry_points(tmp_path, runner):
 
 
 def test_unsupported_default_domain_operator_names_its_domain(tmp_path):
-    """DESIGN: the message names the operator, its domain and the node; the default domain has a
+    """The contract: the message names the operator, its domain and the node; the default domain has a
     name too ("ai.onnx")."""
     _, fragments = _unsupported_default_op(tmp_path)
     message = assert_clean_error(cli(tmp_path / "coin.onnx"), *fragments)

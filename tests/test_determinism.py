@@ -1,4 +1,4 @@
-"""Reviewability (DESIGN.md): compiling the same model twice gives byte-identical `.py` and weights
+"""Reviewability (docs/contract.md): compiling the same model twice gives byte-identical `.py` and weights
 files with no timestamp and no absolute path; the output passes py_compile, black and pyflakes; a
 local change to the model gives a local diff."""
 

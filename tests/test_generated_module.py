@@ -1,4 +1,4 @@
-"""The generated module's API (DESIGN.md, "The generated module"): header, docstring, INPUTS and
+"""The generated module's API (docs/contract.md, "The generated module"): header, docstring, INPUTS and
 OUTPUTS, run() returning a NamedTuple, run_feeds keyed by ONNX names, input checks naming the input
 with what was expected and what was given, dead intermediates released, provenance comments, and
 runtime_support.InferenceSession standing in for onnxruntime's."""

@@ -1,4 +1,4 @@
-"""Hostile models (DESIGN.md, "Reviewability"): every string that comes from the model reaches the
+"""Hostile models (docs/contract.md, "Reviewability"): every string that comes from the model reaches the
 code only as an escaped literal or a sanitized identifier, and compiling or running an untrusted
 model never runs its content.
 

@@ -1,4 +1,4 @@
-"""Settled semantics of Attention (DESIGN.md "Settled semantics"), one test per rule, each failing
+"""Settled semantics of Attention (docs/contract.md "Settled semantics"), one test per rule, each failing
 when the rule is broken:
 
 - the soft cap applies before the mask;

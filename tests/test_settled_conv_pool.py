@@ -1,5 +1,5 @@
 """Settled semantics of the convolution and pooling operators, one test per rule, each failing when
-the rule is broken. DESIGN.md settles MaxUnpool with `output_shape` and the three-dimensional
+the rule is broken. docs/contract.md settles MaxUnpool with `output_shape` and the three-dimensional
 ConvTranspose; the others are the choices the kernels document (runtime_support/conv.py, pool.py),
 taken from the ONNX backend data or, where they are silent, onnxruntime 1.31.1's output.
 

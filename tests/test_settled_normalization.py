@@ -1,5 +1,5 @@
 """Settled semantics of the normalization operators, one test per rule, each failing when the rule
-is broken. DESIGN.md settles that LpNormalization and MeanVarianceNormalization give zeros, not
+is broken. docs/contract.md settles that LpNormalization and MeanVarianceNormalization give zeros, not
 NaN, where the norm is zero (an all-zero slice; a constant slice, whose deviation is zero).
 
 Expected values come from plain-Python loops written here (in float64), never from the code under

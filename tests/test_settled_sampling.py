@@ -1,4 +1,4 @@
-"""Settled semantics of the sampling family (DESIGN.md, "Settled semantics"): Resize with
+"""Settled semantics of the sampling family (docs/contract.md, "Settled semantics"): Resize with
 antialias=1, and RoiAlign.
 
 Resize, antialias=1 (linear, cubic): on an axis with scale < 1 the filter reach grows to 1/scale

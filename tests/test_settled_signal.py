@@ -1,4 +1,4 @@
-"""Settled semantics of the signal family (DESIGN.md, "Settled semantics"): MelWeightMatrix.
+"""Settled semantics of the signal family (docs/contract.md, "Settled semantics"): MelWeightMatrix.
 
 The rule: num_mel_bins + 2 edge points evenly spaced in mel (mel(f) = 2595 log10(1 + f / 700)),
 starting at the lower edge, back to hertz, to spectrogram bins floor((dft_length + 1) f /

@@ -1,4 +1,4 @@
-"""DESIGN.md's settled semantics for tensor operators: Unique and scalar Squeeze/Unsqueeze axes.
+"""docs/contract.md's settled semantics for tensor operators: Unique and scalar Squeeze/Unsqueeze axes.
 Expected values are computed here in plain Python, never by the code under test."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The weights sidecar (DESIGN.md, "Weights"): a safetensors file that standard tools can read,
+"""The weights sidecar (docs/contract.md, "Weights"): a safetensors file that standard tools can read,
 memory-mapped read-only and zero-copy, checked against the sha256 the module records, so that an
 altered, truncated, missing or foreign file is refused at import with an error naming it."""
 

@@ -1617,7 +1617,7 @@ def render_report(runs: dict[str, list[tuple[Case, Outcome]]]) -> str:
         "## Known divergences",
         "",
         "Where onnxruntime disagrees with the ONNX specification or its backend test data, the "
-        "compiler follows the backend data (DESIGN.md), and the case records why. A divergence "
+        "compiler follows the backend data (docs/contract.md), and the case records why. A divergence "
         "that stops diverging fails the oracle, so this list cannot go stale.",
         "",
         "| case | operator | opset | reason |",

@@ -1,7 +1,7 @@
 """Attention (opset 23 to 25) and RotaryEmbedding, as kernels of runtime_support/attention.py.
 
 Attention runs matrix products (BLAS), exp and tanh: not exact, refused by the exact variant (the
-DESIGN.md seed list). RotaryEmbedding is two products and a sum or difference per feature, each
+docs/contract.md seed list). RotaryEmbedding is two products and a sum or difference per feature, each
 correctly rounded in a fixed order: exact.
 """
 

@@ -2,7 +2,7 @@
 
 Conv and the one- and two-dimensional ConvTranspose sum through BLAS, in an order that depends on
 the build and the CPU: not exact. ConvTranspose with three spatial axes runs direct loops in a
-fixed order (DESIGN.md, settled semantics) and Col2Im only adds in a fixed order: exact. The exact
+fixed order (docs/contract.md, settled semantics) and Col2Im only adds in a fixed order: exact. The exact
 variant runs Conv through rt.exact_conv and ConvTranspose of every rank through the direct loops.
 """
 

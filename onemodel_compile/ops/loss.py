@@ -2,7 +2,7 @@
 
 NegativeLogLikelihoodLoss is exact: a lookup, a negation, one product per element and, for the sum
 and mean, a correctly rounded sum (math.fsum) and one division. SoftmaxCrossEntropyLoss takes a
-log-softmax first (exp and log): not exact, refused by the exact variant (the DESIGN.md seed list).
+log-softmax first (exp and log): not exact, refused by the exact variant (the docs/contract.md seed list).
 """
 
 from __future__ import annotations

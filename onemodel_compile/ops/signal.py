@@ -77,7 +77,7 @@ emitter("BlackmanWindow", since=17, exact=False)(_window("blackman_window"))
 
 @emitter("MelWeightMatrix", since=17, exact=False)
 def mel_weight_matrix(view: NodeView) -> str:
-    """Settled semantics (DESIGN.md): edges evenly spaced in mel, bins floor((dft_length + 1) f /
+    """Settled semantics (docs/contract.md): edges evenly spaced in mel, bins floor((dft_length + 1) f /
     sample_rate) in double precision, triangles of peak 1. Float and double outputs only."""
     target = ir.element_dtype(view.attr("output_datatype"), view.node.label)
     if target.name not in ("float32", "float64"):

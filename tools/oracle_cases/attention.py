@@ -6,7 +6,7 @@ Not covered here, with the reason:
   default domain up to opset 26 but its Attention kernel does not know the window attributes (the
   backend cases test_attention_*window* cover them);
 - an attn_mask shorter than the total key length: onnxruntime refuses it, the settled semantics
-  (DESIGN.md) pad it with masked keys (backend cases test_attention_4d_*padded_kv*;
+  (docs/contract.md) pad it with masked keys (backend cases test_attention_4d_*padded_kv*;
   tests/test_settled_attention.py);
 - bfloat16: onnxruntime's Python binding takes and returns no bfloat16 arrays.
 """

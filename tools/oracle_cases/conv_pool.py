@@ -45,7 +45,7 @@ _HW = {"n": (1, 2), "h": (4, 9), "w": (4, 9)}
 
 _UNPOOL_RESHAPE = (
     "MaxUnpool with output_shape: onnxruntime reads each index as a flat position in output_shape; "
-    "the ONNX backend data (test_maxunpool_export_with_output_shape), which DESIGN.md follows, "
+    "the ONNX backend data (test_maxunpool_export_with_output_shape), which docs/contract.md follows, "
     "read it in the shape the pooling implies and re-base its coordinates into output_shape"
 )
 _SAME_SHORT = (

@@ -38,7 +38,7 @@ _STATISTICS = (
     "input's magnitude apart"
 )
 _CONSTANT_SLICE = (
-    "a constant slice (zero deviation): DESIGN.md settles that it gives zeros; onnxruntime "
+    "a constant slice (zero deviation): docs/contract.md settles that it gives zeros; onnxruntime "
     "gives NaN"
 )
 

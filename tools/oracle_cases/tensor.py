@@ -6,7 +6,7 @@ Not covered here, with the reason:
 - BitCast: onnxruntime 1.31.1 has no kernel for it;
 - Cast's `saturate` on a non-float8 target: onnxruntime refuses the attribute there (the compiler
   ignores it, as the specification says it only concerns float8);
-- a scalar Squeeze `axes` input: onnxruntime wants a vector (DESIGN.md settles a scalar as one axis);
+- a scalar Squeeze `axes` input: onnxruntime wants a vector (docs/contract.md settles a scalar as one axis);
 - versions above opset 26 (Range's stash_type, SpaceToDepth's mode): onnxruntime 1.31.1 loads the
   default domain up to opset 26 only.
 """
@@ -239,7 +239,7 @@ CASES = [
          skip_outputs=(1,)),
     Case("unique_signed_zero_nan", "Unique", 11, (v([1.0, np.nan, -0.0, 1.0, np.nan, 0.0], "float32"),),
          outputs=4,
-         divergence="NaN never equals NaN (DESIGN.md settled semantics): each NaN is its own unique "
+         divergence="NaN never equals NaN (docs/contract.md settled semantics): each NaN is its own unique "
                     "value, sorted last; onnxruntime's comparison lumps NaN with other values "
                     "([-0, 1] for [1, nan, -0, 1, nan, 0])"),
     # TfIdfVectorizer

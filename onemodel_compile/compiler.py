@@ -62,7 +62,16 @@ def compile_model(
         files.insert(0, (output.with_name(emitted.weights_name), emitted.weights))
         _refuse_overwriting_model(model, files[0][0])
     _write_all(files)
+    if emitted.weights is None:
+        # the module now in place needs no weights: an earlier compile's file would be stale
+        stale = output.with_name(output.stem + WEIGHTS_SUFFIX)
+        if stale.is_file() and not _is_model(model, stale):
+            stale.unlink()
     return output
+
+
+def _is_model(model, path: Path) -> bool:
+    return isinstance(model, (str, Path)) and Path(model).resolve() == path.resolve()
 
 
 def load_compiled(model: str | Path | onnx.ModelProto, variant: str = "fast"):
@@ -92,7 +101,7 @@ def _output_path(model, output, name) -> Path:
 
 
 def _refuse_overwriting_model(model, path: Path) -> None:
-    if isinstance(model, (str, Path)) and Path(model).resolve() == path.resolve():
+    if _is_model(model, path):
         raise CompileError(f"{path}: the output would overwrite the model")
 
 

@@ -329,3 +329,24 @@ def test_weights_are_never_pickled(compiled):
     for text in sources:
         assert not re.search(r"^\s*(import|from)\s+(c?pickle|joblib|dill)\b", text, re.M)
         assert "pickle.load" not in text and "allow_pickle=True" not in text
+
+
+def test_recompiling_without_weights_removes_the_stale_file(compiled):
+    """A model with only inline constants compiled over a module that had weights: the old
+    weights file goes once the new module is written, and the new module imports and runs."""
+    _, path, weights = compiled
+    onemodel_compile.compile_model(models.relu_model(), path)
+    assert not weights.exists()
+    module = models.import_module(path)
+    x = np.array([[-1.0, 2.0, 0.5], [3.0, -4.0, 0.0]], dtype=np.float32)
+    np.testing.assert_array_equal(module.run(x)[0], np.maximum(x, 0))
+
+
+def test_a_failed_compile_keeps_the_previous_weights(compiled):
+    _, path, weights = compiled
+    before = weights.read_bytes()
+    broken = models.relu_model()
+    broken.graph.node[0].op_type = "NoSuchOperator"
+    with pytest.raises(onemodel_compile.CompileError):
+        onemodel_compile.compile_model(broken, path)
+    assert weights.read_bytes() == before

@@ -24,7 +24,7 @@ from onemodel_compile import ir
 from onemodel_compile import symbolic as sym
 from onemodel_compile.errors import CompileError
 from onemodel_compile.names import Namespace
-from onemodel_compile.ops.code import dtype_expr, literal, py
+from onemodel_compile.ops.code import dtype_expr, literal, py, tuple_code
 from onemodel_compile.ops.node import NodeView, Operand, Result, operand, statements
 from onemodel_compile.resolve import ResolvedGraph, is_uniform
 from onemodel_compile.version import __version__
@@ -349,8 +349,7 @@ class GraphBody:
         if value.scalar:
             array = f"np.array({values[0]}, dtype={dtype_expr(value.dtype)})"
         else:
-            items = ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "")
-            array = f"np.array(({items}), dtype={dtype_expr(value.dtype)})"
+            array = f"np.array({tuple_code(values)}, dtype={dtype_expr(value.dtype)})"
         return Operand(array, value.type, None, values)
 
     def _view(self, step, functions: list[str]) -> NodeView:

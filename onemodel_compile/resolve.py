@@ -64,14 +64,9 @@ def resolve(model: ir.Model, variant: str) -> ResolvedGraph:
 
 def _name_unknown_input_dims(graph: ir.Graph, invented: set) -> None:
     """An input dim the model leaves unknown (or declares negative, as Paddle does) becomes a
-    symbol of its own, named after the input and axis: INPUTS shows it, and shape arithmetic can
-    read it off the input at run time."""
-    taken = {
-        d
-        for t in graph.types.values()
-        for d in getattr(t, "shape", None) or ()
-        if isinstance(d, str)
-    }
+    symbol of its own, named after the input and axis, that shape arithmetic can read off the
+    input at run time (INPUTS shows it as None, as onnxruntime does: see ResolvedGraph.invented)."""
+    taken = _symbols(graph.types)
     for name in graph.inputs:
         value_type = graph.types.get(name)
         if not isinstance(value_type, ir.TensorType) or value_type.shape is None:
@@ -82,6 +77,13 @@ def _name_unknown_input_dims(graph: ir.Graph, invented: set) -> None:
                 dims[axis] = _fresh_symbol(f"{name}_dim{axis}", taken)
                 invented.add(dims[axis])
         graph.types[name] = ir.TensorType(value_type.dtype, tuple(dims))
+
+
+def _symbols(types: dict) -> set[str]:
+    """The symbol names the dims of `types` use."""
+    return {
+        d for t in types.values() for d in getattr(t, "shape", None) or () if isinstance(d, str)
+    }
 
 
 def _fresh_symbol(base: str, taken: set) -> str:
@@ -111,12 +113,7 @@ def resolve_graph(
     shape_nodes: dict[str, ir.Node] = {}
     sources: dict[str, tuple[str, int]] = {}
     empty_sequences: set[str] = set()  # SequenceEmpty's results: their elements come later
-    taken_symbols = {
-        d
-        for t in graph.types.values()
-        for d in getattr(t, "shape", None) or ()
-        if isinstance(d, str)
-    }
+    taken_symbols = _symbols(graph.types)
     if main:
         for name in graph.inputs:
             _add_sources(sources, name, graph.types.get(name))

@@ -276,12 +276,8 @@ def _broadcast(values: list[ShapeValue]):
 @rule(*_ARITHMETIC)
 def _arithmetic(node, inputs):
     values = [_value(inputs, i) for i in range(len(inputs))]
-    if len(values) < 1 or any(v is None for v in values):
-        return None
-    if any(v.dtype.kind not in "iu" for v in values):
-        return None
-    if node.op_type in ("Max", "Min") and len(values) != 2 or len(values) != 2:
-        return None
+    if len(values) != 2 or any(v is None or v.dtype.kind not in "iu" for v in values):
+        return None  # (Max and Min of more operands are left to the ordinary code)
     paired = _broadcast(values)
     if paired is None:
         return None

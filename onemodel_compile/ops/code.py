@@ -46,13 +46,18 @@ def number(value) -> str:
     return repr(value)
 
 
+def tuple_code(items) -> str:
+    """A tuple display of `items`, each already source (`(batch, 12)`, `(seq,)`)."""
+    items = [str(item) for item in items]
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
 def py(value) -> str:
     """A Python literal for an attribute value: number, str, or (nested) tuple of them."""
     if isinstance(value, str):
         return repr(value)  # repr escapes quotes, newlines and non-printables
     if isinstance(value, (list, tuple)):
-        items = [py(v) for v in value]
-        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        return tuple_code(py(v) for v in value)
     if isinstance(value, np.ndarray):
         return py(value.tolist())
     if value is None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from onemodel_compile.errors import CompileError
 from onemodel_compile.ir import UNKNOWN, Node, TensorType, ValueType
+from onemodel_compile.ops.code import tuple_code
 
 
 class _Typed:
@@ -124,7 +125,7 @@ class NodeView:
         dims = [self.dim_code(d) for d in shape]
         if any(d is None for d in dims):
             return None
-        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+        return tuple_code(dims)
 
     def temporary(self, hint: str) -> str:
         """A fresh identifier for an intermediate inside this node's statements."""

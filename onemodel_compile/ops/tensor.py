@@ -7,7 +7,7 @@ import numpy as np
 
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops.code import dtype_expr, literal, number, py, scalar
+from onemodel_compile.ops.code import dtype_expr, literal, number, py, scalar, tuple_code
 from onemodel_compile.ops.common import RunTime, ints_from, is_float, normalize_axis
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
@@ -70,10 +70,7 @@ def constant_of_shape(view: NodeView) -> str:
 def _values_tuple(operand) -> str | None:
     """A shape value's elements as a tuple literal of Python ints (resolve's shape arithmetic),
     or None when the operand is not one."""
-    values = operand.values
-    if values is None:
-        return None
-    return "(" + ", ".join(str(v) for v in values) + ("," if len(values) == 1 else "") + ")"
+    return None if operand.values is None else tuple_code(operand.values)
 
 
 # --- identity, casts -------------------------------------------------------------------------
@@ -184,7 +181,7 @@ def reshape(view: NodeView) -> str:
             f"{X}.shape[{i}]" if d == 0 and not allowzero else str(d)
             for i, d in enumerate(view.inputs[1].values)
         ]
-        return f"{X}.reshape(({', '.join(dims)}{',' if len(dims) == 1 else ''}))"
+        return f"{X}.reshape({tuple_code(dims)})"
     if target is None:
         return f"rt.reshape({X}, {view.inputs[1]}, allowzero={allowzero})"
     dims = [int(d) for d in target]
@@ -199,7 +196,7 @@ def reshape(view: NodeView) -> str:
                 str(d) if isinstance(d, int) else view.dim_code(d) or f"{X}.shape[{i}]"
                 for i, d in enumerate(dims)
             ]
-            return f"{X}.reshape(({', '.join(codes)}{',' if len(codes) == 1 else ''}))"
+            return f"{X}.reshape({tuple_code(codes)})"
     return f"{X}.reshape({py(tuple(dims))})"
 
 

@@ -140,20 +140,44 @@ def _depthwise_path(plan, X, w, bias):
 
 
 def _pointwise_path(plan, X, w, bias):
-    # 1x1: the input (every stride-th position) is the im2col matrix already;
-    # (G, M/G, C/G) @ (N, G, C/G, V)
+    """1x1 without pads: the input (every stride-th position) is the im2col matrix already.
+    One sample, one group: one (M, C) @ (C, V) product. Several samples on a small map (under
+    _POINTWISE_JOINED positions): the samples side by side, (M, C) @ (C, N * V), one product
+    that reads the filters once (ResNet's strided 1x1 shortcuts), moved back to (N, M, V) with
+    the bias added in the same pass. Otherwise (G, M/G, C/G) @ (N, G, C/G, V)."""
     batch, channels = X.shape[:2]
     maps, group = w.shape[0], plan.group
-    x = X[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in plan.strides)]
+    x = X
+    if any(s != 1 for s in plan.strides):
+        x = X[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in plan.strides)]
     out = x.shape[2:]
+    size = math.prod(out)
+    spatial = (1,) * len(out)
+    if group == 1 and (batch == 1 or size < _POINTWISE_JOINED):
+        filters = w.reshape(maps, channels)
+        if batch == 1:
+            Y = np.matmul(filters, np.ascontiguousarray(x, dtype=w.dtype).reshape(channels, size))
+            if bias is not None:
+                Y += bias.reshape(maps, 1)
+            return Y.reshape((1, maps) + out)
+        columns = np.empty((channels, batch) + out, w.dtype)
+        columns[...] = x.swapaxes(0, 1)
+        Y = np.matmul(filters, columns.reshape(channels, batch * size)).reshape(maps, batch, size)
+        if bias is None:
+            return np.ascontiguousarray(Y.swapaxes(0, 1)).reshape((batch, maps) + out)
+        moved = np.add(Y.swapaxes(0, 1), bias.reshape(maps, 1), order="C")
+        return moved.reshape((batch, maps) + out)
     filters = w.reshape(group, maps // group, channels // group)
-    x = np.ascontiguousarray(x, dtype=w.dtype).reshape(
-        batch, group, channels // group, math.prod(out)
-    )
+    x = np.ascontiguousarray(x, dtype=w.dtype).reshape(batch, group, channels // group, size)
     Y = np.matmul(filters, x).reshape((batch, maps) + out)
     if bias is not None:
-        Y += bias.reshape((maps,) + (1,) * len(out))
+        Y += bias.reshape((maps,) + spatial)
     return Y
+
+
+# Several samples of a 1x1 Conv on fewer positions than this share one product (see
+# _pointwise_path): each per-sample product would read the whole filter matrix again.
+_POINTWISE_JOINED = 16
 
 
 def _patch_path(plan, X, w, bias):

@@ -87,6 +87,16 @@ def max_pool(
         last = np.ascontiguousarray(np.moveaxis(X, (0, 1), (-2, -1)))
         Y = _separable_max(last, pads, lowest, kernel_shape, strides, dilations, extra, lead=0)
         Y = np.ascontiguousarray(np.moveaxis(Y, (-2, -1), (0, 1)))
+    elif (
+        math.prod(kernel_shape) <= _FLAT_MAX_TAPS
+        and tuple(kernel_shape) != tuple(strides)
+        and min(out, default=1) > 0
+    ):
+        # overlapping small windows (ResNet's 3x3, stride 2): the taps in C order on flat_taps'
+        # contiguous blocks, one long inner loop per maximum (the separable passes run one
+        # short loop per output row: 147 -> 95 us on a 64-channel 32x32 map, batch 2)
+        Y = reduce_windows(X, pads, lowest, kernel_shape, strides, dilations, np.maximum, extra)
+        Y = np.ascontiguousarray(Y)
     else:
         Y = np.ascontiguousarray(
             _separable_max(X, pads, lowest, kernel_shape, strides, dilations, extra)
@@ -114,6 +124,11 @@ def max_pool(
     batch, channels = X.shape[:2]
     base = np.arange(batch * channels, dtype=np.int64).reshape((batch, channels) + (1,) * rank)
     return Y, spatial_index + base * plane
+
+
+# MaxPool windows of at most this many taps, overlapping, combine the taps directly (max_pool);
+# larger ones (and 2x2 windows at stride 2: two passes) go one spatial axis at a time.
+_FLAT_MAX_TAPS = 9
 
 
 def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra, lead=2):

@@ -451,6 +451,8 @@ CONV_GEOMETRIES = [
     (3, 16, (5,), 16, (3,), (1,), (1,), (1, 1), 16),  # depthwise, one spatial axis
     (2, 6, (3, 4), 8, (2, 3), (1, 1), (1, 1), (0, 2, 1, 0), 2),  # groups, a small map
     (1, 3, (0, 5), 4, (1, 3), (1, 1), (1, 1), (0, 1, 0, 1), 1),  # no positions
+    (2, 5, (6, 7), 7, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), 1),  # 1x1, samples side by side
+    (3, 2, (17, 16), 3, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 1),  # 1x1, a product per sample
 ]
 
 
@@ -524,7 +526,7 @@ def _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode):
     return Y
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(18))
 def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed):
     from runtime_support.pool import max_pool
 
@@ -532,11 +534,14 @@ def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed):
     rank = 1 + seed % 3
     kernel = [int(rng.integers(1, 4)) for _ in range(rank)]
     strides = [int(rng.integers(1, 4)) for _ in range(rank)]
+    if seed >= 12:  # windows one axis at a time: a stride equal to the kernel, or many taps
+        kernel = [int(rng.integers(2, 5)) for _ in range(rank)]
+        strides = list(kernel) if seed % 2 else [1] * rank
     dilations = [int(rng.integers(1, 3)) for _ in range(rank)]
     pads = [int(rng.integers(0, k)) for k in kernel] * 2
     spatial = [int(rng.integers((k - 1) * d + 1, 9)) for k, d in zip(kernel, dilations)]
     dtype = (np.float32, np.float64, np.int8, np.float16)[seed % 4]
-    channels = 3 if seed < 6 else 40  # 40: few outputs per channel, laid out channels last
+    channels = 40 if 6 <= seed < 12 else 3  # 40: few outputs per channel, channels last
     X = (rng.standard_normal([2, channels] + spatial) * 50).astype(dtype)
     if X.dtype.kind == "f":
         X = -np.abs(X)  # no positive values, so the zeros below are the maxima of most windows

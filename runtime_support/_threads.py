@@ -18,6 +18,10 @@ process use it, not only the generated modules'. It applies to
   governs runtime_support's own kernels.
 - runtime_support's own kernels that split work on large arrays across threads (numpy releases
   the GIL in its loops): a pool of count - 1 worker threads, made on first use (`run_parts`).
+  No kernel splits its work yet: on the project's shared 2-core machine, halves of an
+  elementwise maximum or exp on two threads were slower than one thread at every size measured
+  (64 K to 4 M elements: 4 -> 27 us, 1.2 -> 4.2 ms for the maximum), the second thread rarely
+  finding a free core; a kernel should use it only where it measures faster.
 
 The default is 1 thread (docs/decisions.md, "Threads"): with numpy's default OpenBLAS threading
 (every core) a shared or loaded machine ran the benchmark models 3 to 15 times slower than with

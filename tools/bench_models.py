@@ -19,6 +19,10 @@ static, as exported models for one serving configuration have them.
   GlobalAveragePool and a Gemm classifier.
 - unet: a U-Net-style net: two 3x3 Conv + Relu per level, MaxPool down, ConvTranspose (stride 2) up
   on one level and Resize (nearest, scale 2) + Conv on the other, Concat of the skip connections.
+- resnet18, mobilenetv2, efficientnet: torchvision's ResNet-18, MobileNetV2 and EfficientNet-B0
+  (its MBConv blocks with squeeze-and-excitation) as torch.onnx exports them, BatchNormalization
+  folded into the Convs (ReLU6 as Clip, SiLU as Sigmoid and Mul), at the sizes edge users run:
+  ResNet-18 at batch 2 and 64x64 and at batch 1 and 96x96, the others at batch 1 and 96x96.
 - lstm: one ONNX LSTM (forward) over a [seq, batch, input] sequence and a Gemm on the last state.
 - mlp: Gemm (transB=1, as PyTorch exports Linear) + Relu layers and a Softmax.
 

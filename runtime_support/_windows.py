@@ -143,38 +143,6 @@ def flat_taps(x, pads, value, kernel_shape, strides, dilations, extra=None, dtyp
     return [buffer[k, o : o + used].reshape(lead + (size,)) for k, o in reads], planes, out
 
 
-def flat_taps_last(x, pads, value, kernel_shape, strides, dilations, extra=None, dtype=None):
-    """flat_taps with the samples and channels last: each phase plane holds the N * C values of
-    each padded position together, so tap t's operand is one contiguous (P, N * C) block (P the
-    plane's size), rows of N * C values. The layout for maps with few positions and many
-    channels, where flat_taps' rows (one per sample and channel) are short.
-
-    Returns (views, grid, out) as flat_taps, each view (P, N * C); the results on the grid are
-    (*grid, N, C)."""
-    rank = len(kernel_shape)
-    plan = _flat_plan(
-        x.shape,
-        tuple(pads),
-        tuple(kernel_shape),
-        tuple(strides),
-        tuple(dilations),
-        tuple(extra or (0,) * rank),
-    )
-    copies, reads, reach, planes, size, out = plan
-    dtype = x.dtype if dtype is None else dtype
-    lead = x.shape[:2]
-    width = lead[0] * lead[1]
-    shape = (len(copies), (size + reach) * width)
-    buffer = np.zeros(shape, dtype) if value == 0 else np.full(shape, value, dtype)
-    last = np.moveaxis(x, (0, 1), (-2, -1))  # (*spatial, N, C), a view: the copies transpose
-    for k, inside in enumerate(copies):
-        if inside is not None:
-            plane = buffer[k, : size * width].reshape(planes + lead)
-            plane[inside[0]] = last[inside[1]]
-    views = [buffer[k, o * width : (o + size) * width].reshape(size, width) for k, o in reads]
-    return views, planes, out
-
-
 @functools.lru_cache(maxsize=1024)
 def _flat_plan(shape, pads, kernel_shape, strides, dilations, extra):
     """flat_taps' geometry, settled once per shape: (the slices copying x into each phase plane
@@ -214,7 +182,7 @@ def _phase_slices(phase, spatial, begins, strides, planes):
     return tuple(inside), tuple(source)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=32)
 def window_index(shape, kernel_shape, pads, strides, dilations, order):
     """Every window's positions as indices into x (shape (N, C, *spatial)) flattened, for one
     gather (`gather_windows`) in place of a copy per tap: the axes channel "c", tap "t" (the

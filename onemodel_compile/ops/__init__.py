@@ -9,6 +9,7 @@ from onemodel_compile.ops import (  # noqa: F401  (imported to register their em
     indexing,
     linalg,
     loss,
+    ml,
     normalization,
     pool,
     quantization,

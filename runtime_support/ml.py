@@ -21,6 +21,7 @@ sequence of maps is a list of dicts, one per row, with Python float values.
 
 from __future__ import annotations
 
+import base64
 import re
 
 import numpy as np
@@ -47,6 +48,7 @@ __all__ = [
     "svm_regressor",
     "tree_ensemble",
     "tree_ensemble_classifier",
+    "unpack_array",
     "zip_map",
 ]
 
@@ -76,6 +78,18 @@ def _constant(value, build=None):
     return made
 
 
+def unpack_array(dtype: str, data: str) -> np.ndarray:
+    """The read-only array whose little-endian bytes `data` holds in base64: how the compiler
+    writes a numeric attribute of more than 16 elements (a tree's nodes, support vectors), in one
+    literal, decoded once per literal."""
+
+    def build(text):
+        array = np.frombuffer(base64.b64decode(text), dtype=np.dtype(dtype).newbyteorder("<"))
+        return array.astype(np.dtype(dtype), copy=False)
+
+    return _constant(data, build)
+
+
 def _floats(value, dtype=np.float32) -> np.ndarray:
     return _constant(value, lambda v: np.asarray(v, dtype=dtype))
 
@@ -84,7 +98,7 @@ def _labels(value) -> np.ndarray:
     """Class labels: an int64 array, or an object array of str."""
 
     def build(v):
-        if v and isinstance(v[0], str):
+        if len(v) and isinstance(v[0], str):
             array = np.empty(len(v), dtype=object)
             array[:] = list(v)
             return array
@@ -451,7 +465,7 @@ def _linear_scores(X, coefficients, intercepts, targets, exact, alpha=None):
     X = _rows(_as_float32(X))
     coef = _floats(coefficients).reshape(targets, -1) if targets else _floats(coefficients)
     product = exact_matmul(X, coef.T) if exact else X @ coef.T
-    if intercepts:
+    if len(intercepts):
         product = product + _floats(intercepts)
     return product.astype(_F32, copy=False)
 
@@ -463,7 +477,7 @@ def linear_classifier(X, *, coefficients, intercepts, labels, post_transform, ex
     expand the scores to [1 - s, s]. Then the post transform (onnxruntime's rules, see
     _update_scores)."""
     label_array = _labels(labels)
-    targets = len(intercepts) if intercepts else max(1, len(label_array))
+    targets = len(intercepts) if len(intercepts) else max(1, len(label_array))
     scores = _linear_scores(X, coefficients, intercepts, targets, exact)
     if scores.shape[1] == 1:
         strings = label_array.dtype == _OBJECT
@@ -606,7 +620,7 @@ def svm_classifier(
     pairs = [(i, j) for i in range(classes - 1) for j in range(i + 1, classes)]
     max_weight = np.zeros(n, dtype=_F32)
     second = None
-    if not vectors_per_class or sum(vectors_per_class) == 0:  # liblinear
+    if not len(vectors_per_class) or sum(vectors_per_class) == 0:  # liblinear
         W = coef.reshape(classes, -1)
         scores = (exact_matmul(X, W.T) if exact else X @ W.T) + _F32(rho[0])
         scores = scores.astype(_F32)
@@ -718,33 +732,50 @@ class _Forest:
         dtype = dtype_from_name(threshold_type)
         self.dtype = dtype
         self.feature = np.asarray(features, dtype=np.intp)
-        self.split = np.asarray(splits, dtype=dtype)
+        self.split = np.asarray(splits).astype(dtype)
         self.mode = np.asarray(modes, dtype=np.int8)
         self.true = np.asarray(trues, dtype=np.intp)
         self.false = np.asarray(falses, dtype=np.intp)
-        self.missing = np.asarray(missing, dtype=bool) if any(missing) else None
+        missing = np.asarray(missing, dtype=bool)
+        self.missing = missing if missing.any() else None
         self.roots = np.asarray(roots, dtype=np.intp)
         self.depth = int(depth)
         self.leaf = self.mode == LEAF
-        self.modes = sorted(set(int(m) for m in np.unique(self.mode)) - {LEAF})
-        leaf_nodes, targets, values = leaf_weights
-        self.weights = np.zeros((len(self.mode), n_targets), dtype=dtype)
-        self.has = np.zeros((len(self.mode), n_targets), dtype=bool)
-        self.first = np.zeros(len(self.mode), dtype=dtype)  # a leaf's first weight
-        seen = np.zeros(len(self.mode), dtype=bool)
-        for node, target, value in zip(leaf_nodes, targets, values):
-            value = dtype.type(value)
-            if not seen[node]:
-                self.first[node], seen[node] = value, True
-            self.weights[node, target] += value
-            self.has[node, target] = True
-        self.max_feature = int(self.feature[~self.leaf].max()) if (~self.leaf).any() else -1
+        self.modes = sorted(set(np.unique(self.mode).tolist()) - {LEAF})
+        leaf_nodes, targets, values = (np.asarray(part) for part in leaf_weights)
+        leaf_nodes, targets = leaf_nodes.astype(np.intp), targets.astype(np.intp)
+        values = values.astype(dtype)
+        count = len(self.mode)
+        # weights of one leaf for one target add up in their order (np.add.at is unbuffered)
+        self.weights = np.zeros((count, n_targets), dtype=dtype)
+        np.add.at(self.weights, (leaf_nodes, targets), values)
+        self.has = np.zeros((count, n_targets), dtype=bool)
+        self.has[leaf_nodes, targets] = True
+        self.first = np.zeros(count, dtype=dtype)  # a leaf's first weight
+        firsts, at = np.unique(leaf_nodes, return_index=True)
+        self.first[firsts] = values[at]
+        self.single_target = len(np.unique(targets)) == 1
+        self.all_positive = bool((values >= 0).all())
+        interior = ~self.leaf
+        self.max_feature = int(self.feature[interior].max()) if interior.any() else -1
 
 
 def _forest(nodes, roots, depth, leaf_weights, n_targets, threshold_type) -> _Forest:
-    return _constant(
-        nodes, lambda _: _Forest(nodes, roots, depth, leaf_weights, n_targets, threshold_type)
-    )
+    """The _Forest of these literals, built once: keyed by the objects themselves (constant
+    tuples, or the arrays unpack_array keeps), so a call does no per-node work."""
+    parts = (*nodes, roots, *leaf_weights)
+    key = tuple(id(part) for part in parts)
+    hit = _FORESTS.get(key)
+    if hit is not None and all(a is b for a, b in zip(hit[0], parts)):
+        return hit[1]
+    forest = _Forest(nodes, roots, depth, leaf_weights, n_targets, threshold_type)
+    if len(_FORESTS) >= _CONSTANTS_KEPT:
+        _FORESTS.pop(next(iter(_FORESTS)))
+    _FORESTS[key] = (parts, forest)
+    return forest
+
+
+_FORESTS: dict[tuple, tuple] = {}
 
 
 def _reached_leaves(X, forest: _Forest) -> np.ndarray:
@@ -784,27 +815,22 @@ def _reached_leaves(X, forest: _Forest) -> np.ndarray:
 
 def _aggregate(leaves, forest: _Forest, aggregate_function: str, single: bool):
     """(scores [N, C], has [N, C]) over the trees in order: SUM and AVERAGE add the leaves'
-    weights tree after tree in the threshold type (a one-target ensemble adds each leaf's first
-    weight, as onnxruntime); MIN and MAX keep the smallest or largest weight seen."""
+    weights tree after tree in the threshold type, starting from 0 (a running sum,
+    np.add.accumulate, which is sequential by definition: numpy's sum is pairwise along a
+    contiguous axis and so not one fixed order); a one-target ensemble adds each leaf's first
+    weight, as onnxruntime. MIN and MAX keep the smallest or largest weight seen."""
     n, trees = leaves.shape
-    width = forest.weights.shape[1]
     dtype = forest.dtype
-    has = np.zeros((n, width), dtype=bool)
-    for t in range(trees):
-        has |= forest.has[leaves[:, t]]
+    has = forest.has[leaves].any(axis=1)
     if aggregate_function in ("SUM", "AVERAGE"):
-        total = np.zeros((n, width), dtype=dtype)
-        for t in range(trees):
-            if single:
-                total[:, 0] += forest.first[leaves[:, t]]
-            else:
-                total += forest.weights[leaves[:, t]]
-        return total, has
+        values = forest.first[leaves][:, :, None] if single else forest.weights[leaves]
+        running = np.concatenate([np.zeros((n, 1, values.shape[2]), dtype=dtype), values], axis=1)
+        return np.add.accumulate(running, axis=1)[:, -1], has
     if aggregate_function not in ("MIN", "MAX"):
         raise ValueError(f"tree ensemble: unknown aggregate_function {aggregate_function!r}")
     better = np.less if aggregate_function == "MIN" else np.greater
-    total = np.zeros((n, width), dtype=dtype)
-    seen = np.zeros((n, width), dtype=bool)
+    total = np.zeros(has.shape, dtype=dtype)
+    seen = np.zeros(has.shape, dtype=bool)
     for t in range(trees):
         leaf = leaves[:, t]
         value = forest.first[leaf][:, None] if single else forest.weights[leaf]
@@ -813,6 +839,24 @@ def _aggregate(leaves, forest: _Forest, aggregate_function: str, single: bool):
         total = np.where(take, value, total)
         seen |= present
     return total, has
+
+
+# Rows are walked and summed in blocks of about this many (row, tree) pairs, which bounds the
+# memory of the [rows, trees, targets] arrays.
+_PAIRS = 1 << 18
+
+
+def _scores(X, forest: _Forest, aggregate_function: str, single: bool):
+    """_aggregate over _reached_leaves, block of rows after block of rows."""
+    rows = _rows(X)
+    step = max(1, _PAIRS // max(1, len(forest.roots)))
+    if rows.shape[0] <= step:
+        return _aggregate(_reached_leaves(rows, forest), forest, aggregate_function, single)
+    parts = [
+        _aggregate(_reached_leaves(rows[i : i + step], forest), forest, aggregate_function, single)
+        for i in range(0, rows.shape[0], step)
+    ]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def tree_ensemble(
@@ -839,9 +883,8 @@ def tree_ensemble(
     added (AVERAGE divides by the tree count first) and the post transform applied (one target:
     PROBIT only, as onnxruntime). The result is cast to `output_type`."""
     forest = _forest(nodes, roots, depth, leaf_weights, n_targets, threshold_type)
-    leaves = _reached_leaves(X, forest)
     single = n_targets == 1
-    scores, has = _aggregate(leaves, forest, aggregate_function, single)
+    scores, has = _scores(X, forest, aggregate_function, single)
     dtype = forest.dtype
     base = np.asarray(base_values, dtype=dtype)
     if aggregate_function == "AVERAGE":
@@ -889,8 +932,7 @@ def tree_ensemble_classifier(
     label_array = _labels(labels)
     classes = len(label_array)
     forest = _forest(nodes, roots, depth, leaf_weights, classes, threshold_type)
-    leaves = _reached_leaves(X, forest)
-    scores, has = _aggregate(leaves, forest, "SUM", classes == 1)
+    scores, has = _scores(X, forest, "SUM", classes == 1)
     dtype = forest.dtype
     base = np.asarray(base_values, dtype=dtype)
     n = scores.shape[0]
@@ -903,9 +945,7 @@ def tree_ensemble_classifier(
         return label, _transform(scores, post_transform, exact)
     if classes == 1:
         raise ValueError("TreeEnsembleClassifier with one class is not supported")
-    _, targets, values = leaf_weights
-    binary_case = len(set(targets)) == 1
-    all_positive = all(v >= 0 for v in values)
+    binary_case, all_positive = forest.single_target, forest.all_positive
     s0, s1 = scores[:, 0].copy(), scores[:, 1].copy()
     h0, h1 = has[:, 0], has[:, 1].copy()
     two = np.ones(n, dtype=bool)  # rows that keep two scores

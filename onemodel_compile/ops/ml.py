@@ -22,6 +22,7 @@ conventions; ties go to the first class.
 
 from __future__ import annotations
 
+import base64
 from collections import deque
 
 import numpy as np
@@ -40,10 +41,35 @@ AGGREGATES_V5 = {0: "AVERAGE", 1: "SUM", 2: "MIN", 3: "MAX"}
 TRANSFORMS_V5 = {0: "NONE", 1: "SOFTMAX", 2: "LOGISTIC", 3: "SOFTMAX_ZERO", 4: "PROBIT"}
 
 
+# A numeric attribute of more than this many elements reaches the code as one packed literal
+# (rt.unpack_array: base64 of its little-endian bytes), as a constant of more than 16 elements
+# leaves the code for the weights file: a forest of 100 trees has ~10**5 nodes, which as tuples
+# black writes one number a line (~10**6 lines, minutes of formatting).
+PACK_LIMIT = 16
+
+
+def _code(value) -> str:
+    """A literal for an attribute value: tuples (nested) of numbers and escaped strings through
+    `py`; numpy arrays longer than PACK_LIMIT as rt.unpack_array(dtype, base64)."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "biuf" and value.size > PACK_LIMIT:
+            little = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
+            data = base64.b64encode(little.tobytes()).decode("ascii")
+            return f"rt.unpack_array({py(value.dtype.name)}, {py(data)})"
+        return py(value.tolist())
+    if isinstance(value, tuple):
+        return "(" + "".join(f"{_code(v)}, " for v in value) + ")"
+    return py(value)
+
+
 def _kernel(name: str, *arguments, **attributes) -> str:
     """`rt.<name>(arguments..., key=literal, ...)`: the attributes as escaped literals."""
-    parts = [str(a) for a in arguments] + [f"{k}={py(v)}" for k, v in attributes.items()]
+    parts = [str(a) for a in arguments] + [f"{k}={_code(v)}" for k, v in attributes.items()]
     return f"rt.{name}({', '.join(parts)})"
+
+
+def _array(values, dtype) -> np.ndarray:
+    return np.asarray(values, dtype=dtype)
 
 
 def _exact(view: NodeView) -> bool:
@@ -59,12 +85,17 @@ def _list(view: NodeView, name: str) -> list:
     return list(value)
 
 
-def _numbers(view: NodeView, name: str) -> list:
-    """A float list attribute, or its `<name>_as_tensor` form (ml opset 3: double values)."""
+def _numbers(view: NodeView, name: str) -> np.ndarray:
+    """A float list attribute as float32, or its `<name>_as_tensor` form (ml opset 3: double
+    values) in the tensor's type."""
     tensor = view.attr(f"{name}_as_tensor")
     if tensor is not None:
-        return np.asarray(tensor).reshape(-1).tolist()
-    return _list(view, name)
+        return np.asarray(tensor).reshape(-1)
+    return np.asarray(_list(view, name), dtype=np.float32)
+
+
+def _floats(view: NodeView, name: str) -> np.ndarray:
+    return np.asarray(_list(view, name), dtype=np.float32)
 
 
 def _type_name(dtype) -> str:
@@ -253,7 +284,7 @@ def linear_classifier(view: NodeView) -> str:
     return _kernel(
         "linear_classifier",
         view.inputs[0],
-        coefficients=[float(v) for v in _list(view, "coefficients")],
+        coefficients=_floats(view, "coefficients"),
         intercepts=[float(v) for v in _list(view, "intercepts")],
         labels=_labels(view, ints="classlabels_ints"),
         post_transform=view.attr("post_transform", "NONE"),
@@ -266,7 +297,7 @@ def linear_regressor(view: NodeView) -> str:
     return _kernel(
         "linear_regressor",
         view.inputs[0],
-        coefficients=[float(v) for v in _list(view, "coefficients")],
+        coefficients=_floats(view, "coefficients"),
         intercepts=[float(v) for v in _list(view, "intercepts")],
         targets=int(view.attr("targets", 1)),
         post_transform=view.attr("post_transform", "NONE"),
@@ -276,8 +307,8 @@ def linear_regressor(view: NodeView) -> str:
 
 def _svm_common(view: NodeView) -> dict:
     return dict(
-        support_vectors=[float(v) for v in _list(view, "support_vectors")],
-        coefficients=[float(v) for v in _list(view, "coefficients")],
+        support_vectors=_floats(view, "support_vectors"),
+        coefficients=_floats(view, "coefficients"),
         rho=[float(v) for v in _list(view, "rho")] or [0.0],
         kernel_type=view.attr("kernel_type", "LINEAR"),
         kernel_params=[float(v) for v in _list(view, "kernel_params")],
@@ -392,15 +423,25 @@ def _flat_trees(view: NodeView, prefix: str):
         leaf_nodes.append(position[key])
         targets.append(w_ids[k])
         weights.append(w_values[k])
-    nodes = (features, splits, modes, trues, falses, missing)
-    return nodes, roots, _depth(roots, trues, falses, label), (leaf_nodes, targets, weights)
+    depth = _depth(roots, trues, falses, label)
+    nodes = (
+        _array(features, np.int32),
+        splits,
+        _array(modes, np.uint8),
+        _array(trues, np.int32),
+        _array(falses, np.int32),
+        _array(missing, np.uint8),
+    )
+    weights = np.asarray(weights, dtype=w_values.dtype)
+    leaves = (_array(leaf_nodes, np.int32), _array(targets, np.int32), weights)
+    return nodes, _array(roots, np.int32), depth, leaves
 
 
 @emitter("TreeEnsembleRegressor", domain=ML, since=1, exact=True, foldable=False)
 def tree_ensemble_regressor(view: NodeView) -> str:
     nodes, roots, depth, leaves = _flat_trees(view, "target")
     n_targets = int(view.attr("n_targets", 1))
-    if leaves[1] and max(leaves[1]) >= n_targets:
+    if len(leaves[1]) and leaves[1].max() >= n_targets:
         raise CompileError(f"{view.node.label}: a target id is not below n_targets={n_targets}")
     return _kernel(
         "tree_ensemble",
@@ -423,7 +464,7 @@ def tree_ensemble_regressor(view: NodeView) -> str:
 def tree_ensemble_classifier(view: NodeView) -> str:
     nodes, roots, depth, leaves = _flat_trees(view, "class")
     labels = _labels(view)
-    if leaves[1] and max(leaves[1]) >= len(labels):
+    if len(leaves[1]) and leaves[1].max() >= len(labels):
         raise CompileError(f"{view.node.label}: a class id is not below the number of labels")
     return _kernel(
         "tree_ensemble_classifier",
@@ -447,6 +488,7 @@ def _flat_trees_v5(view: NodeView):
     label = view.node.label
     features = [int(v) for v in _list(view, "nodes_featureids")]
     modes = [int(v) for v in _list(view, "nodes_modes")]
+    split_type = np.asarray(view.attr("nodes_splits")).dtype
     splits = [float(v) for v in _list(view, "nodes_splits")]
     true_ids = [int(v) for v in _list(view, "nodes_truenodeids")]
     false_ids = [int(v) for v in _list(view, "nodes_falsenodeids")]
@@ -456,6 +498,7 @@ def _flat_trees_v5(view: NodeView):
     missing = [int(v) for v in _list(view, "nodes_missing_value_tracks_true")] + [0] * count
     missing = missing[:count]
     targets = [int(v) for v in _list(view, "leaf_targetids")]
+    weight_type = np.asarray(view.attr("leaf_weights")).dtype
     weights = [float(v) for v in _list(view, "leaf_weights")]
     lengths = {len(x) for x in (modes, splits, true_ids, false_ids, true_leafs, false_leafs)}
     if lengths != {count} or len(targets) != len(weights):
@@ -525,10 +568,21 @@ def _flat_trees_v5(view: NodeView):
     roots = [int(v) for v in _list(view, "tree_roots")]
     if any(not 0 <= r < count for r in roots):
         raise CompileError(f"{label}: a tree root is not a node")
-    nodes = (out_features, out_splits, out_modes, out_true, out_false, out_missing)
     depth = _depth(roots, out_true, out_false, label)
-    leaf_weights = ([count + k for k in range(leaves)], targets, weights)
-    return nodes, roots, depth, leaf_weights
+    nodes = (
+        _array(out_features, np.int32),
+        _array(out_splits, split_type),
+        _array(out_modes, np.uint8),
+        _array(out_true, np.int32),
+        _array(out_false, np.int32),
+        _array(out_missing, np.uint8),
+    )
+    leaf_weights = (
+        _array([count + k for k in range(leaves)], np.int32),
+        _array(targets, np.int32),
+        _array(weights, weight_type),
+    )
+    return nodes, _array(roots, np.int32), depth, leaf_weights
 
 
 @emitter("TreeEnsemble", domain=ML, since=5, exact=True, foldable=False)
@@ -538,7 +592,7 @@ def tree_ensemble(view: NodeView) -> str:
     if X.dtype is not None and X.dtype not in (np.float32, np.float64):
         raise UnsupportedError(f"{view.node.label}: TreeEnsemble on {X.dtype.name} input")
     n_targets = int(view.attr("n_targets", 1))
-    if leaves[1] and max(leaves[1]) >= n_targets:
+    if len(leaves[1]) and leaves[1].max() >= n_targets:
         raise CompileError(f"{view.node.label}: a leaf target id is not below n_targets")
     dtype = _threshold_type(view)
     return _kernel(

@@ -204,8 +204,9 @@ def _transform(scores: np.ndarray, post_transform: str, exact: bool) -> np.ndarr
 def _update_scores(scores, post_transform, second_class: int | None, exact: bool) -> np.ndarray:
     """onnxruntime's batched score update of the linear and SVM classifiers and regressors:
     several scores per row are transformed; a single score is only probit-transformed, or, with
-    `second_class` set, expanded to two columns: [1 - s, s] (0, 1) or, for 2 and 3,
-    [logistic(-s), logistic(s)] under LOGISTIC and [-s, s] otherwise."""
+    `second_class` set, expanded to two columns: [1 - p, p] (0, 1; p = logistic(s) under
+    LOGISTIC, else s) or, for 2 and 3, [logistic(-s), logistic(s)] under LOGISTIC and [-s, s]
+    otherwise."""
     if scores.shape[1] != 1:
         return _transform(scores, post_transform, exact)
     if post_transform == "PROBIT":
@@ -214,6 +215,8 @@ def _update_scores(scores, post_transform, second_class: int | None, exact: bool
         return scores.astype(_F32, copy=False)
     s = scores.astype(_F32, copy=False)
     if second_class in (0, 1):
+        if post_transform == "LOGISTIC":
+            s = _logistic(s, exact)
         return np.concatenate([_ONE - s, s], axis=1)
     if post_transform == "LOGISTIC":
         return np.concatenate([_logistic(-s, exact), _logistic(s, exact)], axis=1)
@@ -317,7 +320,8 @@ def feature_vectorizer(*inputs, inputdimensions):
 
 
 def _lookup(X: np.ndarray, keys: np.ndarray, values: np.ndarray, default) -> np.ndarray:
-    """values[i] where X equals keys[i] (the last equal key wins; NaN keys match NaN), else
+    """values[i] where X equals keys[i] (the first of equal keys wins, as onnxruntime's maps keep
+    the first; the specification of LabelEncoder-4 says the last; NaN keys match NaN), else
     `default`; vectorized through a sorted copy of the keys."""
     X = np.asarray(X)
     result = np.empty(X.shape, dtype=values.dtype)
@@ -327,11 +331,8 @@ def _lookup(X: np.ndarray, keys: np.ndarray, values: np.ndarray, default) -> np.
     float_keys = keys.dtype.kind == "f"
     nan_keys = np.isnan(keys) if float_keys else np.zeros(len(keys), dtype=bool)
     usable = np.flatnonzero(~nan_keys)
-    # the last of equal keys wins: keep, per distinct key, its last position
-    reversed_positions = usable[::-1]
-    _, first = np.unique(keys[reversed_positions], return_index=True)
-    chosen = reversed_positions[first]
-    order = chosen[np.argsort(keys[chosen], kind="stable")]
+    _, first = np.unique(keys[usable], return_index=True)  # sorted, first occurrences
+    order = usable[first]
     sorted_keys, sorted_values = keys[order], values[order]
     flat = X.reshape(-1)
     position = np.searchsorted(sorted_keys, flat)
@@ -340,7 +341,7 @@ def _lookup(X: np.ndarray, keys: np.ndarray, values: np.ndarray, default) -> np.
     out = result.reshape(-1)
     out[found] = sorted_values[position[found]]
     if float_keys and nan_keys.any():
-        out[np.isnan(flat)] = values[np.flatnonzero(nan_keys)[-1]]
+        out[np.isnan(flat)] = values[np.flatnonzero(nan_keys)[0]]
     return result
 
 
@@ -445,7 +446,8 @@ def dict_vectorizer(M, *, vocabulary, dtype):
 
 
 def zip_map(X, *, labels):
-    """One dict per row of X, {label: score} with Python floats (a list of dicts)."""
+    """One dict per row of X, {label: score} with Python floats, keys in ascending order (a list of
+    dicts)."""
     X = np.asarray(X, dtype=_F32)
     keys = list(labels)
     if X.ndim != 2 or X.shape[1] != len(keys):
@@ -453,7 +455,9 @@ def zip_map(X, *, labels):
             f"ZipMap: input of shape {list(X.shape)} does not have one column per label "
             f"({len(keys)})"
         )
-    return [dict(zip(keys, row)) for row in X.tolist()]
+    order = sorted(range(len(keys)), key=keys.__getitem__)  # onnxruntime's maps are sorted
+    keys = [keys[i] for i in order]
+    return [dict(zip(keys, row)) for row in X[:, order].tolist()]
 
 
 # --- linear models -----------------------------------------------------------------------------------
@@ -889,9 +893,9 @@ def tree_ensemble(
     base = np.asarray(base_values, dtype=dtype)
     if aggregate_function == "AVERAGE":
         scores = scores / dtype.type(len(forest.roots))
-    if aggregate_function in ("MIN", "MAX"):
-        scores = np.where(has, scores, dtype.type(0))
     if single:
+        if aggregate_function in ("MIN", "MAX"):
+            scores = np.where(has, scores, dtype.type(0))
         if len(base) == 1:
             scores = scores + base[0]
         if post_transform == "PROBIT":
@@ -899,6 +903,8 @@ def tree_ensemble(
     else:
         if len(base) == n_targets:
             scores = scores + base
+        # a target no reached leaf names is written as 0, base value or not (onnxruntime)
+        scores = np.where(has, scores, dtype.type(0))
         if post_transform != "NONE":
             scores = _transform(scores, post_transform, exact)
     return scores.astype(dtype_from_name(output_type), copy=False)
@@ -942,6 +948,7 @@ def tree_ensemble_classifier(
             has[:, : len(base)] = True
         ranked = np.where(has, scores, -np.inf)
         label = label_array[np.argmax(ranked, axis=1)]
+        scores = np.where(has, scores, dtype.type(0))
         return label, _transform(scores, post_transform, exact)
     if classes == 1:
         raise ValueError("TreeEnsembleClassifier with one class is not supported")
@@ -954,6 +961,7 @@ def tree_ensemble_classifier(
         one = base[1] + s0
         s1 = np.where(h1, one, s1 + base[1])
         s0 = np.where(h1, -one, s0 + base[0])
+        h1 = h1.copy()
     elif len(base) == 1:
         s0 = s0 + base[0]
         two = h1.copy()
@@ -975,10 +983,12 @@ def tree_ensemble_classifier(
             label = np.where(is_positive, 1, 0).astype(np.int64)
         second_class = np.full(n, -1 if second is None else second)
     label = label.astype(label_array.dtype)
-    pair = np.stack([s0, s1], axis=1)
+    # a class without a score is written (and transformed) as 0 (onnxruntime)
+    zero = dtype.type(0)
+    pair = np.stack([np.where(h0, s0, zero), np.where(h1, s1, zero)], axis=1)
     out = _transform(pair, post_transform, exact) if two.any() else np.zeros((n, 2), _F32)
     if not two.all():
-        single = s0[:, None].astype(_F32)
+        single = np.where(h0, s0, zero)[:, None].astype(_F32)
         if post_transform == "PROBIT":
             expanded = np.concatenate([_probit(single, exact), np.zeros_like(single)], axis=1)
         else:

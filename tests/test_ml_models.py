@@ -33,7 +33,6 @@ from onemodel_compile.ops import lookup, registered  # noqa: E402
 from tests.acceptance import REFUSAL_LIST  # noqa: E402
 from tools.conformance import import_module_from  # noqa: E402
 
-
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "tests" / "ml_models"
 MODELS = sorted(p.stem for p in FOLDER.glob("*.onnx"))
@@ -219,3 +218,486 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# --- small graphs for onnxruntime's conventions ------------------------------------------------------
+
+
+def _graph_model(node: onnx.NodeProto, inputs, outputs, ml_opset=3, opset=17) -> onnx.ModelProto:
+    graph = helper.make_graph([node], "case", inputs, outputs)
+    imports = [helper.make_opsetid("", opset), helper.make_opsetid(ML, ml_opset)]
+    model = helper.make_model(graph, opset_imports=imports)
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def _tensor(name, elem, shape):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def _split(feature, threshold, mode, yes, no, missing=0):
+    return ("split", feature, threshold, mode, missing, yes, no)
+
+
+def _leaf(*weights):
+    return ("leaf", list(weights))
+
+
+def _tree_attributes(trees, prefix: str) -> dict:
+    """nodes_* and <prefix>_* attributes of `trees` (nested _split/_leaf tuples), node ids in
+    depth-first order per tree."""
+    attrs = {
+        k: [] for k in ("treeids", "nodeids", "featureids", "values", "modes", "true", "false")
+    }
+    attrs["missing"] = []
+    weights = {"treeids": [], "nodeids": [], "ids": [], "weights": []}
+    for tree_id, tree in enumerate(trees):
+        counter = iter(range(1000))
+
+        def visit(node):
+            node_id = next(counter)
+            slot = len(attrs["nodeids"])
+            attrs["treeids"].append(tree_id)
+            attrs["nodeids"].append(node_id)
+            for key in ("featureids", "values", "modes", "true", "false", "missing"):
+                attrs[key].append(None)
+            if node[0] == "leaf":
+                attrs["featureids"][slot], attrs["values"][slot] = 0, 0.0
+                attrs["modes"][slot], attrs["true"][slot], attrs["false"][slot] = "LEAF", 0, 0
+                attrs["missing"][slot] = 0
+                for target, weight in node[1]:
+                    weights["treeids"].append(tree_id)
+                    weights["nodeids"].append(node_id)
+                    weights["ids"].append(target)
+                    weights["weights"].append(weight)
+                return node_id
+            _, feature, threshold, mode, missing, yes, no = node
+            attrs["featureids"][slot], attrs["values"][slot] = feature, threshold
+            attrs["modes"][slot], attrs["missing"][slot] = mode, missing
+            attrs["true"][slot] = visit(yes)
+            attrs["false"][slot] = visit(no)
+            return node_id
+
+        visit(tree)
+    return {
+        "nodes_treeids": attrs["treeids"],
+        "nodes_nodeids": attrs["nodeids"],
+        "nodes_featureids": attrs["featureids"],
+        "nodes_values": attrs["values"],
+        "nodes_modes": attrs["modes"],
+        "nodes_truenodeids": attrs["true"],
+        "nodes_falsenodeids": attrs["false"],
+        "nodes_missing_value_tracks_true": attrs["missing"],
+        **{f"{prefix}_{k}": v for k, v in weights.items()},
+    }
+
+
+# Two trees over three features using every comparison, NaN tracking on some nodes.
+MIXED_TREES = [
+    _split(
+        0,
+        0.5,
+        "BRANCH_LEQ",
+        _split(1, -0.25, "BRANCH_LT", _leaf((0, 0.25)), _leaf((0, -0.5)), missing=1),
+        _split(2, 1.0, "BRANCH_GTE", _leaf((0, 0.75)), _leaf((0, 0.125))),
+    ),
+    _split(
+        1,
+        0.0,
+        "BRANCH_GT",
+        _split(2, 2.0, "BRANCH_EQ", _leaf((0, 1.5)), _leaf((0, -0.375)), missing=1),
+        _split(0, -1.0, "BRANCH_NEQ", _leaf((0, 0.0625)), _leaf((0, 2.0))),
+    ),
+]
+
+
+def _with_targets(trees, mapping):
+    """`trees` with each leaf's weights re-targeted: mapping(leaf index, weight) -> weights."""
+    counter = iter(range(1000))
+
+    def visit(node):
+        if node[0] == "leaf":
+            index = next(counter)
+            return _leaf(*mapping(index, node[1][0][1]))
+        return (*node[:5], visit(node[5]), visit(node[6]))
+
+    return [visit(tree) for tree in trees]
+
+
+def _tree_rows(dtype=np.float32, rows=40, seed=3):
+    """Rows around MIXED_TREES' thresholds: random values, the thresholds themselves, NaNs."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(0, 1.5, size=(rows, 3)).astype(dtype)
+    X[::5, 0] = 0.5
+    X[1::5, 1] = -0.25
+    X[2::5, 2] = 2.0
+    X[3::5, 1] = 0.0
+    X[4::7, 0] = -1.0
+    X[::6, 1] = np.nan
+    X[3::8, 2] = np.nan
+    return X
+
+
+def _regressor(trees, n_targets=1, dtype=TensorProto.FLOAT, **attrs):
+    node = helper.make_node(
+        "TreeEnsembleRegressor",
+        ["X"],
+        ["Y"],
+        domain=ML,
+        n_targets=n_targets,
+        **_tree_attributes(trees, "target"),
+        **attrs,
+    )
+    return _graph_model(
+        node, [_tensor("X", dtype, [None, 3])], [_tensor("Y", 1, [None, n_targets])]
+    )
+
+
+def _classifier(trees, labels, dtype=TensorProto.FLOAT, **attrs):
+    strings = isinstance(labels[0], str)
+    node = helper.make_node(
+        "TreeEnsembleClassifier",
+        ["X"],
+        ["label", "scores"],
+        domain=ML,
+        **{"classlabels_strings" if strings else "classlabels_int64s": labels},
+        **_tree_attributes(trees, "class"),
+        **attrs,
+    )
+    outputs = [
+        _tensor("label", TensorProto.STRING if strings else TensorProto.INT64, [None]),
+        _tensor("scores", TensorProto.FLOAT, [None, len(labels)]),
+    ]
+    return _graph_model(node, [_tensor("X", dtype, [None, 3])], outputs)
+
+
+def _three(index, weight):
+    return [(index % 3, weight), ((index + 1) % 3, weight / 2)]
+
+
+def _linear(op, n_in, labels=None, output_width=1, in_type=TensorProto.FLOAT, **attrs):
+    rng = np.random.default_rng(11)
+    targets = len(attrs.get("intercepts", [])) or 1
+    coefficients = rng.normal(size=targets * n_in).round(3).tolist()
+    attrs.setdefault("coefficients", coefficients)
+    outputs = []
+    if op == "LinearClassifier":
+        strings = isinstance(labels[0], str)
+        attrs["classlabels_strings" if strings else "classlabels_ints"] = labels
+        outputs.append(
+            _tensor("label", TensorProto.STRING if strings else TensorProto.INT64, [None])
+        )
+    outputs.append(_tensor("scores", TensorProto.FLOAT, [None, output_width]))
+    names = [o.name for o in outputs]
+    node = helper.make_node(op, ["X"], names, domain=ML, **attrs)
+    return _graph_model(node, [_tensor("X", in_type, [None, n_in])], outputs, ml_opset=1)
+
+
+def _linear_rows(n_in, dtype=np.float32, seed=5):
+    return np.random.default_rng(seed).normal(size=(30, n_in)).astype(dtype)
+
+
+def _svm(n_in, labels, **attrs):
+    strings = isinstance(labels[0], str)
+    attrs["classlabels_strings" if strings else "classlabels_ints"] = labels
+    width = attrs.pop("width")
+    outputs = [
+        _tensor("label", TensorProto.STRING if strings else TensorProto.INT64, [None]),
+        _tensor("scores", TensorProto.FLOAT, [None, width]),
+    ]
+    node = helper.make_node("SVMClassifier", ["X"], ["label", "scores"], domain=ML, **attrs)
+    return _graph_model(node, [_tensor("X", TensorProto.FLOAT, [None, n_in])], outputs, ml_opset=1)
+
+
+def _svm_regressor(n_in, **attrs):
+    node = helper.make_node("SVMRegressor", ["X"], ["Y"], domain=ML, **attrs)
+    inputs, outputs = [_tensor("X", TensorProto.FLOAT, [None, n_in])], [_tensor("Y", 1, [None, 1])]
+    return _graph_model(node, inputs, outputs, ml_opset=1)
+
+
+def _one(op, inputs, outputs, ml_opset=1, **attrs):
+    node = helper.make_node(
+        op, [i.name for i in inputs], [o.name for o in outputs], domain=ML, **attrs
+    )
+    return _graph_model(node, inputs, outputs, ml_opset=ml_opset)
+
+
+_R = np.random.default_rng(7)
+_SV = _R.normal(size=(5, 3)).round(2)
+_MAP_TYPE = helper.make_map_type_proto(
+    TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, [])
+)
+
+
+def _cases():
+    """(name, model, feed sets)."""
+    X = _tree_rows()
+    yield "regressor_mixed_modes_logistic_one_target", _regressor(
+        MIXED_TREES, base_values=[0.5], post_transform="LOGISTIC"
+    ), [{"X": X}]
+    probit = _with_targets(MIXED_TREES, lambda i, w: [(0, 0.05 + 0.04 * i)])
+    yield "regressor_probit", _regressor(probit, base_values=[0.1], post_transform="PROBIT"), [
+        {"X": X}
+    ]
+    three = _with_targets(MIXED_TREES, _three)
+    yield "regressor_three_targets_softmax", _regressor(
+        three, n_targets=3, base_values=[0.1, -0.2, 0.3], post_transform="SOFTMAX"
+    ), [{"X": X}]
+    yield "regressor_average_two_targets", _regressor(
+        _with_targets(MIXED_TREES, lambda i, w: [(i % 2, w)]),
+        n_targets=2,
+        aggregate_function="AVERAGE",
+        base_values=[1.0, 2.0],
+    ), [{"X": X}]
+    sparse = _with_targets(MIXED_TREES, lambda i, w: [(i % 2, w)] if i % 3 else [(0, w), (1, -w)])
+    for aggregate in ("MIN", "MAX"):
+        yield f"regressor_{aggregate.lower()}", _regressor(
+            sparse, n_targets=2, aggregate_function=aggregate
+        ), [{"X": X}]
+    yield "regressor_double_input", _regressor(
+        MIXED_TREES, dtype=TensorProto.DOUBLE, base_values=[0.25]
+    ), [{"X": _tree_rows(np.float64)}]
+    yield "classifier_three_classes_unscored_class_ties", _classifier(
+        _with_targets(MIXED_TREES, lambda i, w: [(i % 2, 1.0)]), [10, 20, 30]
+    ), [{"X": X}]
+    yield "classifier_softmax_zero", _classifier(
+        _with_targets(MIXED_TREES, lambda i, w: [(i % 3, w)]),
+        ["a", "b", "c"],
+        post_transform="SOFTMAX_ZERO",
+    ), [{"X": X}]
+    both = _with_targets(MIXED_TREES, lambda i, w: [(0, w), (1, -w / 3)])
+    yield "classifier_binary_two_base_values", _classifier(
+        both, [0, 1], base_values=[0.25, -0.5]
+    ), [{"X": X}]
+    positive = _with_targets(MIXED_TREES, lambda i, w: [(1, abs(w) / 4)])
+    yield "classifier_binary_one_class_positive", _classifier(positive, [4, 9]), [{"X": X}]
+    yield "classifier_binary_one_class_mixed_logistic", _classifier(
+        MIXED_TREES, ["no", "yes"], base_values=[-0.125], post_transform="LOGISTIC"
+    ), [{"X": X}]
+    yield "classifier_binary_two_classes_no_base_logistic_strings", _classifier(
+        both, ["no", "yes"], post_transform="LOGISTIC"
+    ), [{"X": X}]
+    yield "classifier_binary_two_classes_labels_3_7", _classifier(both, [3, 7]), [{"X": X}]
+    yield "classifier_int64_input", _classifier(
+        _with_targets(MIXED_TREES, _three), [0, 1, 2], dtype=TensorProto.INT64
+    ), [{"X": np.round(np.nan_to_num(_tree_rows(np.float64)) * 2).astype(np.int64).clip(-5, 5)}]
+
+    L4 = _linear_rows(4)
+    yield "linear_classifier_one_target_two_labels_logistic", _linear(
+        "LinearClassifier", 4, [0, 1], 2, intercepts=[0.1], post_transform="LOGISTIC"
+    ), [{"X": L4}]
+    yield "linear_classifier_one_target_strings", _linear(
+        "LinearClassifier", 4, ["neg", "pos"], 2, intercepts=[-0.2]
+    ), [{"X": L4}]
+    yield "linear_classifier_softmax_zero_int_input", _linear(
+        "LinearClassifier",
+        4,
+        [5, 6, 7],
+        3,
+        in_type=TensorProto.INT64,
+        intercepts=[0.0, 0.5, -0.5],
+        post_transform="SOFTMAX_ZERO",
+    ), [{"X": np.random.default_rng(1).integers(-3, 4, size=(30, 4)).astype(np.int64)}]
+    yield "linear_classifier_tie", _linear(
+        "LinearClassifier",
+        2,
+        [1, 2, 3],
+        3,
+        coefficients=[1.0, 0.0, 1.0, 0.0, 0.5, 0.5],
+        intercepts=[0.0, 0.0, 0.0],
+        post_transform="LOGISTIC",
+    ), [{"X": np.array([[1.0, 1.0], [0.0, 2.0], [2.0, 0.0], [-1.0, 3.0]], np.float32)}]
+    yield "linear_regressor_probit", _linear(
+        "LinearRegressor",
+        4,
+        output_width=1,
+        coefficients=[0.05, -0.02, 0.03, 0.01],
+        intercepts=[0.5],
+        post_transform="PROBIT",
+    ), [{"X": L4}]
+    yield "linear_regressor_two_targets_softmax", _linear(
+        "LinearRegressor",
+        4,
+        output_width=2,
+        targets=2,
+        intercepts=[0.5, -0.5],
+        post_transform="SOFTMAX",
+    ), [{"X": L4}]
+
+    S3 = _linear_rows(3, seed=8)
+    yield "svm_liblinear_three_classes", _svm(
+        3,
+        [0, 1, 2],
+        width=3,
+        coefficients=_R.normal(size=9).round(3).tolist(),
+        rho=[0.25],
+        kernel_type="LINEAR",
+        kernel_params=[0.0, 0.0, 0.0],
+    ), [{"X": S3}]
+    yield "svm_liblinear_two_classes", _svm(
+        3,
+        ["a", "b"],
+        width=2,
+        coefficients=_R.normal(size=6).round(3).tolist(),
+        rho=[-0.1],
+        kernel_type="LINEAR",
+        kernel_params=[0.0, 0.0, 0.0],
+    ), [{"X": S3}]
+    yield "svm_binary_linear_kernel_logistic", _svm(
+        3,
+        [0, 1],
+        width=2,
+        vectors_per_class=[2, 3],
+        support_vectors=_SV.ravel().tolist(),
+        coefficients=[0.5, -0.25, 0.75, -1.0, 0.125],
+        rho=[0.2],
+        kernel_type="LINEAR",
+        kernel_params=[0.0, 0.0, 0.0],
+        post_transform="LOGISTIC",
+    ), [{"X": S3}]
+    yield "svm_three_classes_rbf_softmax", _svm(
+        3,
+        [0, 1, 2],
+        width=3,
+        vectors_per_class=[2, 2, 1],
+        support_vectors=_SV.ravel().tolist(),
+        coefficients=_R.normal(size=10).round(3).tolist(),
+        rho=[0.1, -0.2, 0.05],
+        kernel_type="RBF",
+        kernel_params=[0.3, 0.0, 0.0],
+        post_transform="SOFTMAX",
+    ), [{"X": S3}]
+    yield "svm_regressor_liblinear", _svm_regressor(
+        3,
+        coefficients=[0.5, -1.0, 0.25],
+        rho=[0.75],
+        kernel_type="LINEAR",
+        kernel_params=[0.0, 0.0, 0.0],
+        n_supports=0,
+    ), [{"X": S3}]
+    yield "svm_regressor_poly_fractional_degree_one_class", _svm_regressor(
+        3,
+        coefficients=[0.5, -0.25, 0.75, -1.0, 0.125],
+        support_vectors=_SV.ravel().tolist(),
+        n_supports=5,
+        rho=[0.1],
+        kernel_type="POLY",
+        kernel_params=[0.5, 2.0, 2.5],
+        one_class=1,
+    ), [{"X": S3}]
+
+    S = _tensor("X", TensorProto.STRING, [None])
+    F = _tensor("X", TensorProto.FLOAT, [None])
+    yield "label_encoder_v2_floats_to_strings", _one(
+        "LabelEncoder",
+        [F],
+        [_tensor("Y", TensorProto.STRING, [None])],
+        ml_opset=2,
+        keys_floats=[0.5, -1.0, 2.0, 0.5],
+        values_strings=["half", "minus", "two", "last half"],
+        default_string="?",
+    ), [{"X": np.array([0.5, 2.0, 3.0, -1.0, np.nan], np.float32)}]
+    yield "label_encoder_v4_double_nan_key_repeated_key", _one(
+        "LabelEncoder",
+        [_tensor("X", TensorProto.DOUBLE, [None])],
+        [_tensor("Y", TensorProto.INT64, [None])],
+        ml_opset=4,
+        keys_tensor=numpy_helper.from_array(np.array([1.5, np.nan, -2.0, 1.5]), "keys"),
+        values_tensor=numpy_helper.from_array(np.array([7, 8, 9, 10], np.int64), "values"),
+        default_tensor=numpy_helper.from_array(np.array([-3], np.int64), "default"),
+    ), [{"X": np.array([1.5, np.nan, 0.0, -2.0, np.nan])}]
+    yield "label_encoder_v4_int64_to_float_default", _one(
+        "LabelEncoder",
+        [_tensor("X", TensorProto.INT64, [None])],
+        [_tensor("Y", TensorProto.FLOAT, [None])],
+        ml_opset=4,
+        keys_tensor=numpy_helper.from_array(np.array([3, 1], np.int64), "keys"),
+        values_tensor=numpy_helper.from_array(np.array([0.5, 2.5], np.float32), "values"),
+    ), [{"X": np.array([1, 2, 3], np.int64)}]
+    yield "label_encoder_v1_ints_to_strings", _one(
+        "LabelEncoder",
+        [_tensor("X", TensorProto.INT64, [None])],
+        [_tensor("Y", TensorProto.STRING, [None])],
+        classes_strings=["zero", "one", "two"],
+        default_string="none",
+    ), [{"X": np.array([2, 0, 5, -1, 1], np.int64)}]
+    yield "label_encoder_v1_strings_to_ints", _one(
+        "LabelEncoder",
+        [S],
+        [_tensor("Y", TensorProto.INT64, [None])],
+        classes_strings=["zero", "one", "two"],
+        default_int64=42,
+    ), [{"X": np.array(["two", "x", "zero"], dtype=object)}]
+    yield "one_hot_encoder_float_input", _one(
+        "OneHotEncoder",
+        [_tensor("X", TensorProto.FLOAT, [None, 2])],
+        [_tensor("Y", TensorProto.FLOAT, [None, 2, 3])],
+        cats_int64s=[1, 3, 5],
+        zeros=1,
+    ), [{"X": np.array([[1.0, 3.9], [5.2, -1.0], [2.0, 1.0]], np.float32)}]
+    yield "binarizer_nan", _one(
+        "Binarizer", [F], [_tensor("Y", TensorProto.FLOAT, [None])], threshold=0.5
+    ), [{"X": np.array([0.5, 0.75, 0.5000001, -1.0, np.inf], np.float32)}]
+    yield "imputer_int64", _one(
+        "Imputer",
+        [_tensor("X", TensorProto.INT64, [None, 3])],
+        [_tensor("Y", TensorProto.INT64, [None, 3])],
+        imputed_value_int64s=[7, 8, 9],
+        replaced_value_int64=-1,
+    ), [{"X": np.array([[-1, 2, -1], [3, -1, 4]], np.int64)}]
+    for norm in ("MAX", "L1", "L2"):
+        yield f"normalizer_{norm.lower()}_rank3", _one(
+            "Normalizer",
+            [_tensor("X", TensorProto.DOUBLE, [3, 4])],
+            [_tensor("Y", TensorProto.FLOAT, [3, 4])],
+            norm=norm,
+        ), [{"X": np.random.default_rng(2).normal(size=(3, 4)) * [[1], [0], [-3]]}]
+    yield "array_feature_extractor_1d", _one(
+        "ArrayFeatureExtractor",
+        [F, _tensor("I", TensorProto.INT64, [None])],
+        [_tensor("Y", TensorProto.FLOAT, [1, None])],
+    ), [{"X": np.array([1.0, 2.0, 3.0], np.float32), "I": np.array([2, 0, 2], np.int64)}]
+    yield "scaler_int_input_one_offset", _one(
+        "Scaler",
+        [_tensor("X", TensorProto.INT32, [None, 3])],
+        [_tensor("Y", TensorProto.FLOAT, [None, 3])],
+        offset=[1.5, 0.0, -2.0],
+        scale=[0.5, 2.0, -1.0],
+    ), [{"X": np.array([[1, 2, 3], [-4, 5, 6]], np.int32)}]
+    yield "zip_map_int_labels", _one(
+        "ZipMap",
+        [_tensor("X", TensorProto.FLOAT, [None, 3])],
+        [helper.make_value_info("Z", helper.make_sequence_type_proto(_MAP_TYPE))],
+        classlabels_int64s=[10, -2, 7],
+    ), [{"X": np.array([[0.1, 0.2, 0.7], [1.0, 0.0, -0.5]], np.float32)}]
+    yield "cast_map_floats_to_strings_sparse", _one(
+        "CastMap",
+        [helper.make_value_info("M", _MAP_TYPE)],
+        [_tensor("Y", TensorProto.STRING, [1, 5])],
+        cast_to="TO_STRING",
+        map_form="SPARSE",
+        max_map=5,
+    ), [{"M": {3: 2.5, 0: -0.1, 9: 1.0}}]
+    yield "cast_map_floats_to_int64_dense", _one(
+        "CastMap",
+        [helper.make_value_info("M", _MAP_TYPE)],
+        [_tensor("Y", TensorProto.INT64, [1, None])],
+        cast_to="TO_INT64",
+    ), [{"M": {2: 1.75, 1: -3.5, 5: 7.0}}]
+    yield "dict_vectorizer_int_keys_repeated_vocabulary", _one(
+        "DictVectorizer",
+        [helper.make_value_info("M", _MAP_TYPE)],
+        [_tensor("Y", TensorProto.FLOAT, [1, 4])],
+        int64_vocabulary=[3, 1, 4, 1],
+    ), [{"M": {1: 0.5, 4: -2.0, 8: 3.0}}]
+
+
+CASES = list(_cases())
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name,model,feeds", CASES, ids=[c[0] for c in CASES])
+def test_convention(name, model, feeds, variant, tmp_path: Path) -> None:
+    """Each small graph gives onnxruntime's outputs in both variants."""
+    check(outcome(model, feeds, variant, tmp_path, f"{name}_{variant}"), variant)

@@ -345,23 +345,19 @@ def svm_regressor(view: NodeView) -> str:
 # --- tree ensembles ---------------------------------------------------------------------------------
 
 
-def _depth(roots: list[int], trues: list[int], falses: list[int], label: str) -> int:
-    """The number of branchings on the longest root-to-leaf path (a cycle is an error)."""
-    deepest = 0
-    for root in roots:
-        level = {root: 0}
-        pending = deque([root])
-        while pending:
-            node = pending.popleft()
-            for child in (trues[node], falses[node]):
-                if child == node:
-                    continue
-                if child in level:
-                    raise CompileError(f"{label}: a tree reaches node {child} twice")
-                level[child] = level[node] + 1
-                deepest = max(deepest, level[child])
-                pending.append(child)
-    return deepest
+def _depth(roots, trues: list[int], falses: list[int], label: str) -> int:
+    """The number of branchings on the longest root-to-leaf path (nodes may share children; a
+    cycle is an error)."""
+    frontier = {int(r) for r in roots}
+    depth = 0
+    while True:
+        below = {c for n in frontier for c in (trues[n], falses[n]) if c != n}
+        if not below:
+            return depth
+        depth += 1
+        if depth > len(trues):
+            raise CompileError(f"{label}: a tree's branches form a cycle")
+        frontier = below
 
 
 def _flat_trees(view: NodeView, prefix: str):

@@ -701,3 +701,135 @@ CASES = list(_cases())
 def test_convention(name, model, feeds, variant, tmp_path: Path) -> None:
     """Each small graph gives onnxruntime's outputs in both variants."""
     check(outcome(model, feeds, variant, tmp_path, f"{name}_{variant}"), variant)
+
+
+# --- the backend cases, the registry, the loader and the input checks --------------------------------
+
+BACKEND_CASES = (
+    "test_ai_onnx_ml_array_feature_extractor",
+    "test_ai_onnx_ml_binarizer",
+    "test_ai_onnx_ml_label_encoder_string_int",
+    "test_ai_onnx_ml_label_encoder_string_int_no_default",
+    "test_ai_onnx_ml_label_encoder_tensor_mapping",
+    "test_ai_onnx_ml_label_encoder_tensor_value_only_mapping",
+    "test_ai_onnx_ml_tree_ensemble_set_membership",
+    "test_ai_onnx_ml_tree_ensemble_single_tree",
+)
+
+
+def test_backend_case_list_is_complete() -> None:
+    from tools import backend_cases
+
+    assert sorted(n for n in backend_cases.all_cases() if "ai_onnx_ml" in n) == list(BACKEND_CASES)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("name", BACKEND_CASES)
+def test_backend_case(name: str, variant: str) -> None:
+    """onnx 1.23.2's ai.onnx.ml node cases reproduce the backend data (they are outside the
+    seed's conformance scope, tests/conformance/scope.json, so they run here)."""
+    from tools import conformance
+
+    result = conformance.run_case(name, variant)
+    assert result.status == "pass", f"{result.status}: {result.detail}"
+
+
+ML_OPS = sorted(e.op_type for e in registered() if e.domain == ML)
+
+
+def test_the_domain_is_registered() -> None:
+    schemas = {s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain == ML}
+    assert set(ML_OPS) == schemas
+
+
+@pytest.mark.parametrize("op_type", ML_OPS)
+def test_every_domain_opset_has_an_emitter(op_type: str) -> None:
+    """Every ai.onnx.ml opset (1 to 5) at which the operator's schema exists has an emitter in
+    both variants, and each registration starts at a schema version (tests/test_registry.py
+    checks the default domain's opsets 7 to 28)."""
+    low, high = DOMAIN_OPSETS[ML]
+    versions = []
+    for opset in range(low, high + 1):
+        try:
+            onnx.defs.get_schema(op_type, opset, ML)
+        except onnx.defs.SchemaError:
+            continue
+        versions.append(opset)
+    assert versions, op_type
+    for opset in versions:
+        for variant in VARIANTS:
+            lookup(op_type, ML, opset, variant, "test")
+    for entry in registered():
+        if (entry.domain, entry.op_type) == (ML, op_type) and entry.since > low:
+            assert onnx.defs.get_schema(op_type, entry.since, ML).since_version == entry.since
+
+
+def _scaler_model(ml_opset: int, default_opset: int | None) -> onnx.ModelProto:
+    node = helper.make_node("Scaler", ["X"], ["Y"], domain=ML, offset=[1.0], scale=[2.0])
+    graph = helper.make_graph(
+        [node], "g", [_tensor("X", TensorProto.FLOAT, [None, 2])], [_tensor("Y", 1, [None, 2])]
+    )
+    imports = [helper.make_opsetid(ML, ml_opset)]
+    if default_opset is not None:
+        imports.append(helper.make_opsetid("", default_opset))
+    model = helper.make_model(graph, opset_imports=imports)
+    model.ir_version = 8
+    return model
+
+
+def test_a_model_importing_no_default_domain_compiles(tmp_path: Path) -> None:
+    model = _scaler_model(1, None)
+    X = np.array([[1.0, -2.0]], np.float32)
+    problem = outcome(model, [{"X": X}], "exact", tmp_path, "nodefault")
+    assert problem is None, problem
+    assert "'ai.onnx.ml' 1" in (tmp_path / "nodefault.py").read_text().splitlines()[2]
+
+
+def test_an_ml_opset_out_of_range_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(CompileError, match=r"ai\.onnx\.ml opset 6 is outside .* 1 to 5"):
+        compile_model(_scaler_model(6, 17), tmp_path / "m.py")
+
+
+def test_string_and_map_inputs_are_checked() -> None:
+    from runtime_support import InputChecker, InvalidInput
+
+    check_inputs = InputChecker(
+        [("s", "string", (None, 2)), ("m", "map(string,float32)", None), ("x", "float32", (2,))]
+    )
+    x = np.zeros(2, np.float32)
+    strings, mapping, _ = check_inputs(np.array([["a", "b"]]), {"k": 1.0}, x)
+    assert strings.dtype == object and strings.tolist() == [["a", "b"]]
+    assert mapping == {"k": 1.0}
+    with pytest.raises(InvalidInput, match=r"input 's': expected dtype string, got float32"):
+        check_inputs(np.zeros((1, 2), np.float32), {}, x)
+    with pytest.raises(InvalidInput, match=r"input 'm': expected a dict, got list"):
+        check_inputs(np.array([["a", "b"]], dtype=object), [], x)
+    with pytest.raises(InvalidInput, match=r"input 'm': expected string keys, got int 3"):
+        check_inputs(np.array([["a", "b"]], dtype=object), {3: 1.0}, x)
+    int_keys = InputChecker([("m", "map(int64,float32)", None)])
+    assert int_keys({np.int64(2): 0.5, 3: 1.0}) == {2: 0.5, 3: 1.0}
+    with pytest.raises(InvalidInput, match=r"expected int64 keys, got str 'a'"):
+        int_keys({"a": 1.0})
+
+
+def test_type_names() -> None:
+    tensor = ir.TensorType(np.dtype(np.float32), (None,))
+    assert ir.type_name(ir.TensorType(np.dtype(object), (2,))) == "string"
+    assert ir.type_name(ir.SequenceType(ir.MapType(np.dtype(np.int64), tensor))) == (
+        "sequence(map(int64,float32))"
+    )
+    assert ir.type_name(ir.MapType(np.dtype(object), tensor)) == "map(string,float32)"
+    assert ir.type_name(ir.OptionalType(ir.UNKNOWN)) == "optional(?)"
+
+
+def test_string_literal_rebuilds_string_arrays() -> None:
+    from onemodel_compile.ops.ml import string_literal
+
+    hostile = ["a'b", 'c"d', "new\nline", "\\", "é∂", "", "__import__('os')"]
+    for value in (np.array(hostile, dtype=object), np.array([hostile[:2]], dtype=object)):
+        code = string_literal(value)
+        rebuilt = eval(code, {"np": np, "__builtins__": {}})  # only np is in scope
+        assert rebuilt.dtype == object and rebuilt.shape == value.shape
+        assert rebuilt.tolist() == value.tolist()
+    empty = eval(string_literal(np.empty((0, 3), dtype=object)), {"np": np, "__builtins__": {}})
+    assert empty.shape == (0, 3) and empty.dtype == object

@@ -62,6 +62,23 @@ def _code(value) -> str:
     return py(value)
 
 
+def string_literal(array: np.ndarray) -> str:
+    """Code rebuilding an object array of str exactly: `np.array([...], dtype=np.object_)`, every
+    element escaped by `py` (ops/code.py's `literal` has no string case yet: it should call this
+    for object arrays, and emit should keep string constants inline, the weights file holding
+    numbers only)."""
+    array = np.asarray(array)
+    if array.size == 0:
+        return f"np.empty({py(array.shape)}, dtype=np.object_)"
+
+    def nested(values) -> str:
+        if isinstance(values, list):
+            return "[" + ", ".join(nested(v) for v in values) + "]"
+        return py(str(values))
+
+    return f"np.array({nested(array.tolist())}, dtype=np.object_)"
+
+
 def _kernel(name: str, *arguments, **attributes) -> str:
     """`rt.<name>(arguments..., key=literal, ...)`: the attributes as escaped literals."""
     parts = [str(a) for a in arguments] + [f"{k}={_code(v)}" for k, v in attributes.items()]

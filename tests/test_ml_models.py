@@ -14,6 +14,7 @@ ai.onnx.ml domain opset (1 to 5).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
 import warnings
@@ -27,7 +28,14 @@ from onnx import TensorProto, helper, numpy_helper
 if __name__ == "__main__":  # `python tests/test_ml_models.py` from the repository root
     sys.path[:0] = [str(Path(__file__).resolve().parent.parent)]
 
-from onemodel_compile import CompileError, ExactnessError, compile_model, emit, ir  # noqa: E402
+from onemodel_compile import (  # noqa: E402
+    CompileError,
+    ExactnessError,
+    compile_model,
+    emit,
+    ir,
+    resolve,
+)
 from onemodel_compile.load import DOMAIN_OPSETS  # noqa: E402
 from onemodel_compile.ops import lookup, registered  # noqa: E402
 from tests.acceptance import REFUSAL_LIST  # noqa: E402
@@ -139,9 +147,9 @@ def difference(expected, actual, where: str) -> str | None:
     return None
 
 
-def outcome(model: onnx.ModelProto, feeds: list[dict], variant: str, folder: Path, tag: str):
-    """None when the compiled model gives onnxruntime's outputs on every feed set; "refused: ..."
-    for a refusal; else the failure on one line."""
+def outcome(model, feeds: list[dict], variant: str, folder: Path, tag: str, reference=None):
+    """None when the compiled model gives onnxruntime's outputs (of `reference`, default `model`)
+    on every feed set; "refused: ..." for a refusal; else the failure on one line."""
     try:
         path = compile_model(model, folder / f"{tag}.py", variant)
     except ExactnessError as exc:
@@ -153,7 +161,7 @@ def outcome(model: onnx.ModelProto, feeds: list[dict], variant: str, folder: Pat
     try:
         module = import_module_from(path, f"ml_{tag}")
         for index, feed in enumerate(feeds):
-            expected = run_onnxruntime(model, feed)
+            expected = run_onnxruntime(model if reference is None else reference, feed)
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
                 actual = module.run_feeds(feed)
@@ -833,3 +841,45 @@ def test_string_literal_rebuilds_string_arrays() -> None:
         assert rebuilt.tolist() == value.tolist()
     empty = eval(string_literal(np.empty((0, 3), dtype=object)), {"np": np, "__builtins__": {}})
     assert empty.shape == (0, 3) and empty.dtype == object
+
+
+def _rankless(value_type) -> bool:
+    """An input of unknown rank, or a map (CastMap's, DictVectorizer's), which has none."""
+    return isinstance(value_type, ir.MapType) or getattr(value_type, "shape", ()) is None
+
+
+@pytest.mark.slow
+def test_every_ml_emitter_takes_an_unknown_rank(monkeypatch, tmp_path: Path) -> None:
+    """Every converted model and small graph, compiled with its graph's shapes hidden
+    (tools.conformance.hide_shapes), still gives onnxruntime's outputs in both variants, and every
+    ai.onnx.ml registration is handed an input of unknown rank on the way (the rule
+    tests/test_unknown_rank.py holds the other emitters to)."""
+    from tools import conformance
+
+    exercised: set = set()
+    original = resolve.lookup
+
+    def lookup(*args, **kwargs):
+        entry = original(*args, **kwargs)
+
+        def emit_rule(view, entry=entry):
+            if any(x is not None and _rankless(x.type) for x in view.inputs):
+                exercised.add((entry.op_type, entry.since, entry.variant))
+            return entry.emit(view)
+
+        return dataclasses.replace(entry, emit=emit_rule)
+
+    monkeypatch.setattr(resolve, "lookup", lookup)
+    converted = [(name, onnx.load(FOLDER / f"{name}.onnx"), load_feeds(name)) for name in MODELS]
+    failures = []
+    for name, model, feeds in converted + CASES:
+        if name in XFAIL:
+            continue
+        hidden = conformance.hide_shapes(model)
+        for variant in VARIANTS:
+            problem = outcome(hidden, feeds, variant, tmp_path, f"{name}_{variant}", model)
+            if problem:
+                failures.append(f"{name} {variant}: {problem}")
+    assert not failures, failures[:5]
+    every = {(e.op_type, e.since, e.variant) for e in registered() if e.domain == ML}
+    assert not every - exercised, sorted(every - exercised)

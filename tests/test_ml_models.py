@@ -883,3 +883,99 @@ def test_every_ml_emitter_takes_an_unknown_rank(monkeypatch, tmp_path: Path) -> 
     assert not failures, failures[:5]
     every = {(e.op_type, e.since, e.variant) for e in registered() if e.domain == ML}
     assert not every - exercised, sorted(every - exercised)
+
+
+# The run step of the bit-identity check: numpy and runtime_support only (it also runs under
+# numpy 1.26). Prints {case: sha256 of its outputs on every feed set}.
+_DIGEST_SCRIPT = r"""
+import hashlib, importlib.util, json, sys
+import numpy as np
+
+def feeds(path):
+    sets, maps = {}, {}
+    with np.load(path) as data:
+        for key in sorted(data.files):
+            k, kind, name = key.split(":", 2)
+            value = data[key]
+            feed = sets.setdefault(int(k), {})
+            if kind == "input":
+                feed[name] = value.astype(object) if value.dtype.kind == "U" else value
+            else:
+                maps.setdefault((int(k), name), {})[kind] = value
+    for (k, name), parts in maps.items():
+        sets[k][name] = dict(zip(parts["mapkeys"].tolist(), parts["mapvalues"].tolist()))
+    return [sets[k] for k in sorted(sets)]
+
+def update(h, value):
+    if isinstance(value, list):
+        h.update(b"list%d" % len(value))
+        for item in value:
+            update(h, item)
+    elif isinstance(value, dict):
+        h.update(repr(list(value)).encode())
+        h.update(np.array(list(value.values()), dtype=np.float64).tobytes())
+    elif value.dtype == object:
+        h.update(repr((value.shape, value.ravel().tolist())).encode())
+    else:
+        h.update(repr((value.dtype.str, value.shape)).encode() + np.ascontiguousarray(value).tobytes())
+
+out = {}
+for case, (module_path, feeds_path) in sorted(json.loads(sys.argv[1]).items()):
+    spec = importlib.util.spec_from_file_location("m_" + case, module_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    h = hashlib.sha256()
+    with np.errstate(all="ignore"):
+        for feed in feeds(feeds_path):
+            results = module.run_feeds(feed)
+            for name in sorted(results):
+                update(h, results[name])
+    out[case] = h.hexdigest()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow
+def test_exact_bits_are_the_same_in_every_environment(tmp_path: Path) -> None:
+    """The exact modules of every converted model and small graph give the same output bits under
+    every environment of tools.bit_identity.ENVIRONMENTS (SIMD levels off, OpenBLAS kernels and
+    threads, numpy 1.26): the exactness the ai.onnx.ml emitters declare."""
+    import json
+    import subprocess
+
+    from tools import bit_identity
+    from tools.make_ml_models import feed_arrays, write_npz
+
+    cases = {}
+    for name in MODELS:
+        if name not in XFAIL:
+            model = onnx.load(FOLDER / f"{name}.onnx")
+            cases[name] = (model, FOLDER / f"{name}.npz")
+    for name, model, feeds in CASES:
+        path = tmp_path / f"{name}.npz"
+        write_npz(path, feed_arrays(feeds))
+        cases[name] = (model, path)
+    manifest = {}
+    for name, (model, feeds_path) in cases.items():
+        module = compile_model(model, tmp_path / f"{name}.py", "exact")
+        manifest[name] = (str(module), str(feeds_path))
+    argument = json.dumps(manifest)
+    digests = {}
+    for environment in bit_identity.ENVIRONMENTS:
+        python = bit_identity.ensure_numpy126_python() if environment.numpy126 else sys.executable
+        done = subprocess.run(
+            [str(python), "-c", _DIGEST_SCRIPT, argument],
+            env=bit_identity.clean_environment(environment.settings),
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert done.returncode == 0, f"{environment.name}: {done.stderr[-2000:]}"
+        digests[environment.name] = json.loads(done.stdout)
+    reference_name = bit_identity.ENVIRONMENTS[0].name
+    reference = digests[reference_name]
+    assert set(reference) == set(cases)
+    for environment, found in digests.items():
+        differing = sorted(case for case in reference if found[case] != reference[case])
+        assert not differing, f"{environment} differs from {reference_name} on {differing}"

@@ -24,9 +24,11 @@ from onemodel_compile import ir
 from onemodel_compile import symbolic as sym
 from onemodel_compile.errors import CompileError
 from onemodel_compile.names import Namespace
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.code import dtype_expr, literal, py, tuple_code
 from onemodel_compile.ops.node import NodeView, Operand, Result, operand, statements
 from onemodel_compile.resolve import ResolvedGraph, is_uniform
+from onemodel_compile.variants import Variant, kernel_properties
 from onemodel_compile.version import __version__
 from runtime_support._weights import encode_weights
 
@@ -35,20 +37,9 @@ from runtime_support._weights import encode_weights
 INLINE_LIMIT = 16
 INLINE_WIDTH = 72
 BLACK_MODE = black.Mode(line_length=100)
-# Fast variant, reuse of dead buffers (docs/architecture.md): a call of one of these may write its
-# result into an operand that dies at its node (`out=`, which may be one of its own inputs),
-# saving an allocation.
-OUT_CALLS = frozenset(
-    [f"np.{name}" for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum",
-                               "negative", "abs", "absolute", "sqrt", "exp", "tanh", "reciprocal")]
-    + ["rt.erf", "rt.gelu", "rt.hard_swish", "rt.softmax", "rt.layer_normalization"]
-)  # fmt: skip
-# Calls that return a new array (or a tuple of new arrays) that shares memory with none of their
-# operands and that nothing else holds: a declared property of each function, checked for the
-# kernels by tests/test_generated_module.py. Their results, and a view, copy or element of one
-# (`.reshape(...)`, `.astype(...)`, `[0]`) or an arithmetic operator's result (Gemm's
-# `(A @ B) + C`), are buffers a later `out=` may reuse.
-FRESH_CALLS = OUT_CALLS | {"np.matmul", "rt.conv", "rt.batch_normalization"}
+# Methods whose result is a view, copy or element of a fresh array: fresh again when their object
+# is (`.reshape(...)`, `.astype(...)`); which calls return fresh arrays is a declared property of
+# each kernel (runtime_support._kernels).
 FRESH_METHODS = frozenset({"reshape", "astype", "transpose", "copy"})
 IN_PLACE_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
@@ -66,13 +57,13 @@ class EmittedModule:
 
 
 def emit_module(
-    model: ir.Model, resolved: ResolvedGraph, variant: str, weights_name: str
+    model: ir.Model, resolved: ResolvedGraph, variant: Variant, weights_name: str
 ) -> EmittedModule:
     graph = resolved.graph
     names = Namespace()
     parameters = [names.name(name) for name in graph.inputs]
     weights: dict[str, np.ndarray] = {}
-    scalars: set[str] | None = set() if variant == "fast" else None  # hoisted single elements
+    scalars: set[str] | None = set() if variant.hoist_scalars else None  # single elements
     main = GraphBody(resolved, variant, names, weights, scalars)
     for name in graph.outputs:
         if name in resolved.symbolic:
@@ -173,7 +164,7 @@ class GraphBody:
     def __init__(
         self,
         resolved: ResolvedGraph,
-        variant: str,
+        variant: Variant,
         names: Namespace,
         weights: dict,
         scalars: set[str] | None = None,
@@ -190,6 +181,10 @@ class GraphBody:
         # (provenance, inputs) of each step in source order, bodies' steps included (_NODES)
         self.order: list = []
         self.available: set[str] = set()  # symbols bound before the step being emitted
+        self.printer = pyir.Printer(constant=self._constant, function=variant.function)
+
+    def _constant(self, node: pyir.Const) -> str:
+        return constant_expr(node.hint, node.value, self.names, self.weights, self.scalars)
 
     def lines(self) -> list[str]:
         graph = self.resolved.graph
@@ -212,10 +207,7 @@ class GraphBody:
             self.order[slot] = (
                 _provenance(getattr(step, "head", None) or node),
                 tuple(
-                    (
-                        name,
-                        operand.expr if operand.const is None and operand.values is None else None,
-                    )
+                    (name, operand.node.name if isinstance(operand.node, pyir.Ref) else None)
                     for name, operand in zip(node.inputs, view.inputs)
                     if operand is not None
                 ),
@@ -226,12 +218,18 @@ class GraphBody:
                 raise
             except Exception as exc:
                 raise CompileError(f"{node.label}: cannot emit: {exc}") from None
-            if self.variant == "fast":
+            if self.variant.reuse_buffers:
                 emitted = self._in_place(step, emitted, readers, fresh)
+            try:
+                code = [self.printer.statement(statement) for statement in emitted]
+            except CompileError:
+                raise
+            except Exception as exc:
+                raise CompileError(f"{node.label}: cannot emit: {exc}") from None
             out += _provenance_lines(step)
             out += self._shape_provenance(node.inputs + sorted(_body_reads(node)))
             out += functions
-            out += emitted
+            out += code
             after.update((name, len(out)) for name in node.outputs if name)
             self.available |= {
                 s for s, (v, _) in self.resolved.symbol_sources.items() if v in node.outputs
@@ -288,18 +286,19 @@ class GraphBody:
         found.sort(key=lambda node: order[id(node)])
         return [f"# + {_provenance(node)}, as shape arithmetic" for node in found]
 
-    def _in_place(self, step, emitted: list[str], readers, fresh: set[str]) -> list[str]:
+    def _in_place(self, step, emitted: list, readers, fresh: set[str]) -> list:
         """`emitted`, its call writing into an operand that dies here (`out=`) when that is safe:
-        the operand is a new array no one else holds (made by an earlier FRESH_CALLS expression),
-        read by this node only (so no view of it exists and no one else sees it), not a graph
-        output, with the result's dtype and static shape."""
+        the call's kernel takes `out=`, the operand is a new array no one else holds (made by an
+        earlier fresh call), read by this node only (so no view of it exists and no one else
+        sees it), not a graph output, with the result's dtype and static shape."""
         node = step.node
-        if len(node.outputs) != 1 or not node.outputs[0]:
+        if len(node.outputs) != 1 or not node.outputs[0] or len(emitted) != 1:
             return emitted
-        expression = _assigned(emitted, self.names.name(node.outputs[0]))
-        if expression is None:
+        (statement,) = emitted
+        if statement.targets != (self.names.name(node.outputs[0]),) or statement.unpack:
             return emitted
-        arguments = _out_call_arguments(expression) if emitted[0].endswith(")") else None
+        value = statement.value
+        arguments = _out_call_arguments(value)
         result = self.resolved.types.get(node.outputs[0])
         for name in dict.fromkeys(node.inputs) if arguments else ():
             if (
@@ -310,9 +309,11 @@ class GraphBody:
                 and self.resolved.types.get(name) == result
                 and _in_place_type(result)
             ):
-                emitted = [f"{emitted[0][:-1]}, out={self.names.name(name)})"]
+                target = pyir.Ref(self.names.name(name))
+                value = pyir.Call(value.function, value.args, value.kwargs + (("out", target),))
+                emitted = [pyir.Assign(statement.targets, value)]
                 break
-        if _is_fresh(expression):
+        if _is_fresh(value):
             fresh.add(node.outputs[0])
         return emitted
 
@@ -334,12 +335,7 @@ class GraphBody:
         return name, lines
 
     def value_expr(self, name: str) -> str:
-        if name in self.resolved.symbolic:
-            return self._shape_value(name).expr
-        value = self.resolved.constants.get(name)
-        if value is None:
-            return self.names.name(name)
-        return constant_expr(name, value, self.names, self.weights, self.scalars)
+        return self._operand(name).expr
 
     def _shape_value(self, name: str):
         """A shape value computed in Python ints: an operand whose `values` are the elements'
@@ -350,7 +346,7 @@ class GraphBody:
             array = f"np.array({values[0]}, dtype={dtype_expr(value.dtype)})"
         else:
             array = f"np.array({tuple_code(values)}, dtype={dtype_expr(value.dtype)})"
-        return Operand(array, value.type, None, values)
+        return Operand(pyir.parse(array), value.type, None, values, self.printer.source)
 
     def _view(self, step, functions: list[str]) -> NodeView:
         node = step.node
@@ -375,15 +371,16 @@ class GraphBody:
             return None
         return sym.code(dim, self.symbol)
 
-    def _operand(self, name: str):
-        types = self.resolved.types
+    def _operand(self, name: str) -> Operand:
+        """Value `name` as an operand: a Ref to its identifier, a Const (named or written out
+        only when printed, so constants no code reads never reach the module), or a shape value."""
         if name in self.resolved.symbolic:
             return self._shape_value(name)
         value = self.resolved.constants.get(name)
         if value is None:
-            return operand(self.names.name(name), types.get(name))
-        expr = constant_expr(name, value, self.names, self.weights, self.scalars)
-        return operand(expr, None, value)
+            ref = pyir.Ref(self.names.name(name))
+            return operand(ref, self.resolved.types.get(name), None, self.printer.source)
+        return operand(pyir.Const(value, name), None, value, self.printer.source)
 
 
 def _body_reads(node: ir.Node) -> set[str]:
@@ -450,47 +447,27 @@ def _result_expr(name: str, body: "GraphBody", names: Namespace, weights: dict) 
     return expr
 
 
-def _assigned(emitted: list[str], target: str) -> ast.expr | None:
-    """The expression of `emitted` when it is one statement `target = <expression>`."""
-    if len(emitted) != 1:
+def _out_call_arguments(value) -> list[str] | None:
+    """The identifiers passed positionally to a call whose kernel takes `out=`, when the call
+    sets neither `out=` nor `where=` (None for anything else)."""
+    if not isinstance(value, pyir.Call) or not kernel_properties(value.function).out:
         return None
-    try:
-        (statement,) = ast.parse(emitted[0]).body
-    except (SyntaxError, ValueError):
+    if any(name in ("out", "where") for name, _ in value.kwargs):
         return None
-    if isinstance(statement, ast.Assign) and [ast.unparse(t) for t in statement.targets] == [
-        target
-    ]:
-        return statement.value
-    return None
+    return [a.name for a in value.args if isinstance(a, pyir.Ref)]
 
 
-def _out_call_arguments(expression: ast.expr) -> list[str] | None:
-    """The positional argument identifiers of a call of OUT_CALLS without `out=` or `where=`."""
-    if not (
-        isinstance(expression, ast.Call)
-        and ast.unparse(expression.func) in OUT_CALLS
-        and not any(k.arg in (None, "out", "where") for k in expression.keywords)
-    ):
-        return None
-    return [a.id for a in expression.args if isinstance(a, ast.Name)]
-
-
-def _is_fresh(expression: ast.expr) -> bool:
-    """Whether `expression` evaluates to a new array that nothing else holds (FRESH_CALLS)."""
-    if isinstance(expression, ast.Call):
-        function = expression.func
-        if ast.unparse(function) in FRESH_CALLS:
-            return not any(k.arg is None for k in expression.keywords)
-        return (
-            isinstance(function, ast.Attribute)
-            and function.attr in FRESH_METHODS
-            and _is_fresh(function.value)
-        )
-    if isinstance(expression, ast.Subscript):
-        return isinstance(expression.slice, ast.Constant) and _is_fresh(expression.value)
-    if isinstance(expression, ast.BinOp):
-        return isinstance(expression.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult))
+def _is_fresh(value) -> bool:
+    """Whether `value` evaluates to a new array that nothing else holds: a fresh kernel's result,
+    a view, copy or constant element of one, or an arithmetic operator's result."""
+    if isinstance(value, pyir.Call):
+        return kernel_properties(value.function).fresh
+    if isinstance(value, pyir.Method):
+        return value.name in FRESH_METHODS and _is_fresh(value.obj)
+    if isinstance(value, pyir.Index):
+        return isinstance(value.key, pyir.Lit) and _is_fresh(value.obj)
+    if isinstance(value, pyir.BinOp):
+        return value.op in ("+", "-", "*", "/", "@")
     return False
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support.exact_math import (
     exact_erf,
     exact_expm1,
@@ -101,6 +102,7 @@ def shrink(X: np.ndarray, *, bias: float = 0.0, lambd: float = 0.5) -> np.ndarra
     return y.astype(X.dtype, copy=False)
 
 
+@kernel(out=True, fresh=True)
 def hard_swish(X: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     """x * min(max(x / 6 + 0.5, 0), 1), into `out` when given (an array of x's shape and dtype,
     possibly x itself; else a new array). Fast variant.
@@ -143,6 +145,7 @@ def _shifted(x, axis):
 _SMALL_SOFTMAX = 1024
 
 
+@kernel(out=True, fresh=True)
 def softmax(x, *, axis=-1, out=None):
     """exp(x - max) / sum(exp(x - max)) along `axis`, into `out` when given (an array of x's shape
     and dtype, possibly x itself; else a new array).

@@ -51,6 +51,13 @@ class Operand(_Typed):
     def expr(self) -> str:
         return self.render(self.node)
 
+    @property
+    def value_nodes(self) -> tuple | None:
+        """`values` as code nodes (ints as literals), or None when this is no shape value."""
+        if self.values is None:
+            return None
+        return tuple(pyir.parse(v) if isinstance(v, str) else pyir.Lit(v) for v in self.values)
+
     def __str__(self) -> str:
         return self.expr
 
@@ -125,6 +132,11 @@ class NodeView:
         if isinstance(dim, int):
             return str(dim)
         return None if self._dim_code is None else self._dim_code(dim)
+
+    def dim(self, dim) -> pyir.Expr | None:
+        """A dim at run time as code (see dim_code), or None."""
+        code = self.dim_code(dim)
+        return None if code is None else pyir.parse(code)  # symbolic's own arithmetic
 
     def shape_code(self, shape) -> str | None:
         """A tuple literal computing `shape` at run time, or None (see dim_code)."""

@@ -8,6 +8,7 @@ nodes say what a piece of code is, so later stages ask instead of parsing text:
                                     of a module constant (deduplicated; only the ones read exist)
     Lit(0.5), Lit((1, 2)), Lit("x")  a Python literal (numbers round-trip exactly, strings escaped)
     DType(np.float32)               a dtype: `np.float32`
+    Scalar(0.1, np.float32)         a numpy scalar, as short as round-tripping allows
     Call("np.add", (a, b), kw)      a function of numpy (`np.`), runtime_support (`rt.`) or a
                                     builtin; its properties (takes `out=`, returns a fresh array,
                                     exact, its exact twin) come from runtime_support._kernels
@@ -29,6 +30,7 @@ from typing import Callable, Union
 import numpy as np
 
 from onemodel_compile.ops.code import dtype_expr, literal, py
+from onemodel_compile.ops.code import scalar as scalar_code
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,14 @@ class Lit:
 
 @dataclass(frozen=True)
 class DType:
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A numpy scalar of `dtype`, written as short as round-tripping allows: `np.float32(0.1)`."""
+
+    value: object
     dtype: np.dtype
 
 
@@ -116,8 +126,12 @@ class List:
     items: tuple
 
 
-Expr = Union[Ref, Const, Lit, DType, Call, Method, Attr, Slice, Index, BinOp, Unary, IfExp, Tuple, List]
-NODES = (Ref, Const, Lit, DType, Call, Method, Attr, Slice, Index, BinOp, Unary, IfExp, Tuple, List)
+Expr = Union[
+    Ref, Const, Lit, DType, Scalar, Call, Method, Attr, Slice, Index, BinOp, Unary, IfExp, Tuple, List
+]
+NODES = (
+    Ref, Const, Lit, DType, Scalar, Call, Method, Attr, Slice, Index, BinOp, Unary, IfExp, Tuple, List
+)  # fmt: skip
 ELLIPSIS = Lit(Ellipsis)
 
 
@@ -183,6 +197,14 @@ def index(obj, key) -> Index:
 
 def binop(op: str, left, right) -> BinOp:
     return BinOp(op, expr(left), expr(right))
+
+
+def scalar(value, dtype) -> Scalar:
+    return Scalar(_plain(value), np.dtype(dtype))
+
+
+def ifexp(test, then, other) -> IfExp:
+    return IfExp(expr(test), expr(then), expr(other))
 
 
 def tuple_of(items) -> Tuple:
@@ -273,6 +295,8 @@ class Printer:
             return ("..." if node.value is Ellipsis else py(node.value)), _literal_strength(node)
         if isinstance(node, DType):
             return dtype_expr(node.dtype), _ATOM
+        if isinstance(node, Scalar):
+            return scalar_code(node.value, node.dtype), _ATOM
         if isinstance(node, Call):
             return f"{self.function(node.function)}({self._arguments(node)})", _ATOM
         if isinstance(node, Method):

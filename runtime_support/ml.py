@@ -21,7 +21,6 @@ sequence of maps is a list of dicts, one per row, with Python float values.
 
 from __future__ import annotations
 
-import base64
 import re
 
 import numpy as np
@@ -48,7 +47,6 @@ __all__ = [
     "svm_regressor",
     "tree_ensemble",
     "tree_ensemble_classifier",
-    "unpack_array",
     "zip_map",
 ]
 
@@ -76,18 +74,6 @@ def _constant(value, build=None):
         _CONSTANTS.pop(next(iter(_CONSTANTS)))
     _CONSTANTS[key] = (value, made)
     return made
-
-
-def unpack_array(dtype: str, data: str) -> np.ndarray:
-    """The read-only array whose little-endian bytes `data` holds in base64: how the compiler
-    writes a numeric attribute of more than 16 elements (a tree's nodes, support vectors), in one
-    literal, decoded once per literal."""
-
-    def build(text):
-        array = np.frombuffer(base64.b64decode(text), dtype=np.dtype(dtype).newbyteorder("<"))
-        return array.astype(np.dtype(dtype), copy=False)
-
-    return _constant(data, build)
 
 
 def _floats(value, dtype=np.float32) -> np.ndarray:
@@ -738,8 +724,10 @@ class _Forest:
         self.feature = np.asarray(features, dtype=np.intp)
         self.split = np.asarray(splits).astype(dtype)
         self.mode = np.asarray(modes, dtype=np.int8)
-        self.true = np.asarray(trues, dtype=np.intp)
-        self.false = np.asarray(falses, dtype=np.intp)
+        # children[2 i] is node i's true child, children[2 i + 1] its false one
+        self.children = np.stack(
+            [np.asarray(trues, dtype=np.intp), np.asarray(falses, dtype=np.intp)], axis=1
+        ).reshape(-1)
         missing = np.asarray(missing, dtype=bool)
         self.missing = missing if missing.any() else None
         self.roots = np.asarray(roots, dtype=np.intp)
@@ -765,8 +753,9 @@ class _Forest:
 
 
 def _forest(nodes, roots, depth, leaf_weights, n_targets, threshold_type) -> _Forest:
-    """The _Forest of these literals, built once: keyed by the objects themselves (constant
-    tuples, or the arrays unpack_array keeps), so a call does no per-node work."""
+    """The _Forest of these attributes, built once: keyed by the objects themselves (constant
+    tuples and module constants, the same objects on every call), so a call does no per-node
+    work."""
     parts = (*nodes, roots, *leaf_weights)
     key = tuple(id(part) for part in parts)
     hit = _FORESTS.get(key)
@@ -783,10 +772,10 @@ _FORESTS: dict[tuple, tuple] = {}
 
 
 def _reached_leaves(X, forest: _Forest) -> np.ndarray:
-    """[N, T]: the leaf each row reaches in each tree. All pairs go down one level per step:
-    the node's feature is gathered, compared with its split by its mode (a NaN follows the true
-    branch where missing-value tracking says so), and the pair moves to that child; a leaf is
-    its own child. Stops when every pair is at a leaf."""
+    """[N, T]: the leaf each row reaches in each tree. All pairs go down one level per step,
+    `depth` steps: the node's feature is gathered, compared with its split by its mode (a NaN
+    follows the true branch where missing-value tracking says so), and the pair moves to that
+    child (one gather from the interleaved (true, false) children); a leaf is its own child."""
     rows = _rows(X)
     if rows.shape[1] <= forest.max_feature:
         raise ValueError(
@@ -795,13 +784,11 @@ def _reached_leaves(X, forest: _Forest) -> np.ndarray:
         )
     values = rows.astype(forest.dtype, copy=False)
     n, width = values.shape
-    flat = values.reshape(-1)
+    flat = np.ascontiguousarray(values).reshape(-1)
     offsets = (np.arange(n, dtype=np.intp) * width)[:, None]
     node = np.broadcast_to(forest.roots, (n, len(forest.roots))).copy()
     single = forest.modes[0] if len(forest.modes) == 1 else None
     for _ in range(forest.depth):
-        if forest.leaf[node].all():
-            break
         x = flat[offsets + forest.feature[node]]
         split = forest.split[node]
         if single is not None:
@@ -813,7 +800,9 @@ def _reached_leaves(X, forest: _Forest) -> np.ndarray:
                 go |= (mode == code) & _COMPARE[code](x, split)
         if forest.missing is not None:
             go |= forest.missing[node] & np.isnan(x)
-        node = np.where(go, forest.true[node], forest.false[node])
+        node <<= 1
+        node += ~go
+        node = forest.children[node]
     return node
 
 

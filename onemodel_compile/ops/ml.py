@@ -2,8 +2,9 @@
 skl2onnx, and LightGBM and XGBoost models converted by onnxmltools, are made of.
 
 Each emitter is one call of one kernel of runtime_support/ml.py, its attributes passed as keyword
-literals (`py`: numbers, escaped strings, tuples), so no model string reaches the code but as an
-escaped literal. Tree ensembles are flattened here, at compile time, into node arrays the kernel
+literals (pyir.Lit: numbers, escaped strings, tuples), numeric arrays of more than 16 elements as
+module constants (the weights file), so no model string reaches the code but as an escaped
+literal. Tree ensembles are flattened here, at compile time, into node arrays the kernel
 walks level by level (`_flat_trees`): every tree's nodes in one list, children as positions, a
 leaf its own child, the leaves' weights as (node, target, weight) triples in onnxruntime's order,
 TreeEnsemble's set-membership nodes as chains of equality nodes.
@@ -22,14 +23,13 @@ conventions; ties go to the first class.
 
 from __future__ import annotations
 
-import base64
-from collections import deque
 
 import numpy as np
 
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops.code import py
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import Const, call
 from onemodel_compile.ops.registry import emitter
 
 ML = "ai.onnx.ml"
@@ -41,25 +41,31 @@ AGGREGATES_V5 = {0: "AVERAGE", 1: "SUM", 2: "MIN", 3: "MAX"}
 TRANSFORMS_V5 = {0: "NONE", 1: "SOFTMAX", 2: "LOGISTIC", 3: "SOFTMAX_ZERO", 4: "PROBIT"}
 
 
-# A numeric attribute of more than this many elements reaches the code as one packed literal
-# (rt.unpack_array: base64 of its little-endian bytes), as a constant of more than 16 elements
-# leaves the code for the weights file: a forest of 100 trees has ~10**5 nodes, which as tuples
-# black writes one number a line (~10**6 lines, minutes of formatting).
-PACK_LIMIT = 16
+# A numeric attribute of more than this many elements (a tree's nodes, support vectors,
+# coefficients) becomes a module constant, in the weights file like a large initializer; smaller
+# ones, and every string, are literals. As tuples, a forest of 100 trees (~10**5 nodes) was a
+# module of ~10**6 lines that took minutes to format.
+INLINE_LIMIT = 16
 
 
-def _code(value) -> str:
-    """A literal for an attribute value: tuples (nested) of numbers and escaped strings through
-    `py`; numpy arrays longer than PACK_LIMIT as rt.unpack_array(dtype, base64)."""
+def _argument(view: NodeView, name: str, value):
+    """An attribute for the kernel call: a large numeric array as a module constant (pyir.Const,
+    named after the node and attribute), a tuple of them as a tuple, anything else a literal."""
     if isinstance(value, np.ndarray):
-        if value.dtype.kind in "biuf" and value.size > PACK_LIMIT:
-            little = np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("<"))
-            data = base64.b64encode(little.tobytes()).decode("ascii")
-            return f"rt.unpack_array({py(value.dtype.name)}, {py(data)})"
-        return py(value.tolist())
+        if value.dtype.kind in "biuf" and value.size > INLINE_LIMIT:
+            return Const(np.ascontiguousarray(value), f"{view.node.name or view.op_type}_{name}")
+        return value.tolist()
     if isinstance(value, tuple):
-        return "(" + "".join(f"{_code(v)}, " for v in value) + ")"
-    return py(value)
+        parts = _PARTS.get(name) or [str(i) for i in range(len(value))]
+        return tuple(_argument(view, f"{name}_{part}", v) for part, v in zip(parts, value))
+    return value
+
+
+# The names of the module constants a tree's arrays become (`<node>_nodes_split`, ...).
+_PARTS = {
+    "nodes": ("feature", "split", "mode", "true", "false", "missing"),
+    "leaf_weights": ("node", "target", "weight"),
+}
 
 
 def string_literal(array: np.ndarray) -> str:
@@ -79,10 +85,16 @@ def string_literal(array: np.ndarray) -> str:
     return f"np.array({nested(array.tolist())}, dtype=np.object_)"
 
 
-def _kernel(name: str, *arguments, **attributes) -> str:
-    """`rt.<name>(arguments..., key=literal, ...)`: the attributes as escaped literals."""
-    parts = [str(a) for a in arguments] + [f"{k}={_code(v)}" for k, v in attributes.items()]
-    return f"rt.{name}({', '.join(parts)})"
+def _kernel(view: NodeView, name: str, *arguments, **attributes):
+    """`rt.<name>(arguments..., key=value, ...)`, the attributes as _argument makes them. Kernels
+    key what they build from their attributes on these objects (module constants and constant
+    tuples are the same objects on every call)."""
+    keywords = {
+        key: _argument(view, key, value)
+        for key, value in attributes.items()
+        if not (key == "exact" and value is False)  # exact=True only in the exact variant
+    }
+    return call(f"rt.{name}", *arguments, **keywords)
 
 
 def _array(values, dtype) -> np.ndarray:
@@ -90,7 +102,8 @@ def _array(values, dtype) -> np.ndarray:
 
 
 def _exact(view: NodeView) -> bool:
-    return view.variant == "exact"
+    """Whether the kernels run exact (the exact variant): `exact=True` in the call."""
+    return bool(getattr(view.variant, "exact", view.variant == "exact"))
 
 
 def _list(view: NodeView, name: str) -> list:
@@ -134,18 +147,19 @@ def _threshold_type(view: NodeView) -> str:
 
 
 @emitter("ArrayFeatureExtractor", domain=ML, since=1, exact=True, foldable=False)
-def array_feature_extractor(view: NodeView) -> str:
-    return _kernel("array_feature_extractor", view.inputs[0], view.inputs[1])
+def array_feature_extractor(view: NodeView):
+    return _kernel(view, "array_feature_extractor", view.inputs[0], view.inputs[1])
 
 
 @emitter("Binarizer", domain=ML, since=1, exact=True, foldable=False)
-def binarizer(view: NodeView) -> str:
-    return _kernel("binarizer", view.inputs[0], threshold=float(view.attr("threshold", 0.0)))
+def binarizer(view: NodeView):
+    return _kernel(view, "binarizer", view.inputs[0], threshold=float(view.attr("threshold", 0.0)))
 
 
 @emitter("Scaler", domain=ML, since=1, exact=True, foldable=False)
-def scaler(view: NodeView) -> str:
+def scaler(view: NodeView):
     return _kernel(
+        view,
         "scaler",
         view.inputs[0],
         offset=[float(v) for v in _list(view, "offset")] or [0.0],
@@ -154,7 +168,7 @@ def scaler(view: NodeView) -> str:
 
 
 @emitter("Imputer", domain=ML, since=1, exact=True, foldable=False)
-def imputer(view: NodeView) -> str:
+def imputer(view: NodeView):
     X = view.inputs[0]
     if X.dtype is not None and X.dtype.kind in "iu":
         imputed = [int(v) for v in _list(view, "imputed_value_int64s")]
@@ -164,23 +178,23 @@ def imputer(view: NodeView) -> str:
         replaced = float(view.attr("replaced_value_float", 0.0))
     if not imputed:
         raise CompileError(f"{view.node.label}: Imputer has no imputed values")
-    return _kernel("imputer", X, imputed=imputed, replaced=replaced)
+    return _kernel(view, "imputer", X, imputed=imputed, replaced=replaced)
 
 
 @emitter("Normalizer", domain=ML, since=1, exact=True, foldable=False)
-def normalizer(view: NodeView) -> str:
-    return _kernel("normalizer", view.inputs[0], norm=view.attr("norm", "MAX"))
+def normalizer(view: NodeView):
+    return _kernel(view, "normalizer", view.inputs[0], norm=view.attr("norm", "MAX"))
 
 
 @emitter("FeatureVectorizer", domain=ML, since=1, exact=True, foldable=False)
-def feature_vectorizer(view: NodeView) -> str:
+def feature_vectorizer(view: NodeView):
     inputs = [operand for operand in view.inputs if operand is not None]
     dimensions = [int(v) for v in _list(view, "inputdimensions")]
     if len(dimensions) != len(inputs):
         raise CompileError(
             f"{view.node.label}: {len(inputs)} inputs but {len(dimensions)} inputdimensions"
         )
-    return _kernel("feature_vectorizer", *inputs, inputdimensions=dimensions)
+    return _kernel(view, "feature_vectorizer", *inputs, inputdimensions=dimensions)
 
 
 # --- encoders ------------------------------------------------------------------------------------------
@@ -227,20 +241,21 @@ def _label_encoder_tables(view: NodeView):
 
 
 @emitter("LabelEncoder", domain=ML, since=1, exact=True, foldable=False)
-def label_encoder(view: NodeView) -> str:
+def label_encoder(view: NodeView):
     keys, values, default, kind = _label_encoder_tables(view)
     if keys is None or len(keys) != len(values):
         raise CompileError(f"{view.node.label}: LabelEncoder keys and values differ in length")
     if kind.startswith("float") and isinstance(default, (int, float)):
         default = float(default)
     return _kernel(
-        "label_encoder", view.inputs[0], keys=keys, values=values, default=default, dtype=kind
+        view, "label_encoder", view.inputs[0], keys=keys, values=values, default=default, dtype=kind
     )
 
 
 @emitter("CategoryMapper", domain=ML, since=1, exact=True, foldable=False)
-def category_mapper(view: NodeView) -> str:
+def category_mapper(view: NodeView):
     return _kernel(
+        view,
         "category_mapper",
         view.inputs[0],
         cats_strings=_list(view, "cats_strings"),
@@ -251,18 +266,21 @@ def category_mapper(view: NodeView) -> str:
 
 
 @emitter("OneHotEncoder", domain=ML, since=1, exact=True, foldable=False)
-def one_hot_encoder(view: NodeView) -> str:
+def one_hot_encoder(view: NodeView):
     X = view.inputs[0]
     if X.dtype == np.dtype(object):
         categories = _list(view, "cats_strings")
     else:
         categories = [int(v) for v in _list(view, "cats_int64s")]
-    return _kernel("one_hot_encoder", X, categories=categories, zeros=int(view.attr("zeros", 1)))
+    return _kernel(
+        view, "one_hot_encoder", X, categories=categories, zeros=int(view.attr("zeros", 1))
+    )
 
 
 @emitter("CastMap", domain=ML, since=1, exact=True, foldable=False)
-def cast_map(view: NodeView) -> str:
+def cast_map(view: NodeView):
     return _kernel(
+        view,
         "cast_map",
         view.inputs[0],
         cast_to=view.attr("cast_to", "TO_FLOAT"),
@@ -272,7 +290,7 @@ def cast_map(view: NodeView) -> str:
 
 
 @emitter("DictVectorizer", domain=ML, since=1, exact=True, foldable=False)
-def dict_vectorizer(view: NodeView) -> str:
+def dict_vectorizer(view: NodeView):
     vocabulary = _list(view, "string_vocabulary") or [
         int(v) for v in _list(view, "int64_vocabulary")
     ]
@@ -284,21 +302,22 @@ def dict_vectorizer(view: NodeView) -> str:
     if dtype is None:
         raise CompileError(f"{view.node.label}: the type of the map's values is unknown")
     return _kernel(
-        "dict_vectorizer", view.inputs[0], vocabulary=vocabulary, dtype=_type_name(dtype)
+        view, "dict_vectorizer", view.inputs[0], vocabulary=vocabulary, dtype=_type_name(dtype)
     )
 
 
 @emitter("ZipMap", domain=ML, since=1, exact=True, foldable=False)
-def zip_map(view: NodeView) -> str:
-    return _kernel("zip_map", view.inputs[0], labels=_labels(view))
+def zip_map(view: NodeView):
+    return _kernel(view, "zip_map", view.inputs[0], labels=_labels(view))
 
 
 # --- linear models and SVMs ------------------------------------------------------------------------
 
 
 @emitter("LinearClassifier", domain=ML, since=1, exact=True, foldable=False)
-def linear_classifier(view: NodeView) -> str:
+def linear_classifier(view: NodeView):
     return _kernel(
+        view,
         "linear_classifier",
         view.inputs[0],
         coefficients=_floats(view, "coefficients"),
@@ -310,8 +329,9 @@ def linear_classifier(view: NodeView) -> str:
 
 
 @emitter("LinearRegressor", domain=ML, since=1, exact=True, foldable=False)
-def linear_regressor(view: NodeView) -> str:
+def linear_regressor(view: NodeView):
     return _kernel(
+        view,
         "linear_regressor",
         view.inputs[0],
         coefficients=_floats(view, "coefficients"),
@@ -333,8 +353,9 @@ def _svm_common(view: NodeView) -> dict:
 
 
 @emitter("SVMClassifier", domain=ML, since=1, exact=True, foldable=False)
-def svm_classifier(view: NodeView) -> str:
+def svm_classifier(view: NodeView):
     return _kernel(
+        view,
         "svm_classifier",
         view.inputs[0],
         labels=_labels(view, ints="classlabels_ints"),
@@ -348,8 +369,9 @@ def svm_classifier(view: NodeView) -> str:
 
 
 @emitter("SVMRegressor", domain=ML, since=1, exact=True, foldable=False)
-def svm_regressor(view: NodeView) -> str:
+def svm_regressor(view: NodeView):
     return _kernel(
+        view,
         "svm_regressor",
         view.inputs[0],
         n_supports=int(view.attr("n_supports", 0)),
@@ -451,12 +473,13 @@ def _flat_trees(view: NodeView, prefix: str):
 
 
 @emitter("TreeEnsembleRegressor", domain=ML, since=1, exact=True, foldable=False)
-def tree_ensemble_regressor(view: NodeView) -> str:
+def tree_ensemble_regressor(view: NodeView):
     nodes, roots, depth, leaves = _flat_trees(view, "target")
     n_targets = int(view.attr("n_targets", 1))
     if len(leaves[1]) and leaves[1].max() >= n_targets:
         raise CompileError(f"{view.node.label}: a target id is not below n_targets={n_targets}")
     return _kernel(
+        view,
         "tree_ensemble",
         view.inputs[0],
         nodes=nodes,
@@ -474,12 +497,13 @@ def tree_ensemble_regressor(view: NodeView) -> str:
 
 
 @emitter("TreeEnsembleClassifier", domain=ML, since=1, exact=True, foldable=False)
-def tree_ensemble_classifier(view: NodeView) -> str:
+def tree_ensemble_classifier(view: NodeView):
     nodes, roots, depth, leaves = _flat_trees(view, "class")
     labels = _labels(view)
     if len(leaves[1]) and leaves[1].max() >= len(labels):
         raise CompileError(f"{view.node.label}: a class id is not below the number of labels")
     return _kernel(
+        view,
         "tree_ensemble_classifier",
         view.inputs[0],
         nodes=nodes,
@@ -599,7 +623,7 @@ def _flat_trees_v5(view: NodeView):
 
 
 @emitter("TreeEnsemble", domain=ML, since=5, exact=True, foldable=False)
-def tree_ensemble(view: NodeView) -> str:
+def tree_ensemble(view: NodeView):
     nodes, roots, depth, leaves = _flat_trees_v5(view)
     X = view.inputs[0]
     if X.dtype is not None and X.dtype not in (np.float32, np.float64):
@@ -609,6 +633,7 @@ def tree_ensemble(view: NodeView) -> str:
         raise CompileError(f"{view.node.label}: a leaf target id is not below n_targets")
     dtype = _threshold_type(view)
     return _kernel(
+        view,
         "tree_ensemble",
         X,
         nodes=nodes,

@@ -513,7 +513,6 @@ def _mixed_frame(n=240, seed=SEED):
 
 
 def column_transformer_strings():
-    import pandas  # noqa: F401  (scikit-learn's ColumnTransformer takes the frame's columns)
     from skl2onnx.common.data_types import FloatTensorType, StringTensorType
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer

@@ -462,7 +462,13 @@ def _new_array_cases():
             ((x64, scale, shift), dict(axis=-1)),
         ],
         "rt.softmax": [((x32,), dict(axis=-1)), ((x64,), dict(axis=1))],
-        "rt.batch_normalization": [((x32[:, :3], per_channel, per_channel), {})],
+        "rt.batch_normalization": [
+            (
+                (x32[:, :3], *(per_channel.reshape(-1),) * 3, per_channel.reshape(-1) ** 2),
+                {"epsilon": 1e-5},
+            )
+        ],
+        "rt.scale_shift": [((x32[:, :3], per_channel, per_channel), {})],
     }
 
 

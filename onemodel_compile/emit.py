@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 
@@ -27,7 +26,7 @@ from onemodel_compile.names import Namespace
 from onemodel_compile.ops import pyir
 from onemodel_compile.ops.code import dtype_expr, literal, py, tuple_code
 from onemodel_compile.ops.node import NodeView, Operand, Result, operand, statements
-from onemodel_compile.resolve import ResolvedGraph, is_uniform
+from onemodel_compile.resolve import ResolvedGraph, body_reads, is_uniform
 from onemodel_compile.variants import Variant, kernel_properties
 from onemodel_compile.version import __version__
 from runtime_support._weights import encode_weights
@@ -190,10 +189,10 @@ class GraphBody:
 
     def lines(self) -> list[str]:
         graph = self.resolved.graph
-        last_use = _last_uses(self.resolved)
+        last_use = self.resolved.last_uses()
         produced = {name for step in self.resolved.steps for name in step.node.outputs if name}
         releasable = produced - set(graph.outputs)
-        readers = _readers(self.resolved)
+        readers = self.resolved.readers()
         fresh: set[str] = set()  # values known to be new arrays that nothing else refers to
         out: list[str] = []
         after: dict[str, int] = {}  # value -> the line after the statements that compute it
@@ -229,14 +228,14 @@ class GraphBody:
             except Exception as exc:
                 raise CompileError(f"{node.label}: cannot emit: {exc}") from None
             out += _provenance_lines(step)
-            out += self._shape_provenance(node.inputs + sorted(_body_reads(node)))
+            out += self._shape_provenance(node.inputs + sorted(body_reads(node)))
             out += functions
             out += code
             after.update((name, len(out)) for name in node.outputs if name)
             self.available |= {
                 s for s, (v, _) in self.resolved.symbol_sources.items() if v in node.outputs
             }
-            used = node.inputs + node.outputs + sorted(_body_reads(node))
+            used = node.inputs + node.outputs + sorted(body_reads(node))
             dead = [
                 name
                 for name in dict.fromkeys(used)
@@ -389,13 +388,6 @@ class GraphBody:
         return operand(pyir.Const(value, name), None, value, self.printer.source)
 
 
-def _body_reads(node: ir.Node) -> set[str]:
-    reads: set[str] = set()
-    for sub in ir.subgraphs(node):
-        reads |= ir.free_names(sub)
-    return reads
-
-
 class ModuleConstants:
     """The module-level constants of one module: each distinct array once (a MobileNet's Clip
     bounds, a tied embedding), named after the first value that needs it, in first-use order."""
@@ -514,24 +506,6 @@ def _in_place_type(value_type) -> bool:
         and all(d is not None for d in value_type.shape)
         and len(value_type.shape) >= 1
     )
-
-
-def _readers(resolved: ResolvedGraph) -> Counter:
-    """How many times each value is read: as a node input, or by a subgraph body."""
-    readers: Counter = Counter()
-    for step in resolved.steps:
-        readers.update(name for name in step.node.inputs if name)
-        readers.update(_body_reads(step.node))
-    return readers
-
-
-def _last_uses(resolved: ResolvedGraph) -> dict[str, int]:
-    last: dict[str, int] = {}
-    for index, step in enumerate(resolved.steps):
-        for name in step.node.inputs + sorted(_body_reads(step.node)):
-            if name:
-                last[name] = index
-    return last
 
 
 def _provenance_lines(step) -> list[str]:

@@ -6,6 +6,7 @@ from onemodel_compile.ops import (  # noqa: F401  (imported to register their em
     control,
     conv,
     elementwise,
+    fused,
     indexing,
     linalg,
     loss,

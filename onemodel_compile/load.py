@@ -18,6 +18,8 @@ MIN_CONVERTIBLE_OPSET = 1  # opsets 1 to 6 are converted to MIN_OPSET at load
 DEFAULT_DOMAINS = ("", "ai.onnx")
 # Other domains and the opsets of theirs the compiler reads (onnxruntime 1.31.1's ranges).
 DOMAIN_OPSETS = {"ai.onnx.ml": (1, 5)}
+# The compiler's own domain (ops/fused.py): what its rewrites create, never read from a model.
+INTERNAL_DOMAINS = ("onemodel.fused",)
 
 
 @dataclass
@@ -118,8 +120,14 @@ def default_opset(proto: onnx.ModelProto, label: str) -> int | None:
 
 
 def _check_domain_opsets(proto: onnx.ModelProto, label: str) -> None:
-    """Refuse an opset of a known non-default domain outside the range the compiler reads."""
+    """Refuse an opset of a known non-default domain outside the range the compiler reads, and
+    the compiler's own domain."""
     for entry in proto.opset_import:
+        if entry.domain in INTERNAL_DOMAINS:
+            raise UnsupportedError(
+                f"{label}: the model imports domain {entry.domain!r}, which is the compiler's "
+                f"own (its operators exist only inside the compiler)"
+            )
         low, high = DOMAIN_OPSETS.get(entry.domain, (None, None))
         if low is not None and not low <= entry.version <= high:
             raise UnsupportedError(

@@ -527,7 +527,7 @@ def _provenance(node: ir.Node) -> str:
     return f"{domain}{node.op_type}{name} (opset {node.opset})"
 
 
-def _header(model: ir.Model, variant: str) -> list[str]:
+def _header(model: ir.Model, variant: Variant) -> list[str]:
     opsets = ", ".join(
         f"{domain or 'ai.onnx'!r} {version}" for domain, version in sorted(model.opsets.items())
     )

@@ -131,7 +131,9 @@ def test_versions_agree():
     import tomllib
 
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert f"onemodel-runtime=={runtime_support.__version__}" in pyproject["project"]["dependencies"]
+    assert (
+        f"onemodel-runtime=={runtime_support.__version__}" in pyproject["project"]["dependencies"]
+    )
     assert runtime_support.__version__ == compiler_version
     runtime = tomllib.loads((ROOT / "runtime" / "pyproject.toml").read_text())["project"]
     assert runtime["dependencies"] == ["numpy>=1.26,<3"]

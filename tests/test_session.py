@@ -187,3 +187,16 @@ def test_importing_runtime_support_imports_neither_onnx_nor_the_compiler():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60
     )
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_free_dimension_override_pins_the_dim_at_compile_time(tmp_path, cache):
+    path = models.save(models.mlp_model(), tmp_path / "mlp.onnx")
+    options = runtime_support.SessionOptions()
+    options.add_free_dimension_override_by_name("N", 2)
+    pinned = runtime_support.InferenceSession(path, options)
+    assert pinned.get_inputs()[0].shape == [2, 4]
+    free = runtime_support.InferenceSession(path)
+    assert free.get_inputs()[0].shape == ["N", 4] and len(list(cache.iterdir())) == 2
+    np.testing.assert_array_equal(pinned.run(None, {"x": X})[0], free.run(None, {"x": X})[0])
+    with pytest.raises(runtime_support.InvalidArgument, match="'x'"):
+        pinned.run(None, {"x": X[:1]})

@@ -168,7 +168,11 @@ def _verify(args) -> int:
             atol=args.atol,
             rtol=args.rtol,
             seed=args.seed,
+            report=report,
         )
+    if args.verbose:
+        for line in report.lines():
+            print(f"{PROG}: {line}", file=sys.stderr)
     lines = verify.summary(result)
     if args.html:
         lines.append(f"report: {verify.write_html(result, args.html)}")

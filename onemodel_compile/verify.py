@@ -98,13 +98,16 @@ def verify(
     atol: float | None = None,
     rtol: float | None = None,
     seed: int = 0,
+    report=None,
 ) -> Verification:
+    """Compare the compiled `model` with `against` (see the module's docstring); `report`, a
+    CompileReport, is filled in by the compile of the model as it is."""
     if against not in AGAINST:
         raise VerifyError(f"unknown reference {against!r}; choose one of {', '.join(AGAINST)}")
     loaded = pin_input_dims(load(model), input_dims)
     proto = loaded.proto
     with tempfile.TemporaryDirectory(prefix="onemodel-verify-") as folder:
-        module = _compile_and_import(loaded, Path(folder) / "model.py", variant, "model")
+        module = _compile_and_import(loaded, Path(folder) / "model.py", variant, "model", report)
         feeds, generated = _feeds(module, inputs, seed, loaded.source_name)
         ours = _run_ours(module, feeds)
         theirs = _run_reference(proto, feeds, against, loaded.source_name)
@@ -143,8 +146,8 @@ def verify(
 # --- compiling and running both sides -------------------------------------------------------
 
 
-def _compile_and_import(loaded: LoadedModel, path: Path, variant: str, stem: str):
-    compile_model(loaded, path, variant)
+def _compile_and_import(loaded: LoadedModel, path: Path, variant: str, stem: str, report=None):
+    compile_model(loaded, path, variant, report=report)
     name = f"onemodel_verify_{id(path):x}_{stem}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)

@@ -43,6 +43,8 @@ def chain_model():
 
 
 def test_example_model_verifies(tmp_path):
+    verbose = cli("verify", EXAMPLE, "--verbose")
+    assert verbose.returncode == 0 and "onemodel-compile: operators (" in verbose.stderr
     result = cli("verify", EXAMPLE)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from onemodel_compile.compiler import compile_model
 from onemodel_compile.errors import CompileError
-from onemodel_compile.ops.registry import VARIANTS
 from onemodel_compile.report import CompileReport
+from onemodel_compile.variants import VARIANTS
 from onemodel_compile.version import __version__
 
 PROG = "onemodel-compile"
@@ -41,7 +41,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="the ONNX model file (.onnx)")
     parser.add_argument(
         "--variant",
-        choices=VARIANTS,
+        choices=tuple(VARIANTS),
         default="fast",
         help="fast: as fast as numpy allows; exact: bit-identical on every machine",
     )

@@ -1,4 +1,4 @@
-"""The pipeline end to end: load -> ir -> resolve -> optimize (fast variant) -> emit, and writing
+"""The pipeline end to end: load -> ir -> resolve -> the variant's passes -> emit, and writing
 the files."""
 
 from __future__ import annotations
@@ -18,25 +18,23 @@ from onemodel_compile.emit import EmittedModule, emit_module
 from onemodel_compile.errors import CompileError
 from onemodel_compile.load import load, pin_input_dims
 from onemodel_compile.names import sanitize
-from onemodel_compile.optimize import optimize
-from onemodel_compile.ops.registry import VARIANTS
 from onemodel_compile.report import CompileReport
 from onemodel_compile.resolve import resolve
+from onemodel_compile.variants import Variant, variant_named
 
 WEIGHTS_SUFFIX = ".weights.safetensors"
 
 
 def generate(
     model: str | Path | onnx.ModelProto,
-    variant: str = "fast",
+    variant: str | Variant = "fast",
     weights_name: str = "model" + WEIGHTS_SUFFIX,
     input_dims: dict[str, int] | None = None,
     report: CompileReport | None = None,
 ) -> EmittedModule:
     """Compile `model` to source text and weights bytes, writing nothing. `input_dims` pins
     symbolic input dims by name; `report`, when given, is filled in (`--verbose`)."""
-    if variant not in VARIANTS:
-        raise CompileError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    variant = variant_named(variant)
     report = report if report is not None else CompileReport()
     with report.stage("load"):
         loaded = pin_input_dims(load(model), input_dims)
@@ -44,9 +42,9 @@ def generate(
         graph = ir.from_onnx(loaded)
     with report.stage("resolve"):
         resolved = resolve(graph, variant)
-    if variant == "fast":  # the exact variant computes every node as written
+    for rewrite in variant.passes:
         with report.stage("optimize"):
-            resolved = optimize(resolved)
+            resolved = rewrite(resolved)
     report.note_graph(graph, resolved)
     with report.stage("emit"):
         emitted = emit_module(graph, resolved, variant, weights_name)
@@ -57,7 +55,7 @@ def generate(
 def compile_model(
     model: str | Path | onnx.ModelProto,
     output: str | Path | None = None,
-    variant: str = "fast",
+    variant: str | Variant = "fast",
     name: str | None = None,
     *,
     input_dims: dict[str, int] | None = None,

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from runtime_support._dtypes import dtype_from_name
+from runtime_support._kernels import kernel
 from runtime_support.exact import exact_mean, exact_standardize, exact_sum
 from runtime_support.exact_math import exact_pow
 
@@ -53,6 +54,7 @@ def _stash_dtype(stash_type: int) -> np.dtype:
     return dtype_from_name(_STASH_TYPES[stash_type])
 
 
+@kernel(fresh=True)
 def batch_normalization(X, scale, B, input_mean=None, input_var=None, *, epsilon=None):
     """Inference BatchNormalization: (X - mean) * (scale / sqrt(var + epsilon)) + B, statistics per
     channel (axis 1), or per activation when they have X's non-batch shape (opset 7, spatial=0).
@@ -142,6 +144,7 @@ def _group_normalization(X, scale, bias, num_groups, epsilon, stash_type, standa
     return (y + bias.astype(dtype).reshape(shape)).astype(X.dtype, copy=False)
 
 
+@kernel(out=True, fresh=True)
 def layer_normalization(
     X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1, stats=True, out=None
 ):

@@ -476,12 +476,17 @@ def _new_array_cases():
 
 
 def test_kernels_declared_fresh_return_arrays_nobody_else_holds():
-    """emit.FRESH_CALLS lets a later node write into these kernels' results (`out=`): each must
-    return a new array (or tuple of them) sharing memory with no operand and no earlier result."""
-    from onemodel_compile import emit
-
+    """Kernels declared `fresh` (runtime_support._kernels) let a later node write into their
+    results (`out=`): each must return a new array (or tuple of them) sharing memory with no
+    operand and no earlier result. Every kernel so declared is checked here."""
     cases = _new_array_cases()
-    assert {f for f in emit.FRESH_CALLS if f.startswith("rt.")} == set(cases)
+    declared = {
+        f"rt.{name}"
+        for name in dir(runtime_support)
+        if getattr(getattr(runtime_support, name), "__kernel__", None) is not None
+        and getattr(runtime_support, name).__kernel__.fresh
+    }
+    assert declared == set(cases)
     for function, calls in cases.items():
         kernel = getattr(runtime_support, function.removeprefix("rt."))
         for args, keywords in calls:

@@ -200,3 +200,16 @@ def test_free_dimension_override_pins_the_dim_at_compile_time(tmp_path, cache):
     np.testing.assert_array_equal(pinned.run(None, {"x": X})[0], free.run(None, {"x": X})[0])
     with pytest.raises(runtime_support.InvalidArgument, match="'x'"):
         pinned.run(None, {"x": X[:1]})
+
+
+def test_intra_op_num_threads_reaches_the_thread_control(tmp_path, cache, monkeypatch):
+    """One call site: runtime_support.set_num_threads(n) when the option is set (0: untouched).
+    The thread control itself is issue #12's; a recorder stands in for it here."""
+    path = models.save(models.mlp_model(), tmp_path / "mlp.onnx")
+    calls = []
+    monkeypatch.setattr(runtime_support, "set_num_threads", calls.append, raising=False)
+    options = runtime_support.SessionOptions()
+    runtime_support.InferenceSession(path, options)
+    options.intra_op_num_threads = 3
+    session = runtime_support.InferenceSession(path, options)
+    assert calls == [3] and session.get_session_options().intra_op_num_threads == 3

@@ -617,6 +617,25 @@ def _info_beside_module(module) -> ModelInfo | None:
         return None
 
 
+def _own_options(options) -> SessionOptions:
+    """A copy of `options`: ours, or any object with onnxruntime's fields (onnxruntime's own
+    SessionOptions, when an application still builds those)."""
+    if options is None:
+        return SessionOptions()
+    if isinstance(options, SessionOptions):
+        return options._copy()
+    copy = SessionOptions()
+    for name, default in vars(SessionOptions()).items():
+        if name != "free_dimension_overrides":
+            value = getattr(options, name, default)
+            setattr(
+                copy,
+                name,
+                type(default)(int(value)) if isinstance(default, enum.IntEnum) else value,
+            )
+    return copy
+
+
 def _providers(providers, provider_options) -> list[str]:
     """onnxruntime's rule: providers that are not available are dropped with a warning; the CPU
     provider is always there."""
@@ -667,7 +686,7 @@ class InferenceSession:
     ):
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
-        self._options = (sess_options or SessionOptions())._copy()
+        self._options = _own_options(sess_options)
         self._providers = _providers(providers, provider_options)
         dims = dict(getattr(self._options, "free_dimension_overrides", {}))
         cache = Path(cache_dir) if cache_dir is not None else None

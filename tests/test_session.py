@@ -213,3 +213,14 @@ def test_intra_op_num_threads_reaches_the_thread_control(tmp_path, cache, monkey
     options.intra_op_num_threads = 3
     session = runtime_support.InferenceSession(path, options)
     assert calls == [3] and session.get_session_options().intra_op_num_threads == 3
+
+
+def test_onnxruntime_session_options_are_accepted(tmp_path, cache):
+    onnxruntime = pytest.importorskip("onnxruntime")
+    path = models.save(models.mlp_model(), tmp_path / "mlp.onnx")
+    theirs = onnxruntime.SessionOptions()
+    theirs.intra_op_num_threads = 1
+    theirs.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    got = runtime_support.InferenceSession(path, theirs).get_session_options()
+    assert got.intra_op_num_threads == 1
+    assert got.graph_optimization_level == runtime_support.GraphOptimizationLevel.ORT_ENABLE_BASIC

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 
@@ -27,7 +26,7 @@ from onemodel_compile.names import Namespace
 from onemodel_compile.ops import pyir
 from onemodel_compile.ops.code import dtype_expr, literal, py, tuple_code
 from onemodel_compile.ops.node import NodeView, Operand, Result, operand, statements
-from onemodel_compile.resolve import ResolvedGraph, is_uniform
+from onemodel_compile.resolve import ResolvedGraph, body_reads, is_uniform
 from onemodel_compile.variants import Variant, kernel_properties
 from onemodel_compile.version import __version__
 from runtime_support._weights import encode_weights
@@ -190,10 +189,10 @@ class GraphBody:
 
     def lines(self) -> list[str]:
         graph = self.resolved.graph
-        last_use = _last_uses(self.resolved)
+        last_use = self.resolved.last_uses()
         produced = {name for step in self.resolved.steps for name in step.node.outputs if name}
         releasable = produced - set(graph.outputs)
-        readers = _readers(self.resolved)
+        readers = self.resolved.readers()
         fresh: set[str] = set()  # values known to be new arrays that nothing else refers to
         out: list[str] = []
         after: dict[str, int] = {}  # value -> the line after the statements that compute it
@@ -229,14 +228,14 @@ class GraphBody:
             except Exception as exc:
                 raise CompileError(f"{node.label}: cannot emit: {exc}") from None
             out += _provenance_lines(step)
-            out += self._shape_provenance(node.inputs + sorted(_body_reads(node)))
+            out += self._shape_provenance(node.inputs + sorted(body_reads(node)))
             out += functions
             out += code
             after.update((name, len(out)) for name in node.outputs if name)
             self.available |= {
                 s for s, (v, _) in self.resolved.symbol_sources.items() if v in node.outputs
             }
-            used = node.inputs + node.outputs + sorted(_body_reads(node))
+            used = node.inputs + node.outputs + sorted(body_reads(node))
             dead = [
                 name
                 for name in dict.fromkeys(used)
@@ -389,13 +388,6 @@ class GraphBody:
         return operand(pyir.Const(value, name), None, value, self.printer.source)
 
 
-def _body_reads(node: ir.Node) -> set[str]:
-    reads: set[str] = set()
-    for sub in ir.subgraphs(node):
-        reads |= ir.free_names(sub)
-    return reads
-
-
 class ModuleConstants:
     """The module-level constants of one module: each distinct array once (a MobileNet's Clip
     bounds, a tied embedding), named after the first value that needs it, in first-use order."""
@@ -419,6 +411,8 @@ class ModuleConstants:
         cost of a name lookup, where an inline `np.array(8.0, dtype=np.float32)` costs about
         0.7 us per call and a numpy scalar `np.float32(8.0)` more still (numpy 2.4; ufuncs
         convert scalars on every call)."""
+        if value.dtype == object:  # strings: always inline (the weights file holds numbers)
+            return literal(value)
         hoisted = hoist and self.hoist_scalars and value.size == 1
         if value.size <= INLINE_LIMIT and not hoisted:
             text = literal(value)
@@ -516,24 +510,6 @@ def _in_place_type(value_type) -> bool:
     )
 
 
-def _readers(resolved: ResolvedGraph) -> Counter:
-    """How many times each value is read: as a node input, or by a subgraph body."""
-    readers: Counter = Counter()
-    for step in resolved.steps:
-        readers.update(name for name in step.node.inputs if name)
-        readers.update(_body_reads(step.node))
-    return readers
-
-
-def _last_uses(resolved: ResolvedGraph) -> dict[str, int]:
-    last: dict[str, int] = {}
-    for index, step in enumerate(resolved.steps):
-        for name in step.node.inputs + sorted(_body_reads(step.node)):
-            if name:
-                last[name] = index
-    return last
-
-
 def _provenance_lines(step) -> list[str]:
     """The comment over a step's statements: its node, and the nodes a fast-variant rewrite
     (optimize.py) merged into it; a rewrite into a node the model lacks names the model's nodes
@@ -551,7 +527,7 @@ def _provenance(node: ir.Node) -> str:
     return f"{domain}{node.op_type}{name} (opset {node.opset})"
 
 
-def _header(model: ir.Model, variant: str) -> list[str]:
+def _header(model: ir.Model, variant: Variant) -> list[str]:
     opsets = ", ".join(
         f"{domain or 'ai.onnx'!r} {version}" for domain, version in sorted(model.opsets.items())
     )
@@ -570,13 +546,7 @@ def _dims(value_type, invented: set) -> str:
 
 
 def _type_name(value_type) -> str:
-    if isinstance(value_type, ir.TensorType):
-        return value_type.dtype.name if value_type.dtype is not None else "?"
-    if isinstance(value_type, ir.SequenceType):
-        return f"sequence({_type_name(value_type.elem)})"
-    if isinstance(value_type, ir.OptionalType):
-        return f"optional({_type_name(value_type.elem)})"
-    return "?"
+    return ir.type_name(value_type)
 
 
 def _describe(model: ir.Model, graph: ir.Graph, invented: set) -> str:

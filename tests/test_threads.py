@@ -201,3 +201,18 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path, restore_count):
             exact_bits.append(exact.run(feeds["x"]).y.tobytes())
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
     assert exact_bits[0] == exact_bits[1] == exact_bits[2]
+
+
+def test_the_sessions_intra_op_num_threads_sets_the_count(tmp_path, restore_count):
+    blas_threads = _openblas_get()
+    model, feeds = _conv_model()
+    module = models.import_module(compile_model(model, tmp_path / "session.py"))
+    rt.set_num_threads(1)
+    options = rt.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = rt.InferenceSession(module, sess_options=options)
+    assert blas_threads() == 2 and rt.get_num_threads() == 2
+    session.run(None, feeds)
+    default = rt.InferenceSession(module)  # 0: the count in effect stays
+    assert blas_threads() == 2
+    default.run(None, feeds)

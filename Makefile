@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast snapshots conformance-report coverage-report bench bench-exact heldout clean
+.PHONY: demo test test-fast lint snapshots conformance-report coverage-report bench bench-exact heldout clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ test: $(STAMP)
 # Everything but the exhaustive conformance runs.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n auto -q -m "not slow"
+
+# ruff (pyflakes, import order, bugbear), black --check on the whole tree, mypy on the compiler.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/python -m black --check --quiet .
+	$(BIN)/mypy
 
 # Rewrites tests/snapshots/ (generated code of a few models) from the current compiler: the diff
 # of its files is the review diff of a change to emission.

@@ -322,9 +322,7 @@ class GraphBody:
         """The nested function `name` computing `body`: parameters are the body's inputs, the
         result is the tuple of its outputs."""
         parameters = ", ".join(self.names.name(n) for n in body.graph.inputs)
-        inner = GraphBody(
-            body, self.variant, self.names, self.constants, self.symbols_read
-        )
+        inner = GraphBody(body, self.variant, self.names, self.constants, self.symbols_read)
         inner.shape_nodes_shown = self.shape_nodes_shown
         inner.order = self.order
         results = [inner.value_expr(n) for n in body.graph.outputs]

@@ -29,9 +29,7 @@ class KernelProperties:
 UNDECLARED = KernelProperties()
 
 
-def kernel(
-    *, out: bool = False, fresh: bool = False, exact: bool | None = None, exact_twin=None
-):
+def kernel(*, out: bool = False, fresh: bool = False, exact: bool | None = None, exact_twin=None):
     """Declare a runtime_support kernel's properties (see the module docstring)."""
 
     def declare(function):

@@ -189,5 +189,7 @@ def statements(view: NodeView, emitted) -> list[pyir.Assign]:
         return [pyir.Assign(targets, value)]
     found = [pyir.parse(e) if isinstance(e, str) else e for e in emitted]
     if not all(isinstance(e, pyir.Assign) for e in found):
-        raise CompileError(f"{view.node.label}: internal error: an emit rule's list holds a non-assignment")
+        raise CompileError(
+            f"{view.node.label}: internal error: an emit rule's list holds a non-assignment"
+        )
     return found

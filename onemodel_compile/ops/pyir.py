@@ -127,7 +127,21 @@ class List:
 
 
 Expr = Union[
-    Ref, Const, Lit, DType, Scalar, Call, Method, Attr, Slice, Index, BinOp, Unary, IfExp, Tuple, List
+    Ref,
+    Const,
+    Lit,
+    DType,
+    Scalar,
+    Call,
+    Method,
+    Attr,
+    Slice,
+    Index,
+    BinOp,
+    Unary,
+    IfExp,
+    Tuple,
+    List,
 ]
 NODES = (
     Ref, Const, Lit, DType, Scalar, Call, Method, Attr, Slice, Index, BinOp, Unary, IfExp, Tuple, List
@@ -306,7 +320,8 @@ class Printer:
         if isinstance(node, Index):
             key = node.key
             inner = (
-                ", ".join(self._subscript(k) for k in key.items) + ("," if len(key.items) == 1 else "")
+                ", ".join(self._subscript(k) for k in key.items)
+                + ("," if len(key.items) == 1 else "")
                 if isinstance(key, Tuple) and key.items
                 else self._subscript(key)
             )
@@ -335,8 +350,10 @@ class Printer:
         arithmetic = strength >= _PRECEDENCE["+"]
         left, left_strength = self._print(node.left)
         right, right_strength = self._print(node.right)
-        if left_strength < strength or (arithmetic and isinstance(node.left, BinOp)) or (
-            node.op == "**" and left_strength <= strength
+        if (
+            left_strength < strength
+            or (arithmetic and isinstance(node.left, BinOp))
+            or (node.op == "**" and left_strength <= strength)
         ):
             left = f"({left})"
         if right_strength <= strength or (arithmetic and isinstance(node.right, BinOp)):
@@ -351,7 +368,9 @@ class Printer:
 
     def _subscript(self, node) -> str:
         if isinstance(node, Slice):
-            parts = ["" if p is None else self.source(p) for p in (node.start, node.stop, node.step)]
+            parts = [
+                "" if p is None else self.source(p) for p in (node.start, node.stop, node.step)
+            ]
             return ":".join(parts[:2]) + (f":{parts[2]}" if node.step is not None else "")
         return self.source(node)
 

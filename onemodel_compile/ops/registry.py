@@ -65,6 +65,7 @@ def emitter(
     foldable: bool = True,
 ):
     """Register the decorated emit rule for each of `op_types` over opsets since..until."""
+
     def register(emit: Callable) -> Callable:
         for op_type in op_types:
             entry = Emitter(

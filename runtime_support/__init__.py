@@ -12,6 +12,8 @@ it never imports onnx; numpy is its only hard dependency.
 
 from __future__ import annotations
 
+import os
+
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._errors import NodeError, raise_in_node
 from runtime_support._session import (
@@ -62,7 +64,8 @@ from runtime_support.signal import *  # noqa: F403
 from runtime_support.tensor import *  # noqa: F403
 
 _threads._apply_default()
-_allocator.keep_freed_memory()
+if os.environ.get("ONEMODEL_KEEP_FREED_MEMORY", "1") != "0":  # docs/decisions.md
+    _allocator.keep_freed_memory()
 
 # Bumped whenever a generated module would need a changed runtime_support; modules check it at import.
 API_VERSION = 2

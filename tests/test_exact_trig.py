@@ -139,7 +139,8 @@ def test_inverse_functions_at_their_edges(dtype):
     assert_within_bound("asin", both, exact_asin(both))
     assert_within_bound("acos", both, exact_acos(both))
     steps = (np.arange(1, 130) / 128).astype(dtype)
-    large = np.array([2.0**60, 2.0**59, 2.0**61, 1e300, np.finfo(dtype).max], dtype=dtype)
+    with np.errstate(over="ignore"):  # what float16 and float32 cannot hold becomes inf: dropped
+        large = np.array([2.0**60, 2.0**59, 2.0**61, 1e300, np.finfo(dtype).max], dtype=dtype)
     x = np.concatenate([steps, 1 / steps, both, large[np.isfinite(large)]])
     assert_within_bound("atan", x, exact_atan(x))
 

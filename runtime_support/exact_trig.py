@@ -767,6 +767,45 @@ def _acos_block(x: np.ndarray, wide: bool) -> np.ndarray:
     return _combine(base_hi, base_lo, m, m_tail)
 
 
+# --- sines and cosines of rational multiples of a turn (twiddles, windows) ------------------------
+
+_PIO4_HI, _PIO4_LO = _PIO2_HI * 0.5, _PIO2_LO * 0.5
+
+
+def cos_sin_of_turns(m, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """cos(2 pi m/n) and sin(2 pi m/n) in float64 for integers m (any shape) and n >= 1, for the
+    DFT's twiddles and the windows (runtime_support/signal.py): the angle is never rounded as a
+    multiple of pi, so the results are as accurate for m near n as near 0.
+
+    The octant o = floor(8 (m mod n) / n) and the rest 8 (m mod n) - o n by exact integer
+    arithmetic; within the octant the angle is (pi/4) f with f = rest/n (o even) or (n - rest)/n
+    (o odd), f rounded once and multiplied by pi/4 as a double-length value (Dekker's product with
+    its head and tail); sin and cos of that by _sin_cos, each summed once; then the octant's
+    symmetry (a swap and signs). Multiples of pi/2 give 0 and ±1 exactly (+0, never -0), odd
+    multiples of pi/4 sqrt(1/2) rounded, all others within about an ulp."""
+    m = np.asarray(m, dtype=np.int64) % n
+    eighths = m * 8
+    octant = eighths // n
+    rest = eighths - octant * n
+    odd = (octant & 1) == 1
+    np.subtract(n, rest, out=rest, where=odd)
+    f = rest / n
+    phi, phi_lo = _two_product(f, _PIO4_HI)
+    phi_lo += f * _PIO4_LO
+    phi, phi_lo = _fast_two_sum(phi, phi_lo)
+    s_hi, s_lo, c_hi, c_lo = _sin_cos(phi, phi_lo)
+    s_hi += s_lo
+    c_hi += c_lo
+    swap = ((octant + 1) & 2) != 0  # octants 1, 2, 5, 6: cos and sin change places
+    cosine = np.where(swap, s_hi, c_hi)
+    sine = np.where(swap, c_hi, s_hi)
+    np.negative(cosine, out=cosine, where=((octant + 2) & 4) != 0)  # octants 2 to 5
+    np.negative(sine, out=sine, where=octant >= 4)
+    cosine += 0.0  # -0 becomes +0
+    sine += 0.0
+    return cosine, sine
+
+
 # --- the public kernels ---------------------------------------------------------------------------
 
 

@@ -8,11 +8,11 @@ Sizes and lengths may arrive as scalars or one-element tensors at run time. Not 
 FFT, cos, log10 and power give machine-dependent bits.
 
 The exact variant's kernels (exact_dft, exact_stft, the exact windows, exact_mel_weight_matrix)
-compute the same definitions with the library's own functions: every transform is one product of
-the signal (real and imaginary parts side by side) with a matrix of twiddles cos and sin(2 pi m/L)
-from runtime_support.exact_trig.cos_sin_of_turns (m = n k mod L exactly), through exact_matmul's
-float64 product whose order of summation is fixed, then rounded once to the signal's type; the
-windows take their cosines from the same function and the mel filter bank exact_log and exact_pow.
+compute the same definitions with the library's own functions: the transforms by an FFT in float64
+whose every operation and its order are part of its definition (radix 2, or Bluestein's algorithm
+for other lengths), with twiddles cos and sin(2 pi m/L) from
+runtime_support.exact_trig.cos_sin_of_turns, rounded once to the signal's type; the windows take
+their cosines from the same function and the mel filter bank exact_log and exact_pow.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from runtime_support.exact import _matmul64, _rounded
+from runtime_support.exact import _rounded
 from runtime_support.exact_math import exact_log, exact_pow
 from runtime_support.exact_trig import cos_sin_of_turns
 
@@ -190,103 +190,174 @@ def _mel_weights(
 
 
 # --- the exact variant ----------------------------------------------------------------------------
+#
+# One fast Fourier transform whose every operation and its order are part of the definition, in
+# float64: radix-2 decimation in time for power-of-two lengths, Bluestein's algorithm (a chirp
+# and a power-of-two convolution) for the others. Twiddles and chirps come from
+# runtime_support.exact_trig.cos_sin_of_turns (the angle reduced as an integer fraction of a turn)
+# and are kept per length: they depend on nothing else.
 
-# Twiddle matrices by (rows, columns, length, kind, complex input): they depend on nothing else.
-# Kept read-only over bytes, so that exact_matmul also keeps their integer slices (see
-# runtime_support.exact._immutable_root) and a model's transforms split them once.
-_TWIDDLES: dict[tuple, np.ndarray] = {}
-_TWIDDLES_KEPT = 64  # different transforms in one process, at most (then the oldest goes)
-
-
-def _twiddles(rows: int, columns: int, length: int, kind: str, complex_input: bool) -> np.ndarray:
-    """The right-hand matrix of one transform as a real product, signal @ matrix.
-
-    With c = cos(2 pi n k / L) and s = sin(2 pi n k / L) (cos_sin_of_turns, n k mod L exact) for
-    signal index n < rows and frequency k < columns:
-    - "forward": X_re = x_re c + x_im s, X_im = x_im c - x_re s, so the matrix is [[c, -s], [s, c]]
-      (rows [x_re; x_im], columns [X_re, X_im]), or [c, -s] for a real signal;
-    - "inverse": X_re = x_re c - x_im s, X_im = x_re s + x_im c: [[c, s], [-s, c]] (the 1/L after);
-    - "real inverse" (rows: frequencies k, columns: samples n): x = sum_k w_k (X_re c - X_im s)
-      with w_k = 2 but for k = 0 and k = L/2 (1), numpy's irfft, which drops the imaginary parts
-      of those two: their sines are 0 here anyway.
-    """
-    key = (rows, columns, length, kind, complex_input)
-    matrix = _TWIDDLES.get(key)
-    if matrix is not None:
-        return matrix
-    n, k = np.arange(rows, dtype=np.int64)[:, None], np.arange(columns, dtype=np.int64)[None, :]
-    c, s = cos_sin_of_turns(n * k % max(length, 1), max(length, 1))
-    if kind == "real inverse":
-        weight = np.where((n == 0) | (2 * n == length), 1.0, 2.0)
-        matrix = np.concatenate([weight * c, -(weight * s)])
-    elif kind == "inverse":
-        matrix = np.block([[c, s], [-s, c]]) if complex_input else np.concatenate([c, s], axis=1)
-    else:
-        matrix = np.block([[c, -s], [s, c]]) if complex_input else np.concatenate([c, -s], axis=1)
-    matrix = np.frombuffer(np.ascontiguousarray(matrix).tobytes(), dtype=np.float64)
-    matrix = matrix.reshape(-1, columns if kind == "real inverse" else 2 * columns)
-    if len(_TWIDDLES) >= _TWIDDLES_KEPT:
-        _TWIDDLES.pop(next(iter(_TWIDDLES)))
-    _TWIDDLES[key] = matrix
-    return matrix
+_TABLES: dict[tuple, tuple] = {}
+_TABLES_KEPT = 64  # different tables in one process, at most (then the oldest goes)
 
 
-def _real_parts(x: np.ndarray, axis: int, count: int) -> np.ndarray:
-    """The first `count` values along `axis` of an ONNX (..., 1) or (..., 2) signal, moved to
-    the last axis, real parts then imaginary parts side by side: (..., count) or (..., 2 count)."""
-    parts = [np.moveaxis(x[..., j], axis, -1)[..., :count] for j in range(x.shape[-1])]
-    return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=-1)
+def _table(key: tuple, make):
+    table = _TABLES.get(key)
+    if table is None:
+        if len(_TABLES) >= _TABLES_KEPT:
+            _TABLES.pop(next(iter(_TABLES)))
+        table = _TABLES[key] = make()
+    return table
 
 
-def _as_pairs(product: np.ndarray, columns: int) -> np.ndarray:
-    """(..., 2 columns) real parts then imaginary parts as ONNX pairs (..., columns, 2)."""
-    return np.stack([product[..., :columns], product[..., columns:]], axis=-1)
+def _multiply(ar, ai, br, bi) -> tuple[np.ndarray, np.ndarray]:
+    """(ar + i ai)(br + i bi) as (ar br - ai bi, ar bi + ai br), each product and sum one IEEE
+    operation in this order."""
+    real = ar * br
+    real -= ai * bi
+    imag = ar * bi
+    imag += ai * br
+    return real, imag
+
+
+def _radix2_tables(n: int):
+    """Bit-reversed order of 0..n-1 and, per stage of size 2, 4, ..., n, the twiddles
+    exp(-2 pi i j / size), j < size / 2."""
+    bits = n.bit_length() - 1
+    index = np.arange(n)
+    order = np.zeros(n, dtype=np.intp)
+    for b in range(bits):
+        order |= ((index >> b) & 1) << (bits - 1 - b)
+    stages = []
+    size = 2
+    while size <= n:
+        cosine, sine = cos_sin_of_turns(np.arange(size // 2), size)
+        stages.append((cosine, -sine))
+        size *= 2
+    return order, stages
+
+
+def _radix2(re: np.ndarray, im: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The forward DFT (unnormalised, exp(-2 pi i n k / N)) along the last axis of float64 arrays
+    of a power-of-two length N: the inputs in bit-reversed order, then for each stage of size
+    2, 4, ..., N and each butterfly (even e, odd o, twiddle w): t = o w (see _multiply),
+    o' = e - t, e' = e + t."""
+    n = re.shape[-1]
+    order, stages = _table(("radix-2", n), lambda: _radix2_tables(n))
+    re, im = re[..., order], im[..., order]  # copies: the stages work in place
+    size = 2
+    for w_re, w_im in stages:
+        half = size // 2
+        shape = re.shape[:-1] + (n // size, 2, half)
+        r, i = re.reshape(shape), im.reshape(shape)
+        even_re, even_im, odd_re, odd_im = r[..., 0, :], i[..., 0, :], r[..., 1, :], i[..., 1, :]
+        t_re, t_im = _multiply(odd_re, odd_im, w_re, w_im)
+        np.subtract(even_re, t_re, out=odd_re)
+        np.subtract(even_im, t_im, out=odd_im)
+        even_re += t_re
+        even_im += t_im
+        size *= 2
+    return re, im
+
+
+def _bluestein_tables(n: int):
+    """The chirp c_j = exp(-pi i j**2 / n), j < n, the convolution length m (the power of two at
+    least 2n - 1) and the transform of b = conj(c) laid out for a circular convolution of length m
+    (b_j at j and at m - j)."""
+    j = np.arange(n, dtype=np.int64)
+    cosine, sine = cos_sin_of_turns(j * j % (2 * n), 2 * n)  # exp(2 pi i j**2 / 2n)
+    m = 1 << (2 * n - 2).bit_length()
+    b_re, b_im = np.zeros(m), np.zeros(m)
+    b_re[:n], b_im[:n] = cosine, sine
+    b_re[m - n + 1 :], b_im[m - n + 1 :] = cosine[:0:-1], sine[:0:-1]
+    return (cosine, -sine), m, _radix2(b_re, b_im)
+
+
+def _bluestein(re: np.ndarray, im: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The forward DFT along the last axis for any length n by Bluestein's algorithm:
+    X_k = c_k sum_j (x_j c_j) conj(c_{k-j}) with c_j = exp(-pi i j**2 / n) (2 j k = j**2 + k**2 -
+    (k - j)**2), the sum a circular convolution of length m computed as the inverse radix-2
+    transform of the product of the two transforms (the inverse as the conjugate of the forward
+    transform of the conjugate, divided by m, a power of two)."""
+    n = re.shape[-1]
+    (c_re, c_im), m, (b_re, b_im) = _table(("bluestein", n), lambda: _bluestein_tables(n))
+    a_re, a_im = _multiply(re, im, c_re, c_im)
+    pad = [(0, 0)] * (re.ndim - 1) + [(0, m - n)]
+    a_re, a_im = _radix2(np.pad(a_re, pad), np.pad(a_im, pad))
+    p_re, p_im = _multiply(a_re, a_im, b_re, b_im)
+    q_re, q_im = _radix2(p_re, np.negative(p_im))
+    q_re, q_im = q_re[..., :n] / m, q_im[..., :n] / -m
+    return _multiply(q_re, q_im, c_re, c_im)
+
+
+def _fft(re: np.ndarray, im: np.ndarray, inverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The DFT along the last axis of float64 arrays, unnormalised: exp(-2 pi i n k / N), or with
+    `inverse` exp(+2 pi i n k / N) as the conjugate of the forward transform of the conjugate."""
+    n = re.shape[-1]
+    transform = _radix2 if n & (n - 1) == 0 else _bluestein
+    if not inverse:
+        return transform(re, im)
+    re, im = transform(re, np.negative(im))
+    return re, np.negative(im, out=im)
+
+
+def _signal_parts(x: np.ndarray, axis: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Real and imaginary parts (float64) of an ONNX (..., 1) or (..., 2) signal with `axis` moved
+    last, cut or zero-padded to `length` values."""
+    parts = [np.moveaxis(x[..., j], axis, -1).astype(np.float64) for j in range(x.shape[-1])]
+    if len(parts) == 1:
+        parts.append(np.zeros_like(parts[0]))
+    size = parts[0].shape[-1]
+    if size >= length:
+        return parts[0][..., :length], parts[1][..., :length]
+    pad = [(0, 0)] * (parts[0].ndim - 1) + [(0, length - size)]
+    return np.pad(parts[0], pad), np.pad(parts[1], pad)
 
 
 def exact_dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
-    """dft's definition, exactly: one product of the signal's values along `axis` (the first
-    min(size, dft_length) of them: the rest would be zero padding or is cut off; for the real
-    inverse, the first dft_length // 2 + 1 frequencies) with the twiddle matrix of _twiddles,
-    by exact_matmul's float64 product (a fixed order of summation, exact slice products), the
-    inverse divided by dft_length in float64, rounded once to the input's type."""
+    """dft's definition by the FFT above (_fft: radix 2, or Bluestein's algorithm), in float64,
+    the inverse divided by dft_length, rounded once to the input's type. The real inverse builds
+    the whole spectrum of length L from its first L // 2 + 1 frequencies (X[L - k] = conj(X[k]),
+    the imaginary parts of X[0] and X[L / 2] dropped, as numpy's irfft does) and keeps the real
+    part."""
     x = np.asarray(input)
     axis = _signal_axis(axis, x.ndim)
     size = x.shape[axis]
-    complex_input = x.shape[-1] == 2
     if inverse and onesided:
         length = 2 * (size - 1) if dft_length is None else _int(dft_length)
-        count = min(size, length // 2 + 1)
-        matrix = _twiddles(count, length, length, "real inverse", complex_input)
-        if not complex_input:
-            matrix = matrix[:count]
-        samples = _matmul64(_real_parts(x, axis, count), matrix) / length
+        re, im = _signal_parts(x, axis, length // 2 + 1)
+        im[..., 0] = 0.0
+        if length % 2 == 0:
+            im[..., length // 2] = 0.0
+        mirror = slice((length - 1) // 2, 0, -1)  # frequencies L - k for k = (L - 1) // 2 .. 1
+        re = np.concatenate([re, re[..., mirror]], axis=-1)[..., :length]
+        im = np.concatenate([im, np.negative(im[..., mirror])], axis=-1)[..., :length]
+        samples = _fft(re, im, inverse=True)[0] / length
         return _rounded(np.moveaxis(samples[..., None], -2, axis), x.dtype)
     length = size if dft_length is None else _int(dft_length)
-    columns = length // 2 + 1 if onesided and not inverse else length
-    count = min(size, length)
-    kind = "inverse" if inverse else "forward"
-    product = _matmul64(
-        _real_parts(x, axis, count), _twiddles(count, columns, length, kind, complex_input)
-    )
+    re, im = _fft(*_signal_parts(x, axis, length), inverse=bool(inverse))
     if inverse:
-        product /= length
-    return _rounded(np.moveaxis(_as_pairs(product, columns), -2, axis), x.dtype)
+        re /= length
+        im /= length
+    if onesided and not inverse:
+        re, im = re[..., : length // 2 + 1], im[..., : length // 2 + 1]
+    return _rounded(np.moveaxis(np.stack([re, im], axis=-1), -2, axis), x.dtype)
 
 
 def exact_stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
-    """stft's definition, exactly: the frames times the window (float64 products), then each
-    frame's transform as exact_dft computes it (one exact_matmul product with the twiddles),
-    rounded once to the signal's type."""
+    """stft's definition: the frames times the window (float64 products), each frame transformed
+    by the FFT above, rounded once to the signal's type."""
     signal = np.asarray(signal)
     frames, length = _frames(signal, frame_step, window, frame_length)  # (batch, F, parts, L)
-    frames = np.moveaxis(frames, -2, -1).astype(np.float64)  # (batch, F, L, parts)
+    re, im = _signal_parts(np.moveaxis(frames, -2, -1), 2, length)
     if window is not None:
-        frames *= np.asarray(window).astype(np.float64)[:, None]
-    columns = length // 2 + 1 if onesided else length
-    complex_input = signal.shape[-1] == 2
-    matrix = _twiddles(length, columns, length, "forward", complex_input)
-    product = _matmul64(_real_parts(frames, 2, length), matrix)
-    return _rounded(_as_pairs(product, columns), signal.dtype)
+        w = np.asarray(window).astype(np.float64)
+        re *= w
+        im *= w
+    re, im = _fft(re, im)
+    if onesided:
+        re, im = re[..., : length // 2 + 1], im[..., : length // 2 + 1]
+    return _rounded(np.stack([re, im], axis=-1), signal.dtype)
 
 
 def _exact_cosine_sum(size, periodic: int, coefficients, output_datatype) -> np.ndarray:

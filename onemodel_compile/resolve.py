@@ -10,7 +10,9 @@ Nodes that remain become the module's steps.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -19,9 +21,12 @@ import onnx.inliner
 import runtime_support
 from onemodel_compile import ir, shapes
 from onemodel_compile.errors import CompileError, ExactnessError, UnsupportedError
-from onemodel_compile.ops import lookup
+from onemodel_compile.ops import lookup, pyir
 from onemodel_compile.ops.node import NodeView, Result, operand, statements
 from onemodel_compile.ops.registry import Emitter
+
+if TYPE_CHECKING:
+    from onemodel_compile.variants import Variant
 
 INVENTED_DIM = re.compile(r"unk__\d+")
 FOLD_LIMIT = 1 << 20  # elements; larger results are computed at run time, not stored
@@ -53,8 +58,32 @@ class ResolvedGraph:
     def types(self) -> dict[str, ir.ValueType]:
         return self.graph.types
 
+    def reads(self, step: Step) -> list[str]:
+        """The values `step` reads: its node's inputs, then what its bodies read from outside."""
+        return [n for n in step.node.inputs if n] + sorted(body_reads(step.node))
 
-def resolve(model: ir.Model, variant: str) -> ResolvedGraph:
+    def readers(self) -> Counter:
+        """How many times each value is read by the steps (the def-use count optimize's
+        rewrites and emit's buffer reuse both rely on)."""
+        counts: Counter = Counter()
+        for step in self.steps:
+            counts.update(self.reads(step))
+        return counts
+
+    def last_uses(self) -> dict[str, int]:
+        """The index of the last step reading each value."""
+        return {name: index for index, step in enumerate(self.steps) for name in self.reads(step)}
+
+
+def body_reads(node: ir.Node) -> set[str]:
+    """The values of enclosing graphs that `node`'s subgraphs read."""
+    reads: set[str] = set()
+    for sub in ir.subgraphs(node):
+        reads |= ir.free_names(sub)
+    return reads
+
+
+def resolve(model: ir.Model, variant: Variant) -> ResolvedGraph:
     _merge_inferred_types(model)
     invented: set[str] = set()
     _name_unknown_input_dims(model.graph, invented)
@@ -97,7 +126,7 @@ def _fresh_symbol(base: str, taken: set) -> str:
 
 def resolve_graph(
     graph: ir.Graph,
-    variant: str,
+    variant: Variant,
     outer_constants: dict,
     outer_symbolic: dict | None = None,
     main: bool = False,
@@ -134,7 +163,7 @@ def resolve_graph(
             pending[:0] = body  # an operator the standard defines as a function: its body
             continue
         view = _folding_view(node, graph.types, constants, variant)
-        if variant == "exact":
+        if variant.exact:
             reason = emitter.refusal(view)
             if reason:
                 raise ExactnessError(
@@ -353,7 +382,12 @@ def expand_function(node: ir.Node, types: dict) -> list[ir.Node] | None:
 
 
 def _resolve_body(
-    body: ir.Graph, outer_types: dict, constants: dict, variant: str, symbolic: dict, invented: set
+    body: ir.Graph,
+    outer_types: dict,
+    constants: dict,
+    variant: Variant,
+    symbolic: dict,
+    invented: set,
 ) -> ResolvedGraph:
     """Resolve a subgraph, which sees the outer graph's values (types, constants, shape values)."""
     for name in ir.free_names(body):
@@ -394,9 +428,9 @@ def _infer_node(node: ir.Node, types: dict, constants: dict) -> None:
         types[name] = _more_precise(types.get(name, ir.UNKNOWN), found)
 
 
-def _folding_view(node: ir.Node, types, constants, variant: str) -> NodeView:
+def _folding_view(node: ir.Node, types, constants, variant: Variant) -> NodeView:
     inputs = [
-        operand(f"in{i}", types.get(name), constants.get(name)) if name else None
+        operand(pyir.Ref(f"in{i}"), types.get(name), constants.get(name)) if name else None
         for i, name in enumerate(node.inputs)
     ]
     outputs = [
@@ -426,7 +460,14 @@ def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] |
                 return None  # data movement of uniform views stays cheap: try it
     namespace = {"np": np, "rt": runtime_support}
     namespace.update({f"in{i}": o.const for i, o in enumerate(view.inputs) if o is not None})
-    code = "\n".join(statements(view, emitter.emit(view)))
+
+    def constant(node: pyir.Const) -> str:  # a constant the rule made: passed by name
+        key = f"const{len(namespace)}"
+        namespace[key] = node.value
+        return key
+
+    printer = pyir.Printer(constant=constant, function=view.variant.function)
+    code = "\n".join(printer.statement(s) for s in statements(view, emitter.emit(view)))
     try:
         with np.errstate(all="ignore"):
             exec(compile(code, f"<fold {node.label}>", "exec"), namespace)  # emitter code only

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support._windows import (
     SAME,
     accumulator,
@@ -44,6 +45,7 @@ from runtime_support._windows import (
 __all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
 
 
+@kernel(fresh=True)
 def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto_pad="NOTSET"):
     """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
     `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it;

@@ -22,6 +22,7 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from runtime_support._kernels import kernel
 from runtime_support.exact import _rounded
 from runtime_support.exact_math import exact_log, exact_pow
 from runtime_support.exact_trig import cos_sin_of_turns
@@ -68,6 +69,7 @@ def _pairs(values: np.ndarray, dtype) -> np.ndarray:
     return np.stack([values.real, values.imag], axis=-1).astype(dtype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_dft")
 def dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
     """ONNX DFT along `axis` (never the last, complex axis) of a real or complex signal, zero-padded
     or truncated to `dft_length`. onesided: the forward transform keeps the first
@@ -88,6 +90,7 @@ def dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
     return _pairs(spectrum, input.dtype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_stft")
 def stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
     """ONNX STFT of a (batch, length, 1 or 2) signal: frames of frame_length samples every
     frame_step samples (floor((length - frame_length) / frame_step) + 1 of them), each times the
@@ -126,21 +129,25 @@ def _cosine_sum(size, periodic: int, coefficients, output_datatype) -> np.ndarra
     return window.astype(output_datatype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_hann_window")
 def hann_window(size, *, periodic=1, output_datatype=np.float32):
     """ONNX HannWindow: 0.5 - 0.5 cos(2 pi n / N)."""
     return _cosine_sum(size, periodic, (0.5, 0.5), output_datatype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_hamming_window")
 def hamming_window(size, *, periodic=1, output_datatype=np.float32):
     """ONNX HammingWindow: 25/46 - 21/46 cos(2 pi n / N)."""
     return _cosine_sum(size, periodic, (25 / 46, 21 / 46), output_datatype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_blackman_window")
 def blackman_window(size, *, periodic=1, output_datatype=np.float32):
     """ONNX BlackmanWindow: 0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)."""
     return _cosine_sum(size, periodic, (0.42, 0.5, 0.08), output_datatype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_mel_weight_matrix")
 def mel_weight_matrix(
     num_mel_bins,
     dft_length,
@@ -314,6 +321,7 @@ def _signal_parts(x: np.ndarray, axis: int, length: int) -> tuple[np.ndarray, np
     return np.pad(parts[0], pad), np.pad(parts[1], pad)
 
 
+@kernel(exact=True)
 def exact_dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
     """dft's definition by the FFT above (_fft: radix 2, or Bluestein's algorithm), in float64,
     the inverse divided by dft_length, rounded once to the input's type. The real inverse builds
@@ -344,6 +352,7 @@ def exact_dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
     return _rounded(np.moveaxis(np.stack([re, im], axis=-1), -2, axis), x.dtype)
 
 
+@kernel(exact=True)
 def exact_stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
     """stft's definition: the frames times the window (float64 products), each frame transformed
     by the FFT above, rounded once to the signal's type."""
@@ -378,16 +387,19 @@ def _exact_cosine_sum(size, periodic: int, coefficients, output_datatype) -> np.
     return _rounded(window, output_datatype)
 
 
+@kernel(exact=True)
 def exact_hann_window(size, *, periodic=1, output_datatype=np.float32):
     """hann_window exactly: 0.5 - 0.5 cos(2 pi n / N) (see _exact_cosine_sum)."""
     return _exact_cosine_sum(size, periodic, (0.5, 0.5), output_datatype)
 
 
+@kernel(exact=True)
 def exact_hamming_window(size, *, periodic=1, output_datatype=np.float32):
     """hamming_window exactly: 25/46 - 21/46 cos(2 pi n / N) (see _exact_cosine_sum)."""
     return _exact_cosine_sum(size, periodic, (25 / 46, 21 / 46), output_datatype)
 
 
+@kernel(exact=True)
 def exact_blackman_window(size, *, periodic=1, output_datatype=np.float32):
     """blackman_window exactly: 0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)."""
     return _exact_cosine_sum(size, periodic, (0.42, 0.5, 0.08), output_datatype)
@@ -396,6 +408,7 @@ def exact_blackman_window(size, *, periodic=1, output_datatype=np.float32):
 _LN10 = float(exact_log(np.float64(10.0)))  # the library's log, not libm's: the same everywhere
 
 
+@kernel(exact=True)
 def exact_mel_weight_matrix(
     num_mel_bins,
     dft_length,

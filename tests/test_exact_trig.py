@@ -48,8 +48,9 @@ def nearest_to_multiples_of_half_pi(dtype, ks) -> np.ndarray:
 
 def test_exact_reduction_of_both_methods():
     """(q, r_hi + r_lo) against mpmath: k = nearest integer to x*2/pi, r = x - k*pi/2, on both
-    sides of 2**20 and up to the largest float64; r keeps its 70 leading bits (docstrings: 2**-100
-    relative below 2**20, 75 bits above)."""
+    sides of 2**20 and up to the largest float64; r keeps its 70 leading bits (Payne-Hanek's
+    docstring: at least 75 where r is smallest; Cody-Waite's error is k * 2**-160 plus the
+    double-length sums' 2**-106 of r)."""
     r = np.random.default_rng(3)
     near = nearest_to_multiples_of_half_pi(np.float64, [1, 2, 3, 7, 1000, 2**19, 2**20 + 1])
     a = np.concatenate(

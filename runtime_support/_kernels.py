@@ -61,10 +61,13 @@ NUMPY = {
     "arcsinh": KernelProperties(exact=False, exact_twin="rt.exact_asinh"),
     "arccosh": KernelProperties(exact=False, exact_twin="rt.exact_acosh"),
     "arctanh": KernelProperties(exact=False, exact_twin="rt.exact_atanh"),
-    **{
-        name: KernelProperties(exact=False)
-        for name in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "logaddexp")
-    },
+    "sin": KernelProperties(exact=False, exact_twin="rt.exact_sin"),
+    "cos": KernelProperties(exact=False, exact_twin="rt.exact_cos"),
+    "tan": KernelProperties(exact=False, exact_twin="rt.exact_tan"),
+    "arcsin": KernelProperties(exact=False, exact_twin="rt.exact_asin"),
+    "arccos": KernelProperties(exact=False, exact_twin="rt.exact_acos"),
+    "arctan": KernelProperties(exact=False, exact_twin="rt.exact_atan"),
+    "logaddexp": KernelProperties(exact=False),
     # exact on integers, not on floats: the emitter's exactness rule decides (Pow)
     "power": KernelProperties(),
     "matmul": KernelProperties(fresh=True),

@@ -85,8 +85,8 @@ for _op, (_function, _exact, _since) in BINARY.items():
     emitter(_op, since=_since, exact=_exact)(_binary_rule(_function))
 
 # The exact variant's math functions: the library's own polynomials of
-# runtime_support/exact_math.py, computed in float64 from + - * / and rounded once to the input's
-# type (each kernel's docstring gives its order of operations).
+# runtime_support/exact_math.py and exact_trig.py, computed in float64 from + - * / and rounded once
+# to the input's type (each kernel's docstring gives its order of operations).
 EXACT_UNARY = {
     "Exp": "rt.exact_exp",
     "Log": "rt.exact_log",
@@ -98,6 +98,12 @@ EXACT_UNARY = {
     "Asinh": "rt.exact_asinh",
     "Acosh": "rt.exact_acosh",
     "Atanh": "rt.exact_atanh",
+    "Sin": "rt.exact_sin",
+    "Cos": "rt.exact_cos",
+    "Tan": "rt.exact_tan",
+    "Asin": "rt.exact_asin",
+    "Acos": "rt.exact_acos",
+    "Atan": "rt.exact_atan",
 }
 for _op, _function in EXACT_UNARY.items():
     emitter(_op, since=UNARY[_op][2], variant="exact", exact=True)(_unary_rule(_function))

@@ -1,9 +1,12 @@
 """Signal operators: DFT, STFT, HannWindow, HammingWindow, BlackmanWindow, MelWeightMatrix.
 Kernels in runtime_support/signal.py.
 
-None is exact (numpy's FFT and cos/log10/power give machine-dependent bits): the exact variant
-refuses them. Lengths, sizes and axes known at compile time are written as literals; otherwise the
-kernels read them at run time.
+The fast kernels are not exact (numpy's FFT and cos/log10/power give machine-dependent bits); for
+STFT, the windows and MelWeightMatrix the exact variant calls the exact_ kernels of the same
+arguments, which compute the same definitions with the library's own twiddles, cosines, log and
+pow and exact_matmul's fixed-order product. DFT stays refused (docs/exact-variant.md says why).
+Lengths, sizes and axes known at compile time are written as literals; otherwise the kernels read
+them at run time.
 """
 
 from __future__ import annotations
@@ -48,15 +51,24 @@ def dft_20(view: NodeView) -> str:
     return _dft(view, _scalar_or_expr(view, 2) or "-2")
 
 
-@emitter("STFT", since=17, exact=False)
-def stft(view: NodeView) -> str:
+def _stft(view: NodeView, kernel: str) -> str:
     args = [str(view.inputs[0]), _scalar_or_expr(view, 1)]
     window, length = view.input(2), _scalar_or_expr(view, 3)
     if window is not None:
         args.append(str(window))
     if length is not None:
         args.append(f"frame_length={length}")
-    return f"rt.stft({', '.join(args)}, onesided={view.attr('onesided')})"
+    return f"{kernel}({', '.join(args)}, onesided={view.attr('onesided')})"
+
+
+@emitter("STFT", since=17, exact=False)
+def stft(view: NodeView) -> str:
+    return _stft(view, "rt.stft")
+
+
+@emitter("STFT", since=17, variant="exact", exact=True)
+def stft_exact(view: NodeView) -> str:
+    return _stft(view, "rt.exact_stft")
 
 
 def _window(kernel: str):
@@ -73,12 +85,24 @@ def _window(kernel: str):
 emitter("HannWindow", since=17, exact=False)(_window("hann_window"))
 emitter("HammingWindow", since=17, exact=False)(_window("hamming_window"))
 emitter("BlackmanWindow", since=17, exact=False)(_window("blackman_window"))
+emitter("HannWindow", since=17, variant="exact", exact=True)(_window("exact_hann_window"))
+emitter("HammingWindow", since=17, variant="exact", exact=True)(_window("exact_hamming_window"))
+emitter("BlackmanWindow", since=17, variant="exact", exact=True)(_window("exact_blackman_window"))
 
 
 @emitter("MelWeightMatrix", since=17, exact=False)
 def mel_weight_matrix(view: NodeView) -> str:
     """Settled semantics (docs/contract.md): edges evenly spaced in mel, bins floor((dft_length + 1) f /
     sample_rate) in double precision, triangles of peak 1. Float and double outputs only."""
+    return _mel_weight_matrix(view, "rt.mel_weight_matrix")
+
+
+@emitter("MelWeightMatrix", since=17, variant="exact", exact=True)
+def mel_weight_matrix_exact(view: NodeView) -> str:
+    return _mel_weight_matrix(view, "rt.exact_mel_weight_matrix")
+
+
+def _mel_weight_matrix(view: NodeView, kernel: str) -> str:
     target = ir.element_dtype(view.attr("output_datatype"), view.node.label)
     if target.name not in ("float32", "float64"):
         raise UnsupportedError(
@@ -86,4 +110,4 @@ def mel_weight_matrix(view: NodeView) -> str:
             f"(float and double only)"
         )
     args = [_scalar_or_expr(view, i) for i in range(3)] + [str(view.inputs[3]), str(view.inputs[4])]
-    return f"rt.mel_weight_matrix({', '.join(args)}, output_datatype={dtype_expr(target)})"
+    return f"{kernel}({', '.join(args)}, output_datatype={dtype_expr(target)})"

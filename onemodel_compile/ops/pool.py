@@ -19,10 +19,7 @@ def _window(view: NodeView) -> str:
     """kernel_shape, the window geometry and ceil_mode (0 before the attribute existed)."""
     kernel_shape = list(view.attr("kernel_shape"))
     geometry = keywords_source(window_keywords(view, kernel_shape))
-    return (
-        f"kernel_shape={py(kernel_shape)}, {geometry}, "
-        f"ceil_mode={view.attr('ceil_mode', 0)}"
-    )
+    return f"kernel_shape={py(kernel_shape)}, {geometry}, ceil_mode={view.attr('ceil_mode', 0)}"
 
 
 @emitter("MaxPool", since=1, exact=True)

@@ -10,8 +10,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+# Two distributions from this repository: the runtime (runtime/, numpy only) and the compiler that
+# depends on it; one pip call installs both, the runtime from its local source.
+$(STAMP): pyproject.toml runtime/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ./runtime -e ".[test]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -54,4 +56,4 @@ heldout: $(STAMP)
 	$(BIN)/python -m tools.heldout_models
 
 clean:
-	rm -rf $(VENV) build *.egg-info examples/build
+	rm -rf $(VENV) build *.egg-info runtime/build runtime/*.egg-info examples/build

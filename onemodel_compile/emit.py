@@ -411,6 +411,8 @@ class ModuleConstants:
         cost of a name lookup, where an inline `np.array(8.0, dtype=np.float32)` costs about
         0.7 us per call and a numpy scalar `np.float32(8.0)` more still (numpy 2.4; ufuncs
         convert scalars on every call)."""
+        if value.dtype == object:  # strings: always inline (the weights file holds numbers)
+            return literal(value)
         hoisted = hoist and self.hoist_scalars and value.size == 1
         if value.size <= INLINE_LIMIT and not hoisted:
             text = literal(value)
@@ -525,7 +527,7 @@ def _provenance(node: ir.Node) -> str:
     return f"{domain}{node.op_type}{name} (opset {node.opset})"
 
 
-def _header(model: ir.Model, variant: str) -> list[str]:
+def _header(model: ir.Model, variant: Variant) -> list[str]:
     opsets = ", ".join(
         f"{domain or 'ai.onnx'!r} {version}" for domain, version in sorted(model.opsets.items())
     )
@@ -544,13 +546,7 @@ def _dims(value_type, invented: set) -> str:
 
 
 def _type_name(value_type) -> str:
-    if isinstance(value_type, ir.TensorType):
-        return value_type.dtype.name if value_type.dtype is not None else "?"
-    if isinstance(value_type, ir.SequenceType):
-        return f"sequence({_type_name(value_type.elem)})"
-    if isinstance(value_type, ir.OptionalType):
-        return f"optional({_type_name(value_type.elem)})"
-    return "?"
+    return ir.type_name(value_type)
 
 
 def _describe(model: ir.Model, graph: ir.Graph, invented: set) -> str:

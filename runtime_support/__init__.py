@@ -12,7 +12,27 @@ from __future__ import annotations
 
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._errors import NodeError, raise_in_node
-from runtime_support._session import InferenceSession, NodeArg
+from runtime_support._session import (
+    CompilerNotInstalled,
+    ExecutionMode,
+    ExecutionOrder,
+    Fail,
+    GraphOptimizationLevel,
+    InferenceSession,
+    InvalidArgument,
+    InvalidGraph,
+    InvalidProtobuf,
+    ModelMetadata,
+    NodeArg,
+    NoSuchFile,
+    OrtValue,
+    RunOptions,
+    SessionIOBinding,
+    SessionOptions,
+    get_available_providers,
+    get_device,
+)
+from runtime_support._version import __version__
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order, owned
 from runtime_support._weights import WeightsError, filled, load_weights
 from runtime_support.activation import *  # noqa: F403

@@ -65,8 +65,10 @@ NUMPY = {
     "arctanh": KernelProperties(exact=False, exact_twin="rt.exact_atanh"),
     **{
         name: KernelProperties(exact=False)
-        for name in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "power", "logaddexp")
+        for name in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "logaddexp")
     },
+    # exact on integers, not on floats: the emitter's exactness rule decides (Pow)
+    "power": KernelProperties(),
     "matmul": KernelProperties(fresh=True),
 }  # fmt: skip
 

@@ -11,7 +11,12 @@ from __future__ import annotations
 from onemodel_compile.ops.code import py
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
-from onemodel_compile.ops.spatial import auto_pad_of, kernel_shape_of, window_keywords
+from onemodel_compile.ops.spatial import (
+    auto_pad_of,
+    kernel_shape_of,
+    keywords_source,
+    window_keywords,
+)
 
 
 def _operands(view: NodeView) -> str:
@@ -21,7 +26,7 @@ def _operands(view: NodeView) -> str:
 
 @emitter("Conv", since=1, exact=False)
 def conv(view: NodeView) -> str:
-    keywords = window_keywords(view, kernel_shape_of(view))
+    keywords = keywords_source(window_keywords(view, kernel_shape_of(view)))
     return f"rt.conv({_operands(view)}, {keywords}, group={view.attr('group', 1)})"
 
 
@@ -29,7 +34,7 @@ def conv(view: NodeView) -> str:
 def conv_exact(view: NodeView) -> str:
     """rt.exact_conv, the arguments of rt.conv: the windows and filters as matrices multiplied by
     exact_matmul in float64, the bias added in float64, rounded once to X's type."""
-    keywords = window_keywords(view, kernel_shape_of(view))
+    keywords = keywords_source(window_keywords(view, kernel_shape_of(view)))
     return f"rt.exact_conv({_operands(view)}, {keywords}, group={view.attr('group', 1)})"
 
 

@@ -15,7 +15,15 @@ from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops.code import py
 from onemodel_compile.ops.common import axes_of, axis_of, code_of
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import source
 from onemodel_compile.ops.registry import emitter
+
+
+def _text(value) -> str:
+    """An axis or axes from ops.common (an int, a tuple or code) as source, until this family's
+    rules build nodes."""
+    return source(code_of(value))
+
 
 # The element types a `stash_type` attribute may name (TensorProto numbers): float32, float16,
 # float64, bfloat16.
@@ -92,7 +100,7 @@ def _group_normalization(prefix: str):
 
 
 def _axis_keywords(view: NodeView) -> str:
-    axis = axis_of(view, view.attr("axis"))
+    axis = _text(axis_of(view, view.attr("axis")))
     return f"axis={axis}, epsilon={py(view.attr('epsilon'))}, stash_type={_stash_type(view)}"
 
 
@@ -140,7 +148,7 @@ def _lp_normalization(prefix: str):
         p = view.attr("p")
         if p not in (1, 2):
             raise CompileError(f"{view.node.label}: LpNormalization supports p 1 and 2, not {p}")
-        axis = axis_of(view, view.attr("axis"))
+        axis = _text(axis_of(view, view.attr("axis")))
         return f"rt.{prefix}lp_normalization({view.inputs[0]}, axis={axis}, p={p})"
 
     return emit
@@ -148,7 +156,7 @@ def _lp_normalization(prefix: str):
 
 def _mean_variance_normalization(prefix: str):
     def emit(view: NodeView) -> str:
-        axes = code_of(axes_of(view, view.attr("axes")))
+        axes = _text(axes_of(view, view.attr("axes")))
         return f"rt.{prefix}mean_variance_normalization({view.inputs[0]}, axes={axes})"
 
     return emit

@@ -12,16 +12,14 @@ from __future__ import annotations
 from onemodel_compile.ops.code import number, py
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.registry import emitter
-from onemodel_compile.ops.spatial import window_keywords
+from onemodel_compile.ops.spatial import keywords_source, window_keywords
 
 
 def _window(view: NodeView) -> str:
     """kernel_shape, the window geometry and ceil_mode (0 before the attribute existed)."""
     kernel_shape = list(view.attr("kernel_shape"))
-    return (
-        f"kernel_shape={py(kernel_shape)}, {window_keywords(view, kernel_shape)}, "
-        f"ceil_mode={view.attr('ceil_mode', 0)}"
-    )
+    geometry = keywords_source(window_keywords(view, kernel_shape))
+    return f"kernel_shape={py(kernel_shape)}, {geometry}, ceil_mode={view.attr('ceil_mode', 0)}"
 
 
 @emitter("MaxPool", since=1, exact=True)

@@ -35,7 +35,14 @@ from onemodel_compile.ops.common import (
     normalize_axis,
 )
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import source
 from onemodel_compile.ops.registry import emitter
+
+
+def _text(value) -> str:
+    """An axis or axes from ops.common (an int, a tuple or code) as source, until this family's
+    rules build nodes."""
+    return source(code_of(value))
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,7 @@ def _kernel_call(kernel: str, view: NodeView, axes) -> str:
         return f"{kernel}({X}, keepdims={keepdims}, noop_with_empty_axes=1)"
     if axes is None:
         return f"{kernel}({X}, keepdims={keepdims})"
-    return f"{kernel}({X}, {code_of(axes)}, keepdims={keepdims})"
+    return f"{kernel}({X}, {_text(axes)}, keepdims={keepdims})"
 
 
 def _rule(spec: Reduction):
@@ -185,7 +192,7 @@ def _rule(spec: Reduction):
                 identity = lowest if spec.reduce == "np.max" else highest
                 extra = f", initial={number(identity(np.dtype(X.dtype)))}"
             keepdims = bool(view.attr("keepdims", 1))
-            axis = code_of(axes)
+            axis = _text(axes)
             result = f"{spec.reduce}({data}, axis={axis}, keepdims={keepdims}{extra})"
         if spec.after:
             result = f"{spec.after}({result})"
@@ -243,7 +250,7 @@ for _op, _spec in REDUCTIONS.items():
 @emitter("ArgMax", "ArgMin", since=1, exact=True)
 def arg_extreme(view: NodeView) -> str:
     X = view.inputs[0]
-    axis = axis_of(view, view.attr("axis", 0))
+    axis = _text(axis_of(view, view.attr("axis", 0)))
     keepdims = view.attr("keepdims", 1)
     function = view.op_type.lower()
     if view.attr("select_last_index", 0):
@@ -264,7 +271,7 @@ def cumulative(view: NodeView) -> str:
     function = "cumsum" if view.op_type == "CumSum" else "cumprod"
     exclusive, reverse = view.attr("exclusive", 0), view.attr("reverse", 0)
     if axis.const is not None:
-        axis = axis_of(view, int(np.asarray(axis.const).reshape(-1)[0]))
+        axis = _text(axis_of(view, int(np.asarray(axis.const).reshape(-1)[0])))
         if not (exclusive or reverse or _is_half(X.dtype)):
             dtype = "" if is_float(X.dtype) else f", dtype={dtype_expr(X.dtype)}"
             return f"np.{function}({X}, axis={axis}{dtype})"
@@ -280,7 +287,7 @@ def cumulative_exact(view: NodeView) -> str:
     if not is_float(X.dtype):
         return cumulative(view)
     if axis.const is not None:
-        axis = axis_of(view, int(np.asarray(axis.const).reshape(-1)[0]))
+        axis = _text(axis_of(view, int(np.asarray(axis.const).reshape(-1)[0])))
     function = "exact_cumsum" if view.op_type == "CumSum" else "exact_cumprod"
     keywords = [f"{name}=1" for name in ("exclusive", "reverse") if view.attr(name, 0)]
     return f"rt.{function}({', '.join([str(X), str(axis)] + keywords)})"
@@ -293,7 +300,7 @@ def cumulative_exact(view: NodeView) -> str:
 def top_k(view: NodeView) -> str:
     """Values and indices, always sorted (`sorted`=0 allows any order); ties by lower index."""
     X = view.inputs[0]
-    axis = axis_of(view, view.attr("axis", -1))
+    axis = _text(axis_of(view, view.attr("axis", -1)))
     if view.opset < 10:
         k = str(view.attr("k"))
     elif view.const(1) is not None:

@@ -45,7 +45,7 @@ from runtime_support._windows import (
 __all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
 
 
-@kernel(fresh=True)
+@kernel(fresh=True, exact=False, exact_twin="rt.exact_conv")
 def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto_pad="NOTSET"):
     """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
     `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it;
@@ -308,6 +308,7 @@ def _transpose_geometry(
     return list(pads[:rank]), out
 
 
+@kernel(exact=False, exact_twin="rt.exact_conv_transpose")
 def conv_transpose(
     X,
     W,
@@ -327,6 +328,7 @@ def conv_transpose(
     return _conv_transpose(X, W, B, *options, direct=X.ndim == 5)
 
 
+@kernel(exact=True)
 def exact_conv_transpose(
     X,
     W,

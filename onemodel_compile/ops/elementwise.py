@@ -136,12 +136,13 @@ def pow_exact(view: NodeView) -> pyir.Expr:
     """A float base or exponent through rt.exact_pow: exp(y * log|x|) in float64 (for a float64
     base with a double-length logarithm) with IEEE's special cases, rounded once to the base's
     type; an integer base's power is truncated to its type, the same on every machine. Integer
-    base and exponent as in the fast variant (integer arithmetic). Not np.power's twin: the fast
+    base and exponent through rt.pow_integer (integer arithmetic, wrapping as np.power's does;
+    np.power itself is declared not exact, for its float powers). Not np.power's twin: the fast
     rule casts a power of mixed types afterwards, exact_pow rounds once to the base's type."""
     X, Y = view.inputs[:2]
     if is_float(X.dtype) or is_float(Y.dtype):
         return call("rt.exact_pow", X, Y)
-    return pow_(view)
+    return call("rt.pow_integer", X, Y)
 
 
 @emitter("Mod", since=10, exact=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 
@@ -27,7 +26,7 @@ from onemodel_compile.names import Namespace
 from onemodel_compile.ops import pyir
 from onemodel_compile.ops.code import dtype_expr, literal, py, tuple_code
 from onemodel_compile.ops.node import NodeView, Operand, Result, operand, statements
-from onemodel_compile.resolve import ResolvedGraph, is_uniform
+from onemodel_compile.resolve import ResolvedGraph, body_reads, is_uniform
 from onemodel_compile.variants import Variant, kernel_properties
 from onemodel_compile.version import __version__
 from runtime_support._weights import encode_weights
@@ -62,18 +61,21 @@ def emit_module(
     graph = resolved.graph
     names = Namespace()
     parameters = [names.name(name) for name in graph.inputs]
-    weights: dict[str, np.ndarray] = {}
-    scalars: set[str] | None = set() if variant.hoist_scalars else None  # single elements
-    main = GraphBody(resolved, variant, names, weights, scalars)
+    constants = ModuleConstants(names, variant.hoist_scalars)
+    main = GraphBody(resolved, variant, names, constants)
     for name in graph.outputs:
         if name in resolved.symbolic:
             main.value_expr(name)  # notes the symbols it reads, which main.lines() binds
     body = _guarded(main.lines())
-    results = [_result_expr(name, main, names, weights) for name in graph.outputs]
+    results = [_result_expr(name, main) for name in graph.outputs]
 
     weight_lines = []
     weights_bytes = None
-    stored = {k: v for k, v in weights.items() if not is_uniform(v) and k not in (scalars or ())}
+    stored = {
+        k: v
+        for k, v in constants.values.items()
+        if not is_uniform(v) and k not in constants.scalars
+    }
     if stored:
         weights_bytes = encode_weights(stored)
         digest = hashlib.sha256(weights_bytes).hexdigest()
@@ -82,7 +84,8 @@ def emit_module(
             f"sha256={digest!r})"
         )
     weight_lines += [
-        _module_constant(key, value, key in (scalars or ())) for key, value in weights.items()
+        _module_constant(key, value, key in constants.scalars)
+        for key, value in constants.values.items()
     ]
 
     fields = Namespace(taken={"count", "index"})
@@ -166,15 +169,13 @@ class GraphBody:
         resolved: ResolvedGraph,
         variant: Variant,
         names: Namespace,
-        weights: dict,
-        scalars: set[str] | None = None,
+        constants: ModuleConstants,
         symbols_read: set[str] | None = None,
     ):
         self.resolved = resolved
         self.variant = variant
         self.names = names
-        self.weights = weights
-        self.scalars = scalars  # fast variant: single-element constants become module names
+        self.constants = constants
         # Symbols the code reads (shape arithmetic), this graph's and its bodies'.
         self.symbols_read: set[str] = set() if symbols_read is None else symbols_read
         self.shape_nodes_shown: set[int] = set()
@@ -184,14 +185,14 @@ class GraphBody:
         self.printer = pyir.Printer(constant=self._constant, function=variant.function)
 
     def _constant(self, node: pyir.Const) -> str:
-        return constant_expr(node.hint, node.value, self.names, self.weights, self.scalars)
+        return self.constants.expr(node.hint, node.value)
 
     def lines(self) -> list[str]:
         graph = self.resolved.graph
-        last_use = _last_uses(self.resolved)
+        last_use = self.resolved.last_uses()
         produced = {name for step in self.resolved.steps for name in step.node.outputs if name}
         releasable = produced - set(graph.outputs)
-        readers = _readers(self.resolved)
+        readers = self.resolved.readers()
         fresh: set[str] = set()  # values known to be new arrays that nothing else refers to
         out: list[str] = []
         after: dict[str, int] = {}  # value -> the line after the statements that compute it
@@ -227,14 +228,14 @@ class GraphBody:
             except Exception as exc:
                 raise CompileError(f"{node.label}: cannot emit: {exc}") from None
             out += _provenance_lines(step)
-            out += self._shape_provenance(node.inputs + sorted(_body_reads(node)))
+            out += self._shape_provenance(node.inputs + sorted(body_reads(node)))
             out += functions
             out += code
             after.update((name, len(out)) for name in node.outputs if name)
             self.available |= {
                 s for s, (v, _) in self.resolved.symbol_sources.items() if v in node.outputs
             }
-            used = node.inputs + node.outputs + sorted(_body_reads(node))
+            used = node.inputs + node.outputs + sorted(body_reads(node))
             dead = [
                 name
                 for name in dict.fromkeys(used)
@@ -317,13 +318,12 @@ class GraphBody:
             fresh.add(node.outputs[0])
         return emitted
 
-    def function(self, body: ResolvedGraph, hint: str) -> tuple[str, list[str]]:
-        """A nested function computing `body`: parameters are the body's inputs, the result is the
-        tuple of its outputs."""
-        name = self.names.fresh(hint)
+    def function(self, body: ResolvedGraph, name: str) -> list[str]:
+        """The nested function `name` computing `body`: parameters are the body's inputs, the
+        result is the tuple of its outputs."""
         parameters = ", ".join(self.names.name(n) for n in body.graph.inputs)
         inner = GraphBody(
-            body, self.variant, self.names, self.weights, self.scalars, self.symbols_read
+            body, self.variant, self.names, self.constants, self.symbols_read
         )
         inner.shape_nodes_shown = self.shape_nodes_shown
         inner.order = self.order
@@ -332,7 +332,7 @@ class GraphBody:
         for statement in inner.lines():
             lines += ["    " + line for line in statement.split("\n")]
         lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
-        return name, lines
+        return lines
 
     def value_expr(self, name: str) -> str:
         return self._operand(name).expr
@@ -357,10 +357,15 @@ class GraphBody:
             for name in node.outputs
         ]
 
+        # one suffix for all of a node's bodies: if_then_branch_2 goes with if_else_branch_2
+        attrs = list(step.bodies)
+        function_names = dict(
+            zip(attrs, self.names.fresh_group([f"{node.op_type.lower()}_{a}" for a in attrs]))
+        )
+
         def body(attr: str) -> str:
-            name, lines = self.function(step.bodies[attr], f"{node.op_type.lower()}_{attr}")
-            functions.extend(lines)
-            return name
+            functions.extend(self.function(step.bodies[attr], function_names[attr]))
+            return function_names[attr]
 
         return NodeView(node, inputs, outputs, self.variant, self.names.fresh, body, self.dim_code)
 
@@ -383,39 +388,58 @@ class GraphBody:
         return operand(pyir.Const(value, name), None, value, self.printer.source)
 
 
-def _body_reads(node: ir.Node) -> set[str]:
-    reads: set[str] = set()
-    for sub in ir.subgraphs(node):
-        reads |= ir.free_names(sub)
-    return reads
+class ModuleConstants:
+    """The module-level constants of one module: each distinct array once (a MobileNet's Clip
+    bounds, a tied embedding), named after the first value that needs it, in first-use order."""
+
+    def __init__(self, names: Namespace, hoist_scalars: bool):
+        self.names = names
+        self.hoist_scalars = hoist_scalars
+        self.values: dict[str, np.ndarray] = {}
+        self.scalars: set[str] = set()  # hoisted single elements (built at import, not stored)
+        self._by_content: dict[tuple, str] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.values
+
+    def expr(self, name: str, value: np.ndarray, hoist: bool = True) -> str:
+        """A literal for a small constant; for a large one, the module-level name bound to it: a
+        weight, or for a uniform one (every element the same, as ConstantOfShape makes) a
+        read-only broadcast view built at import, which costs neither file space nor memory.
+        With `hoist_scalars` (fast variant) a single-element constant is also a module-level
+        name, a read-only array built once at import: `run` then passes it to a ufunc for the
+        cost of a name lookup, where an inline `np.array(8.0, dtype=np.float32)` costs about
+        0.7 us per call and a numpy scalar `np.float32(8.0)` more still (numpy 2.4; ufuncs
+        convert scalars on every call)."""
+        if value.dtype == object:  # strings: always inline (the weights file holds numbers)
+            return literal(value)
+        hoisted = hoist and self.hoist_scalars and value.size == 1
+        if value.size <= INLINE_LIMIT and not hoisted:
+            text = literal(value)
+            if len(text) <= INLINE_WIDTH or is_uniform(value):
+                return text
+        content = _content(value)
+        if content in self._by_content:
+            key = self._by_content[content]
+            if not hoisted or key in self.scalars:
+                return key
+        key = self.names.name(name)
+        if key in self.values:  # the same ONNX name in a body, another array
+            key = self.names.fresh(key)
+        self.values[key] = value
+        self._by_content.setdefault(content, key)
+        if hoisted:
+            self.scalars.add(key)
+        return key
 
 
-def constant_expr(
-    name: str, value: np.ndarray, names: Namespace, weights: dict, scalars: set | None = None
-) -> str:
-    """A literal for a small constant; for a large one, the module-level name bound to it: a
-    weight, or for a uniform one (every element the same, as ConstantOfShape makes) a read-only
-    broadcast view built at import, which costs neither file space nor memory. Given `scalars`
-    (fast variant), a single-element constant is also a module-level name (added to it), a
-    read-only array built once at import: `run` then passes it to a ufunc for the cost of a name
-    lookup, where an inline `np.array(8.0, dtype=np.float32)` costs about 0.7 us per call and a
-    numpy scalar `np.float32(8.0)` more still (numpy 2.4; ufuncs convert scalars on every call)."""
-    hoist = scalars is not None and value.size == 1
-    if value.size <= INLINE_LIMIT and not hoist:
-        text = literal(value)
-        if len(text) <= INLINE_WIDTH or is_uniform(value):
-            return text
-    key = names.name(name)
-    if key in weights and not _same_array(weights[key], value):  # a body's own constant
-        key = names.fresh(key)
-    weights[key] = value
-    if hoist:
-        scalars.add(key)
-    return key
-
-
-def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+def _content(value: np.ndarray) -> tuple:
+    """What makes two constants the same module constant: dtype, shape and bytes (a uniform
+    view by its one element: its bytes would be the whole, possibly huge, array)."""
+    if is_uniform(value):
+        return ("uniform", value.dtype.str, value.shape, value.flat[0].tobytes())
+    digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).digest()
+    return (value.dtype.str, value.shape, digest)
 
 
 def _module_constant(key: str, value: np.ndarray, scalar: bool) -> str:
@@ -426,7 +450,7 @@ def _module_constant(key: str, value: np.ndarray, scalar: bool) -> str:
     return f"{key} = _WEIGHTS[{key!r}]"
 
 
-def _result_expr(name: str, body: "GraphBody", names: Namespace, weights: dict) -> str:
+def _result_expr(name: str, body: "GraphBody") -> str:
     """How `run` returns output `name`: never the caller's input, a view of it or of a weight
     (onnxruntime hands out new arrays), and always an ndarray for a tensor (numpy ufuncs turn 0-d
     arrays into scalars)."""
@@ -436,8 +460,9 @@ def _result_expr(name: str, body: "GraphBody", names: Namespace, weights: dict) 
     if name in resolved.symbolic:
         return body.value_expr(name)
     if name in resolved.constants:
-        expr = constant_expr(name, resolved.constants[name], names, weights)
-        return f"{expr}.copy()" if expr in weights else expr
+        expr = body.constants.expr(name, resolved.constants[name], hoist=False)
+        return f"{expr}.copy()" if expr in body.constants else expr
+    names = body.names
     expr = names.name(name)
     if isinstance(value_type, ir.TensorType):
         sources = "".join(f", {names.name(n)}" for n in graph.inputs)
@@ -485,24 +510,6 @@ def _in_place_type(value_type) -> bool:
     )
 
 
-def _readers(resolved: ResolvedGraph) -> Counter:
-    """How many times each value is read: as a node input, or by a subgraph body."""
-    readers: Counter = Counter()
-    for step in resolved.steps:
-        readers.update(name for name in step.node.inputs if name)
-        readers.update(_body_reads(step.node))
-    return readers
-
-
-def _last_uses(resolved: ResolvedGraph) -> dict[str, int]:
-    last: dict[str, int] = {}
-    for index, step in enumerate(resolved.steps):
-        for name in step.node.inputs + sorted(_body_reads(step.node)):
-            if name:
-                last[name] = index
-    return last
-
-
 def _provenance_lines(step) -> list[str]:
     """The comment over a step's statements: its node, and the nodes a fast-variant rewrite
     (optimize.py) merged into it; a rewrite into a node the model lacks names the model's nodes
@@ -520,7 +527,7 @@ def _provenance(node: ir.Node) -> str:
     return f"{domain}{node.op_type}{name} (opset {node.opset})"
 
 
-def _header(model: ir.Model, variant: str) -> list[str]:
+def _header(model: ir.Model, variant: Variant) -> list[str]:
     opsets = ", ".join(
         f"{domain or 'ai.onnx'!r} {version}" for domain, version in sorted(model.opsets.items())
     )
@@ -539,13 +546,7 @@ def _dims(value_type, invented: set) -> str:
 
 
 def _type_name(value_type) -> str:
-    if isinstance(value_type, ir.TensorType):
-        return value_type.dtype.name if value_type.dtype is not None else "?"
-    if isinstance(value_type, ir.SequenceType):
-        return f"sequence({_type_name(value_type.elem)})"
-    if isinstance(value_type, ir.OptionalType):
-        return f"optional({_type_name(value_type.elem)})"
-    return "?"
+    return ir.type_name(value_type)
 
 
 def _describe(model: ir.Model, graph: ir.Graph, invented: set) -> str:

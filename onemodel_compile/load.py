@@ -16,6 +16,10 @@ MIN_OPSET = 7
 MAX_OPSET = 28
 MIN_CONVERTIBLE_OPSET = 1  # opsets 1 to 6 are converted to MIN_OPSET at load
 DEFAULT_DOMAINS = ("", "ai.onnx")
+# Other domains and the opsets of theirs the compiler reads (onnxruntime 1.31.1's ranges).
+DOMAIN_OPSETS = {"ai.onnx.ml": (1, 5)}
+# The compiler's own domain (ops/fused.py): what its rewrites create, never read from a model.
+INTERNAL_DOMAINS = ("onemodel.fused",)
 
 
 @dataclass
@@ -23,7 +27,7 @@ class LoadedModel:
     proto: onnx.ModelProto
     source_name: str  # file name (never an absolute path) or "<ModelProto>"
     sha256: str  # of the serialized model
-    opset: int  # of the default domain
+    opset: int | None  # of the default domain; None when the model imports none
 
 
 def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
@@ -54,11 +58,12 @@ def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
     if not proto.HasField("graph"):
         raise ModelError(f"{label}: not an ONNX model (no graph)")
     opset = default_opset(proto, label)
+    _check_domain_opsets(proto, label)
     try:
         onnx.checker.check_model(_with_shape_fields(proto))
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"{label}: invalid model: {_one_line(exc)}") from None
-    if opset < MIN_OPSET:
+    if opset is not None and opset < MIN_OPSET:
         proto, opset = _convert(proto, opset, label), MIN_OPSET
     # The recorded sha256 is the original file's (or ModelProto's), even when converted.
     return LoadedModel(proto, source_name, hashlib.sha256(serialized).hexdigest(), opset)
@@ -99,17 +104,36 @@ def _convert(proto: onnx.ModelProto, opset: int, label: str) -> onnx.ModelProto:
     return converted
 
 
-def default_opset(proto: onnx.ModelProto, label: str) -> int:
+def default_opset(proto: onnx.ModelProto, label: str) -> int | None:
+    """The default domain's opset, None when the model imports none (onnxmltools writes XGBoost
+    models that use ai.onnx.ml alone); one outside the supported range is refused."""
     versions = {entry.domain: entry.version for entry in proto.opset_import}
     opset = next((versions[d] for d in DEFAULT_DOMAINS if d in versions), None)
     if opset is None:
-        raise UnsupportedError(f"{label}: the model imports no default-domain opset")
+        return None
     if not MIN_CONVERTIBLE_OPSET <= opset <= MAX_OPSET:
         raise UnsupportedError(
             f"{label}: opset {opset} is outside the supported range {MIN_OPSET} to {MAX_OPSET} "
             f"(opsets {MIN_CONVERTIBLE_OPSET} to {MIN_OPSET - 1} are converted to {MIN_OPSET})"
         )
     return opset
+
+
+def _check_domain_opsets(proto: onnx.ModelProto, label: str) -> None:
+    """Refuse an opset of a known non-default domain outside the range the compiler reads, and
+    the compiler's own domain."""
+    for entry in proto.opset_import:
+        if entry.domain in INTERNAL_DOMAINS:
+            raise UnsupportedError(
+                f"{label}: the model imports domain {entry.domain!r}, which is the compiler's "
+                f"own (its operators exist only inside the compiler)"
+            )
+        low, high = DOMAIN_OPSETS.get(entry.domain, (None, None))
+        if low is not None and not low <= entry.version <= high:
+            raise UnsupportedError(
+                f"{label}: {entry.domain} opset {entry.version} is outside the supported range "
+                f"{low} to {high}"
+            )
 
 
 def _has_external_data(proto: onnx.ModelProto) -> bool:

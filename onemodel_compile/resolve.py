@@ -10,6 +10,7 @@ Nodes that remain become the module's steps.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -56,6 +57,30 @@ class ResolvedGraph:
     @property
     def types(self) -> dict[str, ir.ValueType]:
         return self.graph.types
+
+    def reads(self, step: Step) -> list[str]:
+        """The values `step` reads: its node's inputs, then what its bodies read from outside."""
+        return [n for n in step.node.inputs if n] + sorted(body_reads(step.node))
+
+    def readers(self) -> Counter:
+        """How many times each value is read by the steps (the def-use count optimize's
+        rewrites and emit's buffer reuse both rely on)."""
+        counts: Counter = Counter()
+        for step in self.steps:
+            counts.update(self.reads(step))
+        return counts
+
+    def last_uses(self) -> dict[str, int]:
+        """The index of the last step reading each value."""
+        return {name: index for index, step in enumerate(self.steps) for name in self.reads(step)}
+
+
+def body_reads(node: ir.Node) -> set[str]:
+    """The values of enclosing graphs that `node`'s subgraphs read."""
+    reads: set[str] = set()
+    for sub in ir.subgraphs(node):
+        reads |= ir.free_names(sub)
+    return reads
 
 
 def resolve(model: ir.Model, variant: Variant) -> ResolvedGraph:

@@ -33,7 +33,7 @@ class Variant:
     # `out=` into an operand that dies at its node, saving an allocation (emit.py).
     reuse_buffers: bool
     # Single-element constants as module-level arrays built once at import: a name lookup per
-    # call instead of building the array (emit.constant_expr).
+    # call instead of building the array (emit.ModuleConstants).
     hoist_scalars: bool
 
     def function(self, name: str) -> str:

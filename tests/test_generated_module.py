@@ -435,7 +435,7 @@ def test_fast_variant_reuses_dead_buffers_only(tmp_path):
 
 
 def _new_array_cases():
-    """Sample calls of every runtime_support kernel that FRESH_CALLS declares returns new arrays
+    """Sample calls of every runtime_support kernel declared `fresh` (it returns new arrays
     (a float32 and a float64 call each, where the kernel has a separate path)."""
     r = models.rng(9)
     x32 = r.standard_normal((2, 3, 5, 5)).astype(np.float32)
@@ -462,7 +462,13 @@ def _new_array_cases():
             ((x64, scale, shift), dict(axis=-1)),
         ],
         "rt.softmax": [((x32,), dict(axis=-1)), ((x64,), dict(axis=1))],
-        "rt.batch_normalization": [((x32[:, :3], per_channel, per_channel), {})],
+        "rt.batch_normalization": [
+            (
+                (x32[:, :3], *(per_channel.reshape(-1),) * 3, per_channel.reshape(-1) ** 2),
+                {"epsilon": 1e-5},
+            )
+        ],
+        "rt.scale_shift": [((x32[:, :3], per_channel, per_channel), {})],
     }
 
 

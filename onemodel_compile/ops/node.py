@@ -12,9 +12,9 @@ from typing import Callable
 
 import numpy as np
 
-from onemodel_compile.ops import pyir
 from onemodel_compile.errors import CompileError
 from onemodel_compile.ir import UNKNOWN, Node, TensorType, ValueType
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.code import tuple_code
 
 

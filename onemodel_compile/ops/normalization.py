@@ -52,8 +52,6 @@ def batch_normalization(view: NodeView) -> pyir.Expr:
         raise UnsupportedError(
             f"{view.node.label}: BatchNormalization in training mode is not supported"
         )
-    if len(view.inputs) == 3:  # factor and shift precomputed by optimize.py (fast variant)
-        return call("rt.batch_normalization", *_operands(view))
     return call("rt.batch_normalization", *_operands(view), epsilon=view.attr("epsilon"))
 
 

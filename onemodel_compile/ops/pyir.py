@@ -330,8 +330,8 @@ class Printer:
             return self._binop(node)
         if isinstance(node, Unary):
             strength = _PRECEDENCE["not "] if node.op == "not " else _PRECEDENCE["unary"]
-            text, inner = self._print(node.operand)
-            if inner <= strength or isinstance(node.operand, BinOp):
+            text, bound = self._print(node.operand)
+            if bound <= strength or isinstance(node.operand, BinOp):
                 text = f"({text})"
             return f"{node.op}{text}", strength
         if isinstance(node, IfExp):
@@ -405,14 +405,21 @@ def parse(text: str):
     if isinstance(statement, ast.Assign):
         (target,) = statement.targets
         if isinstance(target, ast.Tuple):
-            names = tuple(None if t.id == "_" else t.id for t in target.elts)
+            identifiers = [_identifier(t) for t in target.elts]
+            names = tuple(None if n == "_" else n for n in identifiers)
             unpack = len(names) == 1
         else:
-            names, unpack = (target.id,), False
+            names, unpack = (_identifier(target),), False
         return Assign(names, _node(statement.value), unpack)
     if isinstance(statement, ast.Expr):
         return _node(statement.value)
     raise ValueError(f"not an expression or an assignment: {text!r}")
+
+
+def _identifier(node: ast.expr) -> str:
+    if not isinstance(node, ast.Name):
+        raise ValueError(f"not a plain assignment target: {ast.unparse(node)}")
+    return node.id
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -470,16 +477,20 @@ def _node(node: ast.expr) -> Expr:
         return BinOp(_OPERATORS[type(node.ops[0])], _node(node.left), _node(node.comparators[0]))
     if isinstance(node, ast.UnaryOp):
         operand = _node(node.operand)
-        if isinstance(node.op, ast.USub) and isinstance(operand, Lit) and not isinstance(operand.value, (str, bool)):
+        if (
+            isinstance(node.op, ast.USub)
+            and isinstance(operand, Lit)
+            and isinstance(operand.value, (int, float))
+            and not isinstance(operand.value, bool)
+        ):
             return Lit(-operand.value)
         return Unary(_OPERATORS[type(node.op)], operand)
     if isinstance(node, ast.IfExp):
         return IfExp(_node(node.test), _node(node.body), _node(node.orelse))
     if isinstance(node, ast.Tuple):
         items = tuple(_node(e) for e in node.elts)
-        if all(isinstance(i, Lit) for i in items):
-            return Lit(tuple(i.value for i in items))
-        return Tuple(items)
+        values = [i.value for i in items if isinstance(i, Lit)]
+        return Lit(tuple(values)) if len(values) == len(items) else Tuple(items)
     if isinstance(node, ast.List):
         return List(tuple(_node(e) for e in node.elts))
     raise ValueError(f"unsupported expression: {ast.unparse(node)}")

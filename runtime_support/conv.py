@@ -47,7 +47,7 @@ from runtime_support._windows import (
 __all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
 
 
-@kernel(fresh=True)
+@kernel(fresh=True, exact=False, exact_twin="rt.exact_conv")
 def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto_pad="NOTSET"):
     """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
     `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it;
@@ -465,6 +465,7 @@ def _transpose_geometry(
     return list(pads[:rank]), out
 
 
+@kernel(exact=False, exact_twin="rt.exact_conv_transpose")
 def conv_transpose(
     X,
     W,
@@ -484,6 +485,7 @@ def conv_transpose(
     return _conv_transpose(X, W, B, *options, direct=X.ndim == 5)
 
 
+@kernel(exact=True)
 def exact_conv_transpose(
     X,
     W,

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support._windows import (
     accumulator,
     explicit_pads,
@@ -273,12 +274,14 @@ def _window_sum(powers, rank, pads, extra, kernel_shape, strides, dilations):
     return reduce_windows(powers, pads, 0, kernel_shape, strides, dilations, np.add, extra)
 
 
+@kernel(exact=False, exact_twin="rt.exact_lp_pool")
 def lp_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"):
     """LpPool: (sum of |x| ** p over each window) ** (1 / p); padding adds nothing. Float16 and
     bfloat16 compute in float32."""
     return _lp_pool(X, kernel_shape, pads, strides, dilations, ceil_mode, p, auto_pad, False)
 
 
+@kernel(exact=True)
 def exact_lp_pool(
     X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"
 ):
@@ -297,6 +300,7 @@ def _lp_pool(X, kernel_shape, pads, strides, dilations, ceil_mode, p, auto_pad, 
     return root(total, p).astype(X.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_global_lp_pool")
 def global_lp_pool(X, *, p=2):
     """GlobalLpPool: (sum of |x| ** p over the spatial axes) ** (1 / p), spatial dims kept as 1."""
     powers = _lp_power(X.astype(accumulator(X.dtype), copy=False), p)
@@ -304,6 +308,7 @@ def global_lp_pool(X, *, p=2):
     return _lp_root(total, p).astype(X.dtype, copy=False)
 
 
+@kernel(exact=True)
 def exact_global_lp_pool(X, *, p=2):
     """global_lp_pool exactly: |x| ** p as in exact_lp_pool, the sum by exact_sum (float64 in a
     fixed order, rounded once), the root as in exact_lp_pool."""

@@ -229,6 +229,21 @@ def assign(targets, value, unpack: bool = False) -> Assign:
     return Assign(tuple(targets), expr(value), unpack)
 
 
+def optional_arguments(names, operands) -> tuple[list, dict]:
+    """Operands of a node with optional inputs as a kernel's arguments: positionally up to the
+    first absent one (None), the present ones after it as keywords named by `names` (the kernel's
+    parameter names, in order), so that no absent input is passed as a positional None."""
+    args, kwargs = [], {}
+    for position, (name, operand) in enumerate(zip(names, operands)):
+        if operand is None:
+            continue
+        if position == len(args):  # every operand before it is present
+            args.append(operand)
+        else:
+            kwargs[name] = operand
+    return args, kwargs
+
+
 # --- reading -------------------------------------------------------------------------------
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from onemodel_compile.errors import CompileError
 from onemodel_compile.ops.node import NodeView
-from onemodel_compile.ops.pyir import expr, source
 from runtime_support._windows import SAME, same_pads
 
 
@@ -103,8 +102,3 @@ def window_keywords(view: NodeView, kernel_shape, weights: int = 1) -> dict:
     # the kernel shape is known here, or auto_pad is NOTSET or VALID: only its length counts
     return geometry_keywords(*spatial_geometry(view, kernel_shape or [None] * rank))
 
-
-def keywords_source(keywords: dict) -> str:
-    """Keywords (window_keywords) as source, `pads=(0, 0), strides=(1,)`: the bridge for rules
-    still building text (conv, pool) until they build nodes."""
-    return ", ".join(f"{name}={source(expr(value))}" for name, value in keywords.items())

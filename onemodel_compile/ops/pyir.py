@@ -178,6 +178,10 @@ def expr(value) -> Expr:
 
 
 def _is_code(value) -> bool:
+    """Whether `value` needs a node of its own (a literal cannot hold it): a node, an operand,
+    or a dtype."""
+    if isinstance(value, (np.dtype, type)):
+        return True
     return isinstance(value, NODES) or isinstance(getattr(value, "node", None), NODES)
 
 
@@ -406,7 +410,7 @@ def source(node) -> str:
     return Printer().statement(node)
 
 
-# --- reading text: emit rules not yet building nodes ----------------------------------------
+# --- reading text: the symbolic dims' arithmetic (symbolic.code) -----------------------------
 
 _OPERATORS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -418,8 +422,9 @@ _OPERATORS = {
 
 
 def parse(text: str):
-    """An emit rule's source text (an expression or one assignment) as nodes. The bridge for
-    rules that still return text: their code is the compiler's own, never the model's."""
+    """Source text (an expression or one assignment) as nodes: the arithmetic of symbolic dims
+    that symbolic.code prints (`batch * 12`). Only ever the compiler's own code, never the
+    model's."""
     (statement,) = ast.parse(text).body
     if isinstance(statement, ast.Assign):
         (target,) = statement.targets

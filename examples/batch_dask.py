@@ -16,9 +16,9 @@ import argparse
 import sys
 from pathlib import Path
 
+import app  # examples/app.py: compiles the model into the build folder if needed
 import numpy as np
 
-import app  # examples/app.py: compiles the model into the build folder if needed
 from runtime_support import batch
 
 

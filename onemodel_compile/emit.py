@@ -45,7 +45,8 @@ IN_PLACE_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.flo
 
 def _imports(has_weights: bool) -> list[str]:
     standard = ["import typing"] + (["from pathlib import Path"] if has_weights else [])
-    return standard + ["", "import numpy as np", "", "import runtime_support as rt"]
+    # one third-party block, as isort and ruff sort it in the application that imports the module
+    return standard + ["", "import numpy as np", "import runtime_support as rt"]
 
 
 @dataclass

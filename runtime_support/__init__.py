@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 
+from runtime_support import _allocator, _threads
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._errors import NodeError, raise_in_node
 from runtime_support._session import (
@@ -36,10 +37,9 @@ from runtime_support._session import (
     get_available_providers,
     get_device,
 )
-from runtime_support import _allocator, _threads
 from runtime_support._threads import get_num_threads, set_num_threads, threads
-from runtime_support._version import __version__
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order, owned
+from runtime_support._version import __version__
 from runtime_support._weights import WeightsError, filled, load_weights
 from runtime_support.activation import *  # noqa: F403
 from runtime_support.attention import *  # noqa: F403

@@ -477,7 +477,7 @@ def statement_profile(module, arguments, runs: int) -> dict:
 def top_functions(profiler: cProfile.Profile, runs: int, count: int, key: str = "tottime") -> list:
     stats = pstats.Stats(profiler)
     rows = []
-    for (filename, line, function), (cc, nc, tt, ct, _) in stats.stats.items():
+    for (filename, line, function), (_, nc, tt, ct, _) in stats.stats.items():
         if filename == "~":
             where = function
         else:

@@ -101,4 +101,3 @@ def window_keywords(view: NodeView, kernel_shape, weights: int = 1) -> dict:
         return {"auto_pad": auto_pad, "strides": strides, "dilations": dilations}
     # the kernel shape is known here, or auto_pad is NOTSET or VALID: only its length counts
     return geometry_keywords(*spatial_geometry(view, kernel_shape or [None] * rank))
-

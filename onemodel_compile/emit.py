@@ -25,7 +25,14 @@ from onemodel_compile.errors import CompileError
 from onemodel_compile.names import Namespace
 from onemodel_compile.ops import pyir
 from onemodel_compile.ops.code import literal, py
-from onemodel_compile.ops.node import NodeView, Operand, Result, operand, statements
+from onemodel_compile.ops.node import (
+    NodeView,
+    Operand,
+    Result,
+    element_node,
+    operand,
+    statements,
+)
 from onemodel_compile.resolve import ResolvedGraph, body_reads, is_uniform
 from onemodel_compile.variants import Variant, kernel_properties
 from onemodel_compile.version import __version__
@@ -216,13 +223,8 @@ class GraphBody:
             )
             try:
                 emitted = statements(view, step.emitter.emit(view))
-            except CompileError:
-                raise
-            except Exception as exc:
-                raise CompileError(f"{node.label}: cannot emit: {exc}") from None
-            if self.variant.reuse_buffers:
-                emitted = self._in_place(step, emitted, readers, fresh)
-            try:
+                if self.variant.reuse_buffers:
+                    emitted = self._in_place(step, emitted, readers, fresh)
                 code = [self.printer.statement(statement) for statement in emitted]
             except CompileError:
                 raise
@@ -341,8 +343,8 @@ class GraphBody:
         code and whose node makes the int array for code that wants one."""
         value = self.resolved.symbolic[name]
         values = tuple(d if isinstance(d, int) else sym.code(d, self.symbol) for d in value.dims)
-        nodes = [pyir.parse(v) if isinstance(v, str) else pyir.Lit(v) for v in values]
-        elements = nodes[0] if value.scalar else pyir.Tuple(tuple(nodes))
+        nodes = tuple(element_node(v) for v in values)
+        elements = nodes[0] if value.scalar else pyir.Tuple(nodes)
         array = pyir.call("np.array", elements, dtype=value.dtype)
         return Operand(array, value.type, None, values, self.printer.source)
 

@@ -56,7 +56,7 @@ class Operand(_Typed):
         """`values` as code nodes (ints as literals), or None when this is no shape value."""
         if self.values is None:
             return None
-        return tuple(pyir.parse(v) if isinstance(v, str) else pyir.Lit(v) for v in self.values)
+        return tuple(element_node(v) for v in self.values)
 
     def __str__(self) -> str:
         return self.expr
@@ -163,6 +163,12 @@ class NodeView:
     def out(self) -> Result:
         """The first output (most operators have one)."""
         return self.outputs[0]
+
+
+def element_node(value: int | str) -> pyir.Expr:
+    """One element of a shape value as a node: an int literal, or the Python int expression
+    symbolic.code printed for it (`batch * 12`)."""
+    return pyir.parse(value) if isinstance(value, str) else pyir.Lit(value)
 
 
 def operand(

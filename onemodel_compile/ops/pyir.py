@@ -367,18 +367,17 @@ class Printer:
     def _binop(self, node: BinOp) -> tuple[str, int]:
         strength = _PRECEDENCE[node.op]
         arithmetic = strength >= _PRECEDENCE["+"]
+        comparison = strength == _PRECEDENCE["=="]
         left, left_strength = self._print(node.left)
         right, right_strength = self._print(node.right)
         if (
             left_strength < strength
-            or (arithmetic and isinstance(node.left, BinOp))
+            or ((arithmetic or comparison) and isinstance(node.left, BinOp))
             or (node.op == "**" and left_strength <= strength)
         ):
             left = f"({left})"
         if right_strength <= strength or (arithmetic and isinstance(node.right, BinOp)):
             right = f"({right})"
-        if strength == _PRECEDENCE["=="] and isinstance(node.left, BinOp):
-            left = left if left.startswith("(") else f"({left})"
         return f"{left} {node.op} {right}", strength
 
     def _atom(self, node) -> str:

@@ -78,19 +78,14 @@ def span(start=None, stop=None, step=None) -> pyir.Slice:
 
 
 def optional_arguments(view: NodeView, names: dict[int, str]) -> tuple[list, dict]:
-    """The node's inputs as a kernel's arguments: positional up to the first absent one, the
-    present ones after it as keywords named by `names` (input index -> the kernel's parameter
-    name of an optional input); absent ones are left to the kernel's defaults."""
-    args, keywords = [], {}
+    """The node's inputs as a kernel's arguments (pyir.optional_arguments): positional up to the
+    first absent one, the present ones after it as keywords named by `names` (input index -> the
+    kernel's parameter name of an optional input); an absent input not in `names` is an error."""
     for i, operand in enumerate(view.inputs):
-        if operand is None:
-            if i not in names:
-                raise CompileError(f"{view.node.label}: input {i} is required")
-        elif keywords or i > len(args):
-            keywords[names[i]] = operand
-        else:
-            args.append(operand)
-    return args, keywords
+        if operand is None and i not in names:
+            raise CompileError(f"{view.node.label}: input {i} is required")
+    parameters = [names.get(i) for i in range(len(view.inputs))]
+    return pyir.optional_arguments(parameters, view.inputs)
 
 
 def is_float(dtype) -> bool:

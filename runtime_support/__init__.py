@@ -4,7 +4,8 @@ Generated modules import this package as `rt`. It holds what numpy lacks: the we
 checks, the onnxruntime-compatible `InferenceSession`, and operator kernels. Kernels are plain numpy
 functions named after their operator (a trailing underscore where the name is a builtin), with
 keyword-only arguments named like the ONNX attributes; each family lives in its own module and is
-re-exported here. The package has no global state and never imports onnx; numpy is its only hard
+re-exported here. The package's only global state is the allocation limit (`_limits.py`:
+`set_allocation_limit`, ONEMODEL_ALLOCATION_LIMIT); it never imports onnx; numpy is its only hard
 dependency.
 """
 
@@ -12,6 +13,12 @@ from __future__ import annotations
 
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._errors import NodeError, raise_in_node
+from runtime_support._limits import (
+    AllocationError,
+    allocation_limit,
+    check_allocation,
+    set_allocation_limit,
+)
 from runtime_support._session import InferenceSession, NodeArg
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order, owned
 from runtime_support._weights import WeightsError, filled, load_weights

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from runtime_support._limits import check_allocation
+
 __all__ = [
     "blackman_window",
     "dft",
@@ -88,7 +90,7 @@ def stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
 
 def _cosine_sum(size, periodic: int, coefficients, output_datatype) -> np.ndarray:
     """sum_k (-1)^k a_k cos(2 pi k n / N) for n < size, N = size (periodic) or size - 1."""
-    count = _int(size)
+    (count,) = check_allocation([max(_int(size), 0)], np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):  # size 1, symmetric: 0 / 0, as ONNX
         phase = 2 * np.pi * np.arange(count, dtype=np.float64) / (count if periodic else count - 1)
     window = np.zeros(count, dtype=np.float64)
@@ -128,6 +130,7 @@ def mel_weight_matrix(
     each goes back to hertz and to the bin floor((dft_length + 1) f / sample_rate). Filter i rises
     linearly from edge i to its peak 1 at edge i + 1 and falls to edge i + 2 (0 there)."""
     bins, length, rate = _int(num_mel_bins), _int(dft_length), _int(sample_rate)
+    check_allocation([max(length // 2 + 1, 0), max(bins + 2, 0)], np.float64)
     low, high = (
         2595 * np.log10(1 + float(np.asarray(f).reshape(-1)[0]) / 700)
         for f in (lower_edge_hertz, upper_edge_hertz)

@@ -64,7 +64,8 @@ def constant_of_shape(view: NodeView) -> str:
         target = py(tuple(int(d) for d in shape))
     else:
         target = _values_tuple(view.inputs[0]) or f"tuple({view.inputs[0]})"
-    return f"np.full({target}, {number(value[0].item())}, dtype={dtype_expr(value.dtype)})"
+    fill, dtype = number(value[0].item()), dtype_expr(value.dtype)
+    return f"rt.constant_of_shape({target}, {fill}, dtype={dtype})"  # checks the size first
 
 
 def _values_tuple(operand) -> str | None:
@@ -252,11 +253,9 @@ def expand(view: NodeView) -> str:
     target = view.const(1)
     if target is not None and _static(X.shape):
         out = np.broadcast_shapes(tuple(X.shape), tuple(int(d) for d in target))
-        return f"np.broadcast_to({X}, {py(out)}).copy()"
+        return f"rt.expand({X}, {py(out)})"  # the kernel checks the size first
     out = view.shape_code(view.out.shape) if view.inputs[1].values is not None else None
-    if out is not None:  # the result's dims are known as symbols: no product with ones
-        return f"np.broadcast_to({X}, {out}).copy()"
-    return f"{X} * np.ones({view.inputs[1]}, dtype={dtype_expr(X.dtype)})"
+    return f"rt.expand({X}, {out or view.inputs[1]})"
 
 
 @emitter("Concat", since=4, exact=True)
@@ -382,7 +381,7 @@ def _range(view: NodeView, stash) -> str:
             x.values[0] if x.values is not None else int(x.const) if x.const is not None else x
             for x in (start, limit, delta)
         ]
-        return f"np.arange({', '.join(map(str, bounds))}, dtype={dtype_expr(dtype)})"
+        return f"rt.arange({', '.join(map(str, bounds))}, dtype={dtype_expr(dtype)})"
     if stash is None:
         return f"rt.range_({start}, {limit}, {delta})"
     bounds = ", ".join(f"{x}.astype({dtype_expr(stash)})" for x in (start, limit, delta))
@@ -408,9 +407,9 @@ def range_stashed(view: NodeView) -> str:
 @emitter("Tile", since=6, exact=True)
 def tile(view: NodeView) -> str:
     X, repeats = view.inputs[:2]
-    if repeats.const is not None:
-        return f"np.tile({X}, {py(tuple(int(r) for r in repeats.const.reshape(-1)))})"
-    return f"np.tile({X}, {_values_tuple(repeats) or repeats})"
+    if repeats.const is not None:  # the kernel checks the size first
+        return f"rt.tile({X}, {py(tuple(int(r) for r in repeats.const.reshape(-1)))})"
+    return f"rt.tile({X}, {_values_tuple(repeats) or repeats})"
 
 
 def _pad_widths(pads: list[int], axes: list[int] | None, rank: int, view: NodeView):

@@ -154,6 +154,8 @@ def from_onnx(loaded: LoadedModel) -> Model:
         ("" if e.domain in DEFAULT_DOMAINS else e.domain): e.version for e in proto.opset_import
     }
     graph = _graph(proto.graph, opsets)
+    if not graph.outputs:  # (onnxruntime runs it and returns nothing; docs/decisions.md)
+        raise ModelError(f"{loaded.source_name}: the graph has no outputs: nothing to compute")
     return Model(graph, loaded.opset, opsets, loaded.source_name, loaded.sha256, proto)
 
 

@@ -53,6 +53,7 @@ def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
     label = source_name
     if not proto.HasField("graph"):
         raise ModelError(f"{label}: not an ONNX model (no graph)")
+    _check_text(proto, label)
     opset = default_opset(proto, label)
     try:
         onnx.checker.check_model(_with_shape_fields(proto))
@@ -78,6 +79,25 @@ def _with_shape_fields(proto: onnx.ModelProto) -> onnx.ModelProto:
         if tensor is not None and not tensor.HasField("shape"):
             tensor.shape.SetInParent()
     return copy
+
+
+def _check_text(message, label: str, where: str = "model") -> None:
+    """Refuse a text field that is not valid UTF-8: protobuf hands such a field to Python as
+    bytes, not str, which no later stage expects (onnx's checker fails on it with a traceback)."""
+    for field, value in message.ListFields():
+        items = value if _repeated(field) else [value]
+        if field.type == field.TYPE_MESSAGE:
+            for item in items:
+                _check_text(item, label, f"{where}.{field.name}")
+        elif field.type == field.TYPE_STRING:
+            if any(isinstance(item, bytes) for item in items):
+                raise ModelError(f"{label}: not an ONNX model ({where}.{field.name} is not UTF-8)")
+
+
+def _repeated(field) -> bool:
+    if hasattr(field, "is_repeated"):  # protobuf 6 and later
+        return field.is_repeated
+    return field.label == field.LABEL_REPEATED
 
 
 def _has_shape(type_proto: onnx.TypeProto) -> bool:

@@ -492,7 +492,12 @@ def _fold(
         return None
     namespace = {"np": np, "rt": runtime_support}
     namespace.update({f"in{i}": o.const for i, o in enumerate(view.inputs) if o is not None})
-    code = "\n".join(statements(view, emitter.emit(view)))
+    try:
+        code = "\n".join(statements(view, emitter.emit(view)))
+    except CompileError:
+        raise
+    except Exception as exc:  # as emit reports it: an emitter meeting a malformed node
+        raise CompileError(f"{node.label}: cannot emit: {_one_line(exc)}") from None
     try:
         with np.errstate(all="ignore"):
             exec(compile(code, f"<fold {node.label}>", "exec"), namespace)  # emitter code only

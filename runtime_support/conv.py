@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from runtime_support._limits import check_allocation
 from runtime_support._windows import (
     SAME,
     accumulator,
@@ -57,6 +58,9 @@ def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto
     maps, kernel_shape = w.shape[0], w.shape[2:]
     strides, dilations = default_steps(kernel_shape, strides, dilations)
     pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
+    rank = len(kernel_shape)  # the padded input bounds every buffer (docs/robustness.md)
+    padded = [max(n + pads[i] + pads[i + rank], 0) for i, n in enumerate(X.shape[2:])]
+    check_allocation([batch, max(channels, maps), *padded], acc, "padded input")
     bias = None if B is None else B.astype(acc, copy=False)
     if group == channels and group > 1:
         views, grid, out = flat_taps(X, pads, 0, kernel_shape, strides, dilations, dtype=acc)
@@ -365,7 +369,7 @@ def _conv_transpose(
     batch, channels = X.shape[:2]
     maps = W.shape[1] * group
     acc = accumulator(X.dtype)
-    Y = np.zeros((batch, maps, *out), dtype=acc)
+    Y = np.zeros(check_allocation((batch, maps, *out), acc), dtype=acc)
     if direct:
         _conv_transpose_direct(Y, X, W, group, strides, dilations, begins)
     else:
@@ -454,5 +458,7 @@ def col2im(data, image_shape, block_shape, *, dilations=None, pads=None, strides
             f"{blocks} positions that image {image_shape} allows"
         )
     columns = data.reshape((batch, rows // kernel_size) + block_shape + blocks)
-    image = np.zeros((batch, rows // kernel_size) + image_shape, dtype=data.dtype)
+    image = np.zeros(
+        check_allocation((batch, rows // kernel_size) + image_shape, data.dtype), dtype=data.dtype
+    )
     return add_windows(image, columns, strides, dilations, pads[:rank])

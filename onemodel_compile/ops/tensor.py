@@ -412,19 +412,10 @@ def tile(view: NodeView) -> str:
     return f"rt.tile({X}, {_values_tuple(repeats) or repeats})"
 
 
-def _pad_widths(pads: list[int], axes: list[int] | None, rank: int, view: NodeView):
-    """numpy's pad widths [(begin, end)] per axis; None when a pad is negative (a crop)."""
-    if min(pads, default=0) < 0:
-        return None
-    axes = range(rank) if axes is None else [normalize_axis(a, rank, view) for a in axes]
-    widths = [(0, 0)] * rank
-    for i, axis in enumerate(axes):
-        widths[axis] = (pads[i], pads[len(pads) // 2 + i])
-    return widths
-
-
 @emitter("Pad", since=2, exact=True)
 def pad(view: NodeView) -> str:
+    """One kernel call whatever is known: rt.pad checks the result's size before allocating it
+    (the allocation limit), crops for negative pads and takes pads or axes known at run time."""
     X = view.inputs[0]
     mode = view.attr("mode", "constant")
     if view.opset < 11:
@@ -434,12 +425,6 @@ def pad(view: NodeView) -> str:
         pads = ints_from(view, "pads", 1, since=11)
         axes = ints_from(view, "axes", 3, since=18)
         value = str(view.input(2)) if view.input(2) is not None else None
-    static = not isinstance(pads, RunTime) and not isinstance(axes, RunTime)
-    widths = _pad_widths(pads, axes, X.rank, view) if static and X.rank is not None else None
-    if widths is not None:
-        if mode != "constant":
-            return f"np.pad({X}, {py(widths)}, mode={py(mode)})"
-        return f"np.pad({X}, {py(widths)}" + (f", constant_values={value})" if value else ")")
     operands = [str(X), str(pads) if isinstance(pads, RunTime) else py(pads)]
     if axes is not None:
         operands += [value or "None", str(axes) if isinstance(axes, RunTime) else py(axes)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,9 @@ def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
             serialized = path.read_bytes()
             proto = onnx.load_model_from_string(serialized)
             if _has_external_data(proto):
-                onnx.load_external_data_for_model(proto, str(path.parent))
+                with warnings.catch_warnings():  # (unknown keys: a warning of two lines)
+                    warnings.simplefilter("ignore")
+                    onnx.load_external_data_for_model(proto, str(path.parent))
         except (OSError, ValueError, onnx.onnx_cpp2py_export.checker.ValidationError) as exc:
             raise ModelError(f"{path}: cannot read the model: {_one_line(exc)}") from None
         except Exception as exc:  # protobuf's DecodeError and friends

@@ -135,6 +135,27 @@ def default_opset(proto: onnx.ModelProto, label: str) -> int:
     return opset
 
 
+def source_files(model) -> set[Path]:
+    """The files compiling `model` reads, resolved: the model file and the external data files it
+    names (none for a ModelProto). The compiler never writes over or removes one of them."""
+    if not isinstance(model, (str, Path)):
+        return set()
+    path, found = Path(model), set()
+    try:
+        found.add(path.resolve())
+        proto = onnx.load_model(str(path), load_external_data=False)
+        for tensor in onnx.external_data_helper._get_all_tensors(proto):
+            if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                found.update(
+                    (path.parent / entry.value).resolve()
+                    for entry in tensor.external_data
+                    if entry.key == "location" and entry.value
+                )
+    except Exception:  # unreadable: compiling it fails before anything is written
+        pass
+    return found
+
+
 def _has_external_data(proto: onnx.ModelProto) -> bool:
     return any(
         tensor.data_location == onnx.TensorProto.EXTERNAL

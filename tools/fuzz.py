@@ -1404,9 +1404,13 @@ def run_campaign(
     import onemodel_compile  # noqa: F401  (imported before forking)
     import runtime_support  # noqa: F401
 
+    import resource
+
     seed_list = seeds()
     base = Path(tempfile.mkdtemp(prefix="onemodel-fuzz-"))
     _warm_up(base)
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    parent_before = resource.getrusage(resource.RUSAGE_SELF)
     indices = list(only) if only is not None else list(range(count))
     started = time.monotonic()
     outcomes: Counter = Counter()
@@ -1507,10 +1511,18 @@ def run_campaign(
             os.kill(job.pid, signal.SIGKILL)
             os.waitpid(job.pid, 0)
         shutil.rmtree(base, ignore_errors=True)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    parent = resource.getrusage(resource.RUSAGE_SELF)
+    times = ("ru_utime", "ru_stime")
+    cpu = sum(getattr(children, f) - getattr(children_before, f) for f in times)
+    parent_cpu = sum(getattr(parent, f) - getattr(parent_before, f) for f in times)
     return {
         "seed": campaign_seed,
         "tried": tried,
         "seconds": round(time.monotonic() - started, 1),
+        "cpu_seconds": round(cpu, 1),
+        "parent_cpu_seconds": round(parent_cpu, 1),
+        "jobs": jobs,
         "outcomes": dict(outcomes),
         "by_mutation": {k: dict(v) for k, v in sorted(by_mutation.items())},
         "findings": findings,
@@ -1551,6 +1563,9 @@ def report(figures: dict) -> str:
     outcomes = figures["outcomes"]
     lines = [
         f"Campaign seed {figures['seed']}: {figures['tried']} mutants in {figures['seconds']:.0f} s "
+        f"with {figures['jobs']} children at a time ({figures['cpu_seconds']:.0f} s of CPU in "
+        f"the children, {figures['cpu_seconds'] / max(figures['tried'], 1):.2f} s a mutant; "
+        f"{figures['parent_cpu_seconds']:.0f} s in the parent making them) "
         f"(time bound {figures['timeout']:g} s per mutant; slowest compile "
         f"{figures['slowest_compile']:.1f} s, mutant {figures['slowest_mutant']}), from "
         f"{len(figures['seeds'])} seed models "

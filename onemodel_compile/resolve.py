@@ -470,6 +470,9 @@ def _fold(
     node: ir.Node, emitter: Emitter, view: NodeView, budget: FoldBudget
 ) -> list[np.ndarray] | None:
     inputs = [o.const for o in view.inputs if o is not None and o.const is not None]
+    constant = all(o is None or o.const is not None for o in view.inputs)
+    if constant and inputs and not _fits_before_folding(node, view):
+        return None  # (ConstantOfShape of 10^24 elements: numpy cannot even make the view)
     if emitter.fold is not None:
         try:
             values = emitter.fold(view)
@@ -482,13 +485,11 @@ def _fold(
         if values is not None:
             values = [np.asarray(v) for v in values]  # fold rules may return uniform views
             return values if budget.admit(node, values, inputs) else None
-    if not emitter.foldable or not all(
-        operand is None or operand.const is not None for operand in view.inputs
-    ):
+    if not emitter.foldable or not constant:
         return None
     if any(isinstance(v, ir.Graph) for v in node.attrs.values()):
         return None
-    if not _fits_before_folding(node, view):
+    if not inputs and not _fits_before_folding(node, view):
         return None
     namespace = {"np": np, "rt": runtime_support}
     namespace.update({f"in{i}": o.const for i, o in enumerate(view.inputs) if o is not None})

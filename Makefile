@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast conformance-report coverage-report bench bench-exact heldout fuzz clean
+.PHONY: demo test test-fast snapshots conformance-report coverage-report bench bench-exact heldout fuzz clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ test: $(STAMP)
 # Everything but the exhaustive conformance runs.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n auto -q -m "not slow"
+
+# Rewrites tests/snapshots/ (generated code of a few models) from the current compiler: the diff
+# of its files is the review diff of a change to emission.
+snapshots: $(STAMP)
+	$(BIN)/python tests/test_snapshots.py --update
 
 # Regenerates docs/conformance.md from a real run: both variants side by side, and fast against exact.
 conformance-report: $(STAMP)

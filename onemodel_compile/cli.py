@@ -8,7 +8,7 @@ from pathlib import Path
 
 from onemodel_compile.compiler import compile_model
 from onemodel_compile.errors import CompileError
-from onemodel_compile.ops.registry import VARIANTS
+from onemodel_compile.variants import VARIANTS
 from onemodel_compile.version import __version__
 
 PROG = "onemodel-compile"
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--variant",
-        choices=VARIANTS,
+        choices=tuple(VARIANTS),
         default="fast",
         help="fast: as fast as numpy allows; exact: bit-identical on every machine",
     )

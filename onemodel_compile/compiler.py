@@ -1,4 +1,4 @@
-"""The pipeline end to end: load -> ir -> resolve -> optimize (fast variant) -> emit, and writing
+"""The pipeline end to end: load -> ir -> resolve -> the variant's passes -> emit, and writing
 the files."""
 
 from __future__ import annotations
@@ -18,33 +18,31 @@ from onemodel_compile.emit import EmittedModule, emit_module
 from onemodel_compile.errors import CompileError
 from onemodel_compile.load import load, source_files
 from onemodel_compile.names import sanitize
-from onemodel_compile.optimize import optimize
-from onemodel_compile.ops.registry import VARIANTS
 from onemodel_compile.resolve import resolve
+from onemodel_compile.variants import Variant, variant_named
 
 WEIGHTS_SUFFIX = ".weights.safetensors"
 
 
 def generate(
     model: str | Path | onnx.ModelProto,
-    variant: str = "fast",
+    variant: str | Variant = "fast",
     weights_name: str = "model" + WEIGHTS_SUFFIX,
 ) -> EmittedModule:
     """Compile `model` to source text and weights bytes, writing nothing."""
-    if variant not in VARIANTS:
-        raise CompileError(f"unknown variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    variant = variant_named(variant)
     loaded = load(model)
     graph = ir.from_onnx(loaded)
     resolved = resolve(graph, variant)
-    if variant == "fast":  # the exact variant computes every node as written
-        resolved = optimize(resolved)
+    for rewrite in variant.passes:
+        resolved = rewrite(resolved)
     return emit_module(graph, resolved, variant, weights_name)
 
 
 def compile_model(
     model: str | Path | onnx.ModelProto,
     output: str | Path | None = None,
-    variant: str = "fast",
+    variant: str | Variant = "fast",
     name: str | None = None,
 ) -> Path:
     """Compile `model` and write `<output>.py` (and its weights file beside it); return the path.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 
@@ -24,9 +23,11 @@ from onemodel_compile import ir
 from onemodel_compile import symbolic as sym
 from onemodel_compile.errors import CompileError
 from onemodel_compile.names import Namespace
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.code import dtype_expr, literal, py, tuple_code
 from onemodel_compile.ops.node import NodeView, Operand, Result, operand, statements
-from onemodel_compile.resolve import ResolvedGraph, is_uniform
+from onemodel_compile.resolve import ResolvedGraph, body_reads, is_uniform
+from onemodel_compile.variants import Variant, kernel_properties
 from onemodel_compile.version import __version__
 from runtime_support._weights import encode_weights
 
@@ -35,20 +36,9 @@ from runtime_support._weights import encode_weights
 INLINE_LIMIT = 16
 INLINE_WIDTH = 72
 BLACK_MODE = black.Mode(line_length=100)
-# Fast variant, reuse of dead buffers (docs/architecture.md): a call of one of these may write its
-# result into an operand that dies at its node (`out=`, which may be one of its own inputs),
-# saving an allocation.
-OUT_CALLS = frozenset(
-    [f"np.{name}" for name in ("add", "subtract", "multiply", "divide", "maximum", "minimum",
-                               "negative", "abs", "absolute", "sqrt", "exp", "tanh", "reciprocal")]
-    + ["rt.erf", "rt.gelu", "rt.hard_swish", "rt.softmax", "rt.layer_normalization"]
-)  # fmt: skip
-# Calls that return a new array (or a tuple of new arrays) that shares memory with none of their
-# operands and that nothing else holds: a declared property of each function, checked for the
-# kernels by tests/test_generated_module.py. Their results, and a view, copy or element of one
-# (`.reshape(...)`, `.astype(...)`, `[0]`) or an arithmetic operator's result (Gemm's
-# `(A @ B) + C`), are buffers a later `out=` may reuse.
-FRESH_CALLS = OUT_CALLS | {"np.matmul", "rt.conv", "rt.batch_normalization"}
+# Methods whose result is a view, copy or element of a fresh array: fresh again when their object
+# is (`.reshape(...)`, `.astype(...)`); which calls return fresh arrays is a declared property of
+# each kernel (runtime_support._kernels).
 FRESH_METHODS = frozenset({"reshape", "astype", "transpose", "copy"})
 IN_PLACE_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
@@ -66,23 +56,26 @@ class EmittedModule:
 
 
 def emit_module(
-    model: ir.Model, resolved: ResolvedGraph, variant: str, weights_name: str
+    model: ir.Model, resolved: ResolvedGraph, variant: Variant, weights_name: str
 ) -> EmittedModule:
     graph = resolved.graph
     names = Namespace()
     parameters = [names.name(name) for name in graph.inputs]
-    weights: dict[str, np.ndarray] = {}
-    scalars: set[str] | None = set() if variant == "fast" else None  # hoisted single elements
-    main = GraphBody(resolved, variant, names, weights, scalars)
+    constants = ModuleConstants(names, variant.hoist_scalars)
+    main = GraphBody(resolved, variant, names, constants)
     for name in graph.outputs:
         if name in resolved.symbolic:
             main.value_expr(name)  # notes the symbols it reads, which main.lines() binds
     body = _guarded(main.lines())
-    results = [_result_expr(name, main, names, weights) for name in graph.outputs]
+    results = [_result_expr(name, main) for name in graph.outputs]
 
     weight_lines = []
     weights_bytes = None
-    stored = {k: v for k, v in weights.items() if not is_uniform(v) and k not in (scalars or ())}
+    stored = {
+        k: v
+        for k, v in constants.values.items()
+        if not is_uniform(v) and k not in constants.scalars
+    }
     if stored:
         weights_bytes = encode_weights(stored)
         digest = hashlib.sha256(weights_bytes).hexdigest()
@@ -91,7 +84,8 @@ def emit_module(
             f"sha256={digest!r})"
         )
     weight_lines += [
-        _module_constant(key, value, key in (scalars or ())) for key, value in weights.items()
+        _module_constant(key, value, key in constants.scalars)
+        for key, value in constants.values.items()
     ]
 
     fields = Namespace(taken={"count", "index"})
@@ -173,30 +167,32 @@ class GraphBody:
     def __init__(
         self,
         resolved: ResolvedGraph,
-        variant: str,
+        variant: Variant,
         names: Namespace,
-        weights: dict,
-        scalars: set[str] | None = None,
+        constants: ModuleConstants,
         symbols_read: set[str] | None = None,
     ):
         self.resolved = resolved
         self.variant = variant
         self.names = names
-        self.weights = weights
-        self.scalars = scalars  # fast variant: single-element constants become module names
+        self.constants = constants
         # Symbols the code reads (shape arithmetic), this graph's and its bodies'.
         self.symbols_read: set[str] = set() if symbols_read is None else symbols_read
         self.shape_nodes_shown: set[int] = set()
         # (provenance, inputs) of each step in source order, bodies' steps included (_NODES)
         self.order: list = []
         self.available: set[str] = set()  # symbols bound before the step being emitted
+        self.printer = pyir.Printer(constant=self._constant, function=variant.function)
+
+    def _constant(self, node: pyir.Const) -> str:
+        return self.constants.expr(node.hint, node.value)
 
     def lines(self) -> list[str]:
         graph = self.resolved.graph
-        last_use = _last_uses(self.resolved)
+        last_use = self.resolved.last_uses()
         produced = {name for step in self.resolved.steps for name in step.node.outputs if name}
         releasable = produced - set(graph.outputs)
-        readers = _readers(self.resolved)
+        readers = self.resolved.readers()
         fresh: set[str] = set()  # values known to be new arrays that nothing else refers to
         out: list[str] = []
         after: dict[str, int] = {}  # value -> the line after the statements that compute it
@@ -212,10 +208,7 @@ class GraphBody:
             self.order[slot] = (
                 _provenance(getattr(step, "head", None) or node),
                 tuple(
-                    (
-                        name,
-                        operand.expr if operand.const is None and operand.values is None else None,
-                    )
+                    (name, operand.node.name if isinstance(operand.node, pyir.Ref) else None)
                     for name, operand in zip(node.inputs, view.inputs)
                     if operand is not None
                 ),
@@ -226,17 +219,23 @@ class GraphBody:
                 raise
             except Exception as exc:
                 raise CompileError(f"{node.label}: cannot emit: {exc}") from None
-            if self.variant == "fast":
+            if self.variant.reuse_buffers:
                 emitted = self._in_place(step, emitted, readers, fresh)
+            try:
+                code = [self.printer.statement(statement) for statement in emitted]
+            except CompileError:
+                raise
+            except Exception as exc:
+                raise CompileError(f"{node.label}: cannot emit: {exc}") from None
             out += _provenance_lines(step)
-            out += self._shape_provenance(node.inputs + sorted(_body_reads(node)))
+            out += self._shape_provenance(node.inputs + sorted(body_reads(node)))
             out += functions
-            out += emitted
+            out += code
             after.update((name, len(out)) for name in node.outputs if name)
             self.available |= {
                 s for s, (v, _) in self.resolved.symbol_sources.items() if v in node.outputs
             }
-            used = node.inputs + node.outputs + sorted(_body_reads(node))
+            used = node.inputs + node.outputs + sorted(body_reads(node))
             dead = [
                 name
                 for name in dict.fromkeys(used)
@@ -288,18 +287,19 @@ class GraphBody:
         found.sort(key=lambda node: order[id(node)])
         return [f"# + {_provenance(node)}, as shape arithmetic" for node in found]
 
-    def _in_place(self, step, emitted: list[str], readers, fresh: set[str]) -> list[str]:
+    def _in_place(self, step, emitted: list, readers, fresh: set[str]) -> list:
         """`emitted`, its call writing into an operand that dies here (`out=`) when that is safe:
-        the operand is a new array no one else holds (made by an earlier FRESH_CALLS expression),
-        read by this node only (so no view of it exists and no one else sees it), not a graph
-        output, with the result's dtype and static shape."""
+        the call's kernel takes `out=`, the operand is a new array no one else holds (made by an
+        earlier fresh call), read by this node only (so no view of it exists and no one else
+        sees it), not a graph output, with the result's dtype and static shape."""
         node = step.node
-        if len(node.outputs) != 1 or not node.outputs[0]:
+        if len(node.outputs) != 1 or not node.outputs[0] or len(emitted) != 1:
             return emitted
-        expression = _assigned(emitted, self.names.name(node.outputs[0]))
-        if expression is None:
+        (statement,) = emitted
+        if statement.targets != (self.names.name(node.outputs[0]),) or statement.unpack:
             return emitted
-        arguments = _out_call_arguments(expression) if emitted[0].endswith(")") else None
+        value = statement.value
+        arguments = _out_call_arguments(value)
         result = self.resolved.types.get(node.outputs[0])
         for name in dict.fromkeys(node.inputs) if arguments else ():
             if (
@@ -310,19 +310,20 @@ class GraphBody:
                 and self.resolved.types.get(name) == result
                 and _in_place_type(result)
             ):
-                emitted = [f"{emitted[0][:-1]}, out={self.names.name(name)})"]
+                target = pyir.Ref(self.names.name(name))
+                value = pyir.Call(value.function, value.args, value.kwargs + (("out", target),))
+                emitted = [pyir.Assign(statement.targets, value)]
                 break
-        if _is_fresh(expression):
+        if _is_fresh(value):
             fresh.add(node.outputs[0])
         return emitted
 
-    def function(self, body: ResolvedGraph, hint: str) -> tuple[str, list[str]]:
-        """A nested function computing `body`: parameters are the body's inputs, the result is the
-        tuple of its outputs."""
-        name = self.names.fresh(hint)
+    def function(self, body: ResolvedGraph, name: str) -> list[str]:
+        """The nested function `name` computing `body`: parameters are the body's inputs, the
+        result is the tuple of its outputs."""
         parameters = ", ".join(self.names.name(n) for n in body.graph.inputs)
         inner = GraphBody(
-            body, self.variant, self.names, self.weights, self.scalars, self.symbols_read
+            body, self.variant, self.names, self.constants, self.symbols_read
         )
         inner.shape_nodes_shown = self.shape_nodes_shown
         inner.order = self.order
@@ -331,15 +332,10 @@ class GraphBody:
         for statement in inner.lines():
             lines += ["    " + line for line in statement.split("\n")]
         lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
-        return name, lines
+        return lines
 
     def value_expr(self, name: str) -> str:
-        if name in self.resolved.symbolic:
-            return self._shape_value(name).expr
-        value = self.resolved.constants.get(name)
-        if value is None:
-            return self.names.name(name)
-        return constant_expr(name, value, self.names, self.weights, self.scalars)
+        return self._operand(name).expr
 
     def _shape_value(self, name: str):
         """A shape value computed in Python ints: an operand whose `values` are the elements'
@@ -350,7 +346,7 @@ class GraphBody:
             array = f"np.array({values[0]}, dtype={dtype_expr(value.dtype)})"
         else:
             array = f"np.array({tuple_code(values)}, dtype={dtype_expr(value.dtype)})"
-        return Operand(array, value.type, None, values)
+        return Operand(pyir.parse(array), value.type, None, values, self.printer.source)
 
     def _view(self, step, functions: list[str]) -> NodeView:
         node = step.node
@@ -361,10 +357,15 @@ class GraphBody:
             for name in node.outputs
         ]
 
+        # one suffix for all of a node's bodies: if_then_branch_2 goes with if_else_branch_2
+        attrs = list(step.bodies)
+        function_names = dict(
+            zip(attrs, self.names.fresh_group([f"{node.op_type.lower()}_{a}" for a in attrs]))
+        )
+
         def body(attr: str) -> str:
-            name, lines = self.function(step.bodies[attr], f"{node.op_type.lower()}_{attr}")
-            functions.extend(lines)
-            return name
+            functions.extend(self.function(step.bodies[attr], function_names[attr]))
+            return function_names[attr]
 
         return NodeView(node, inputs, outputs, self.variant, self.names.fresh, body, self.dim_code)
 
@@ -375,50 +376,68 @@ class GraphBody:
             return None
         return sym.code(dim, self.symbol)
 
-    def _operand(self, name: str):
-        types = self.resolved.types
+    def _operand(self, name: str) -> Operand:
+        """Value `name` as an operand: a Ref to its identifier, a Const (named or written out
+        only when printed, so constants no code reads never reach the module), or a shape value."""
         if name in self.resolved.symbolic:
             return self._shape_value(name)
         value = self.resolved.constants.get(name)
         if value is None:
-            return operand(self.names.name(name), types.get(name))
-        expr = constant_expr(name, value, self.names, self.weights, self.scalars)
-        return operand(expr, None, value)
+            ref = pyir.Ref(self.names.name(name))
+            return operand(ref, self.resolved.types.get(name), None, self.printer.source)
+        return operand(pyir.Const(value, name), None, value, self.printer.source)
 
 
-def _body_reads(node: ir.Node) -> set[str]:
-    reads: set[str] = set()
-    for sub in ir.subgraphs(node):
-        reads |= ir.free_names(sub)
-    return reads
+class ModuleConstants:
+    """The module-level constants of one module: each distinct array once (a MobileNet's Clip
+    bounds, a tied embedding), named after the first value that needs it, in first-use order."""
+
+    def __init__(self, names: Namespace, hoist_scalars: bool):
+        self.names = names
+        self.hoist_scalars = hoist_scalars
+        self.values: dict[str, np.ndarray] = {}
+        self.scalars: set[str] = set()  # hoisted single elements (built at import, not stored)
+        self._by_content: dict[tuple, str] = {}
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.values
+
+    def expr(self, name: str, value: np.ndarray, hoist: bool = True) -> str:
+        """A literal for a small constant; for a large one, the module-level name bound to it: a
+        weight, or for a uniform one (every element the same, as ConstantOfShape makes) a
+        read-only broadcast view built at import, which costs neither file space nor memory.
+        With `hoist_scalars` (fast variant) a single-element constant is also a module-level
+        name, a read-only array built once at import: `run` then passes it to a ufunc for the
+        cost of a name lookup, where an inline `np.array(8.0, dtype=np.float32)` costs about
+        0.7 us per call and a numpy scalar `np.float32(8.0)` more still (numpy 2.4; ufuncs
+        convert scalars on every call)."""
+        hoisted = hoist and self.hoist_scalars and value.size == 1
+        if value.size <= INLINE_LIMIT and not hoisted:
+            text = literal(value)
+            if len(text) <= INLINE_WIDTH or is_uniform(value):
+                return text
+        content = _content(value)
+        if content in self._by_content:
+            key = self._by_content[content]
+            if not hoisted or key in self.scalars:
+                return key
+        key = self.names.name(name)
+        if key in self.values:  # the same ONNX name in a body, another array
+            key = self.names.fresh(key)
+        self.values[key] = value
+        self._by_content.setdefault(content, key)
+        if hoisted:
+            self.scalars.add(key)
+        return key
 
 
-def constant_expr(
-    name: str, value: np.ndarray, names: Namespace, weights: dict, scalars: set | None = None
-) -> str:
-    """A literal for a small constant; for a large one, the module-level name bound to it: a
-    weight, or for a uniform one (every element the same, as ConstantOfShape makes) a read-only
-    broadcast view built at import, which costs neither file space nor memory. Given `scalars`
-    (fast variant), a single-element constant is also a module-level name (added to it), a
-    read-only array built once at import: `run` then passes it to a ufunc for the cost of a name
-    lookup, where an inline `np.array(8.0, dtype=np.float32)` costs about 0.7 us per call and a
-    numpy scalar `np.float32(8.0)` more still (numpy 2.4; ufuncs convert scalars on every call)."""
-    hoist = scalars is not None and value.size == 1
-    if value.size <= INLINE_LIMIT and not hoist:
-        text = literal(value)
-        if len(text) <= INLINE_WIDTH or is_uniform(value):
-            return text
-    key = names.name(name)
-    if key in weights and not _same_array(weights[key], value):  # a body's own constant
-        key = names.fresh(key)
-    weights[key] = value
-    if hoist:
-        scalars.add(key)
-    return key
-
-
-def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
-    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+def _content(value: np.ndarray) -> tuple:
+    """What makes two constants the same module constant: dtype, shape and bytes (a uniform
+    view by its one element: its bytes would be the whole, possibly huge, array)."""
+    if is_uniform(value):
+        return ("uniform", value.dtype.str, value.shape, value.flat[0].tobytes())
+    digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).digest()
+    return (value.dtype.str, value.shape, digest)
 
 
 def _module_constant(key: str, value: np.ndarray, scalar: bool) -> str:
@@ -429,7 +448,7 @@ def _module_constant(key: str, value: np.ndarray, scalar: bool) -> str:
     return f"{key} = _WEIGHTS[{key!r}]"
 
 
-def _result_expr(name: str, body: "GraphBody", names: Namespace, weights: dict) -> str:
+def _result_expr(name: str, body: "GraphBody") -> str:
     """How `run` returns output `name`: never the caller's input, a view of it or of a weight
     (onnxruntime hands out new arrays), and always an ndarray for a tensor (numpy ufuncs turn 0-d
     arrays into scalars)."""
@@ -439,8 +458,9 @@ def _result_expr(name: str, body: "GraphBody", names: Namespace, weights: dict) 
     if name in resolved.symbolic:
         return body.value_expr(name)
     if name in resolved.constants:
-        expr = constant_expr(name, resolved.constants[name], names, weights)
-        return f"{expr}.copy()" if expr in weights else expr
+        expr = body.constants.expr(name, resolved.constants[name], hoist=False)
+        return f"{expr}.copy()" if expr in body.constants else expr
+    names = body.names
     expr = names.name(name)
     if isinstance(value_type, ir.TensorType):
         sources = "".join(f", {names.name(n)}" for n in graph.inputs)
@@ -450,47 +470,27 @@ def _result_expr(name: str, body: "GraphBody", names: Namespace, weights: dict) 
     return expr
 
 
-def _assigned(emitted: list[str], target: str) -> ast.expr | None:
-    """The expression of `emitted` when it is one statement `target = <expression>`."""
-    if len(emitted) != 1:
+def _out_call_arguments(value) -> list[str] | None:
+    """The identifiers passed positionally to a call whose kernel takes `out=`, when the call
+    sets neither `out=` nor `where=` (None for anything else)."""
+    if not isinstance(value, pyir.Call) or not kernel_properties(value.function).out:
         return None
-    try:
-        (statement,) = ast.parse(emitted[0]).body
-    except (SyntaxError, ValueError):
+    if any(name in ("out", "where") for name, _ in value.kwargs):
         return None
-    if isinstance(statement, ast.Assign) and [ast.unparse(t) for t in statement.targets] == [
-        target
-    ]:
-        return statement.value
-    return None
+    return [a.name for a in value.args if isinstance(a, pyir.Ref)]
 
 
-def _out_call_arguments(expression: ast.expr) -> list[str] | None:
-    """The positional argument identifiers of a call of OUT_CALLS without `out=` or `where=`."""
-    if not (
-        isinstance(expression, ast.Call)
-        and ast.unparse(expression.func) in OUT_CALLS
-        and not any(k.arg in (None, "out", "where") for k in expression.keywords)
-    ):
-        return None
-    return [a.id for a in expression.args if isinstance(a, ast.Name)]
-
-
-def _is_fresh(expression: ast.expr) -> bool:
-    """Whether `expression` evaluates to a new array that nothing else holds (FRESH_CALLS)."""
-    if isinstance(expression, ast.Call):
-        function = expression.func
-        if ast.unparse(function) in FRESH_CALLS:
-            return not any(k.arg is None for k in expression.keywords)
-        return (
-            isinstance(function, ast.Attribute)
-            and function.attr in FRESH_METHODS
-            and _is_fresh(function.value)
-        )
-    if isinstance(expression, ast.Subscript):
-        return isinstance(expression.slice, ast.Constant) and _is_fresh(expression.value)
-    if isinstance(expression, ast.BinOp):
-        return isinstance(expression.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.MatMult))
+def _is_fresh(value) -> bool:
+    """Whether `value` evaluates to a new array that nothing else holds: a fresh kernel's result,
+    a view, copy or constant element of one, or an arithmetic operator's result."""
+    if isinstance(value, pyir.Call):
+        return kernel_properties(value.function).fresh
+    if isinstance(value, pyir.Method):
+        return value.name in FRESH_METHODS and _is_fresh(value.obj)
+    if isinstance(value, pyir.Index):
+        return isinstance(value.key, pyir.Lit) and _is_fresh(value.obj)
+    if isinstance(value, pyir.BinOp):
+        return value.op in ("+", "-", "*", "/", "@")
     return False
 
 
@@ -506,24 +506,6 @@ def _in_place_type(value_type) -> bool:
         and all(d is not None for d in value_type.shape)
         and len(value_type.shape) >= 1
     )
-
-
-def _readers(resolved: ResolvedGraph) -> Counter:
-    """How many times each value is read: as a node input, or by a subgraph body."""
-    readers: Counter = Counter()
-    for step in resolved.steps:
-        readers.update(name for name in step.node.inputs if name)
-        readers.update(_body_reads(step.node))
-    return readers
-
-
-def _last_uses(resolved: ResolvedGraph) -> dict[str, int]:
-    last: dict[str, int] = {}
-    for index, step in enumerate(resolved.steps):
-        for name in step.node.inputs + sorted(_body_reads(step.node)):
-            if name:
-                last[name] = index
-    return last
 
 
 def _provenance_lines(step) -> list[str]:

@@ -34,6 +34,8 @@ ELEMENT_TYPES = {
     onnx.TensorProto.UINT32: "uint32",
     onnx.TensorProto.UINT64: "uint64",
     onnx.TensorProto.BFLOAT16: "bfloat16",
+    # String tensors are numpy object arrays of Python str (docs/ml-domain.md).
+    onnx.TensorProto.STRING: "object",
 }
 ONNX_ELEMENT_TYPES = {name: code for code, name in ELEMENT_TYPES.items()}
 
@@ -76,8 +78,33 @@ class OptionalType:
     elem: "ValueType"
 
 
-ValueType = Union[TensorType, SequenceType, OptionalType]
+@dataclass(frozen=True)
+class MapType:
+    """ONNX map(key, value): a Python dict at run time (ZipMap's rows, DictVectorizer's input)."""
+
+    key: np.dtype  # int64 or object (string keys)
+    value: "ValueType"
+
+
+ValueType = Union[TensorType, SequenceType, OptionalType, MapType]
 UNKNOWN = TensorType(None, None)
+
+
+def type_name(value_type: ValueType) -> str:
+    """How INPUTS, OUTPUTS and the docstring name a type, and what runtime_support's input
+    checker parses: "float32", "string" (an object array of str), "sequence(float32)",
+    "optional(int64)", "map(string,float32)"; "?" where unknown."""
+    if isinstance(value_type, TensorType):
+        if value_type.dtype is None:
+            return "?"
+        return "string" if value_type.dtype == np.dtype(object) else value_type.dtype.name
+    if isinstance(value_type, SequenceType):
+        return f"sequence({type_name(value_type.elem)})"
+    if isinstance(value_type, OptionalType):
+        return f"optional({type_name(value_type.elem)})"
+    if isinstance(value_type, MapType):
+        return f"map({type_name(TensorType(value_type.key, ()))},{type_name(value_type.value)})"
+    return "?"
 
 
 @dataclass
@@ -110,7 +137,7 @@ class Graph:
 @dataclass
 class Model:
     graph: Graph
-    opset: int
+    opset: int | None  # of the default domain; None when the model imports none (XGBoost's)
     opsets: dict[str, int]
     source_name: str
     sha256: str
@@ -172,6 +199,9 @@ def value_type(type_proto: onnx.TypeProto, where: str) -> ValueType:
         return SequenceType(value_type(type_proto.sequence_type.elem_type, where))
     if kind == "optional_type":
         return OptionalType(value_type(type_proto.optional_type.elem_type, where))
+    if kind == "map_type":
+        key = element_dtype(type_proto.map_type.key_type, where)
+        return MapType(key, value_type(type_proto.map_type.value_type, where))
     if kind is None:
         return UNKNOWN
     raise UnsupportedError(f"{where}: {kind.replace('_', ' ')} values are not supported")
@@ -197,6 +227,10 @@ def type_proto(value_type: ValueType) -> onnx.TypeProto | None:
     if isinstance(value_type, OptionalType):
         elem = type_proto(value_type.elem)
         return None if elem is None else onnx.helper.make_optional_type_proto(elem)
+    if isinstance(value_type, MapType):
+        value = type_proto(value_type.value)
+        key = ONNX_ELEMENT_TYPES[value_type.key.name]
+        return None if value is None else onnx.helper.make_map_type_proto(key, value)
     return None
 
 

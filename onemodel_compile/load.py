@@ -17,6 +17,8 @@ MIN_OPSET = 7
 MAX_OPSET = 28
 MIN_CONVERTIBLE_OPSET = 1  # opsets 1 to 6 are converted to MIN_OPSET at load
 DEFAULT_DOMAINS = ("", "ai.onnx")
+# Other domains and the opsets of theirs the compiler reads (onnxruntime 1.31.1's ranges).
+DOMAIN_OPSETS = {"ai.onnx.ml": (1, 5)}
 
 
 @dataclass
@@ -24,7 +26,7 @@ class LoadedModel:
     proto: onnx.ModelProto
     source_name: str  # file name (never an absolute path) or "<ModelProto>"
     sha256: str  # of the serialized model
-    opset: int  # of the default domain
+    opset: int | None  # of the default domain; None when the model imports none
 
 
 def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
@@ -58,11 +60,12 @@ def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
         raise ModelError(f"{label}: not an ONNX model (no graph)")
     _check_text(proto, label)
     opset = default_opset(proto, label)
+    _check_domain_opsets(proto, label)
     try:
         onnx.checker.check_model(_with_shape_fields(proto))
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"{label}: invalid model: {_one_line(exc)}") from None
-    if opset < MIN_OPSET:
+    if opset is not None and opset < MIN_OPSET:
         proto, opset = _convert(proto, opset, label), MIN_OPSET
     # The recorded sha256 is the original file's (or ModelProto's), even when converted.
     return LoadedModel(proto, source_name, hashlib.sha256(serialized).hexdigest(), opset)
@@ -122,11 +125,13 @@ def _convert(proto: onnx.ModelProto, opset: int, label: str) -> onnx.ModelProto:
     return converted
 
 
-def default_opset(proto: onnx.ModelProto, label: str) -> int:
+def default_opset(proto: onnx.ModelProto, label: str) -> int | None:
+    """The default domain's opset, None when the model imports none (onnxmltools writes XGBoost
+    models that use ai.onnx.ml alone); one outside the supported range is refused."""
     versions = {entry.domain: entry.version for entry in proto.opset_import}
     opset = next((versions[d] for d in DEFAULT_DOMAINS if d in versions), None)
     if opset is None:
-        raise UnsupportedError(f"{label}: the model imports no default-domain opset")
+        return None
     if not MIN_CONVERTIBLE_OPSET <= opset <= MAX_OPSET:
         raise UnsupportedError(
             f"{label}: opset {opset} is outside the supported range {MIN_OPSET} to {MAX_OPSET} "
@@ -154,6 +159,17 @@ def source_files(model) -> set[Path]:
     except Exception:  # unreadable: compiling it fails before anything is written
         pass
     return found
+
+
+def _check_domain_opsets(proto: onnx.ModelProto, label: str) -> None:
+    """Refuse an opset of a known non-default domain outside the range the compiler reads."""
+    for entry in proto.opset_import:
+        low, high = DOMAIN_OPSETS.get(entry.domain, (None, None))
+        if low is not None and not low <= entry.version <= high:
+            raise UnsupportedError(
+                f"{label}: {entry.domain} opset {entry.version} is outside the supported range "
+                f"{low} to {high}"
+            )
 
 
 def _has_external_data(proto: onnx.ModelProto) -> bool:

@@ -21,7 +21,12 @@ RESERVED = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | frozenset
 
 
 def sanitize(name: str, fallback: str = "v") -> str:
-    text = re.sub(r"[^0-9A-Za-z_]", "_", name).lstrip("_")[:MAX_LENGTH].rstrip("_") or fallback
+    text = re.sub(r"[^0-9A-Za-z_]", "_", name).lstrip("_")
+    if len(text) > MAX_LENGTH:  # cut between words, never inside one (unless one word is that long)
+        cut = text[: MAX_LENGTH + 1]
+        boundary = cut.rfind("_")
+        text = cut[:boundary] if boundary > 0 else text[:MAX_LENGTH]
+    text = text.rstrip("_") or fallback
     if text[0].isdigit():
         text = "v_" + text
     return text
@@ -50,6 +55,22 @@ class Namespace:
         self._used.add(candidate)
         self._names[key] = candidate
         return candidate
+
+    def fresh_group(self, hints: list[str]) -> list[str]:
+        """New identifiers for `hints` with one shared numeric suffix (`if_then_branch_2` goes with
+        `if_else_branch_2`): the smallest that leaves every one free."""
+        bases = [sanitize(h) for h in hints]
+        counter = 0
+        while True:
+            names = [b if counter == 0 else f"{b}_{counter}" for b in bases]
+            if not any(n in self._used for n in names) and len(set(names)) == len(names):
+                break
+            counter += 1
+        for name in names:
+            self._temporaries += 1
+            self._used.add(name)
+            self._names[f"\0temporary{self._temporaries}"] = name
+        return names
 
     def fresh(self, hint: str) -> str:
         """A new identifier not tied to any key (for temporaries)."""

@@ -11,8 +11,8 @@ Rewrites:
   Every value along the chain but the last must have no other reader and not be a graph output.
   The map is composed in float64 and rounded once to the weights' type.
 - A BatchNormalization left over with constant statistics gets its per-channel factor and shift
-  computed here, so the module does one multiply and one add: `rt.batch_normalization` with three
-  operands (a node ONNX itself never has: BatchNormalization requires five).
+  computed here and becomes the project's own ScaleShift (ops/fused.py), so the module does one
+  multiply and one add: `rt.scale_shift(x, factor, shift)`.
 - The Erf form of Gelu as exporters write it before opset 20, 0.5 * x * (1 + erf(x / sqrt 2)) in
   five nodes -- Div by sqrt 2 or Mul by 1/sqrt 2, Erf, Add of 1, and the two products with x and
   0.5 (or a Div by 2) in any association and operand order -- becomes one call of the Gelu kernel
@@ -42,13 +42,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections import Counter
 from typing import Callable
 
 import numpy as np
 
 from onemodel_compile import ir
-from onemodel_compile.ops import lookup
+from onemodel_compile.ops import fused, lookup
 from onemodel_compile.resolve import ResolvedGraph, Step
 
 FLOAT_TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -175,8 +174,18 @@ class _Rewriter:
                 )
                 for kind, v in zip(("bn_factor", "bn_shift"), values)
             )
-            new = dataclasses.replace(node, inputs=[node.inputs[0], factor_name, shift_name])
-            resolved.steps[index] = dataclasses.replace(step, node=new)
+            new = ir.Node(
+                "ScaleShift",
+                fused.DOMAIN,
+                node.name,
+                [node.inputs[0], factor_name, shift_name],
+                list(node.outputs),
+                {},
+                1,
+            )
+            emitter = lookup("ScaleShift", fused.DOMAIN, 1, "fast", node.label)
+            note = "X * factor + shift, the factor and shift computed from its statistics"
+            resolved.steps[index] = FusedStep(new, emitter, {}, (), node, note)
 
     def fuse_gelu(self, resolved: ResolvedGraph) -> None:
         steps = resolved.steps
@@ -347,7 +356,7 @@ class _Flow:
     def __init__(self, resolved: ResolvedGraph):
         self.resolved = resolved
         self.steps = resolved.steps
-        self.readers = _readers(resolved)
+        self.readers = resolved.readers()
         # a value a symbol is read off (emit binds `n = value.shape[axis]`) is read once more
         self.readers.update(value for value, _ in resolved.symbol_sources.values())
         self.producer = {
@@ -737,16 +746,6 @@ def _rounded(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if rounded.size > 1 and (rounded == rounded.flat[0]).all():
         return np.broadcast_to(rounded.flat[0], rounded.shape)
     return rounded
-
-
-def _readers(resolved: ResolvedGraph) -> Counter:
-    """How many times each value is read: as a node input, or by a subgraph body."""
-    readers: Counter = Counter()
-    for step in resolved.steps:
-        readers.update(name for name in step.node.inputs if name)
-        for sub in ir.subgraphs(step.node):
-            readers.update(ir.free_names(sub))
-    return readers
 
 
 def _reader(steps: list[Step], value: str, after: int) -> int | None:

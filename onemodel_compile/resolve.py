@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -20,9 +22,12 @@ import onnx.inliner
 import runtime_support
 from onemodel_compile import ir, shapes
 from onemodel_compile.errors import CompileError, ExactnessError, UnsupportedError
-from onemodel_compile.ops import lookup
+from onemodel_compile.ops import lookup, pyir
 from onemodel_compile.ops.node import NodeView, Result, operand, statements
 from onemodel_compile.ops.registry import Emitter
+
+if TYPE_CHECKING:
+    from onemodel_compile.variants import Variant
 
 INVENTED_DIM = re.compile(r"unk__\d+")
 # Sizes before allocation (docs/robustness.md): a node is folded only when the sizes of its
@@ -73,8 +78,32 @@ class ResolvedGraph:
     def types(self) -> dict[str, ir.ValueType]:
         return self.graph.types
 
+    def reads(self, step: Step) -> list[str]:
+        """The values `step` reads: its node's inputs, then what its bodies read from outside."""
+        return [n for n in step.node.inputs if n] + sorted(body_reads(step.node))
 
-def resolve(model: ir.Model, variant: str) -> ResolvedGraph:
+    def readers(self) -> Counter:
+        """How many times each value is read by the steps (the def-use count optimize's
+        rewrites and emit's buffer reuse both rely on)."""
+        counts: Counter = Counter()
+        for step in self.steps:
+            counts.update(self.reads(step))
+        return counts
+
+    def last_uses(self) -> dict[str, int]:
+        """The index of the last step reading each value."""
+        return {name: index for index, step in enumerate(self.steps) for name in self.reads(step)}
+
+
+def body_reads(node: ir.Node) -> set[str]:
+    """The values of enclosing graphs that `node`'s subgraphs read."""
+    reads: set[str] = set()
+    for sub in ir.subgraphs(node):
+        reads |= ir.free_names(sub)
+    return reads
+
+
+def resolve(model: ir.Model, variant: Variant) -> ResolvedGraph:
     _merge_inferred_types(model)
     invented: set[str] = set()
     _name_unknown_input_dims(model.graph, invented)
@@ -117,7 +146,7 @@ def _fresh_symbol(base: str, taken: set) -> str:
 
 def resolve_graph(
     graph: ir.Graph,
-    variant: str,
+    variant: Variant,
     outer_constants: dict,
     outer_symbolic: dict | None = None,
     main: bool = False,
@@ -156,7 +185,7 @@ def resolve_graph(
             pending[:0] = body  # an operator the standard defines as a function: its body
             continue
         view = _folding_view(node, graph.types, constants, variant)
-        if variant == "exact":
+        if variant.exact:
             reason = emitter.refusal(view)
             if reason:
                 raise ExactnessError(
@@ -380,7 +409,7 @@ def _resolve_body(
     body: ir.Graph,
     outer_types: dict,
     constants: dict,
-    variant: str,
+    variant: Variant,
     symbolic: dict,
     invented: set,
     budget: "FoldBudget",
@@ -424,9 +453,9 @@ def _infer_node(node: ir.Node, types: dict, constants: dict) -> None:
         types[name] = _more_precise(types.get(name, ir.UNKNOWN), found)
 
 
-def _folding_view(node: ir.Node, types, constants, variant: str) -> NodeView:
+def _folding_view(node: ir.Node, types, constants, variant: Variant) -> NodeView:
     inputs = [
-        operand(f"in{i}", types.get(name), constants.get(name)) if name else None
+        operand(pyir.Ref(f"in{i}"), types.get(name), constants.get(name)) if name else None
         for i, name in enumerate(node.inputs)
     ]
     outputs = [
@@ -470,8 +499,8 @@ def _fold(
     node: ir.Node, emitter: Emitter, view: NodeView, budget: FoldBudget
 ) -> list[np.ndarray] | None:
     inputs = [o.const for o in view.inputs if o is not None and o.const is not None]
-    constant = all(o is None or o.const is not None for o in view.inputs)
-    if constant and inputs and not _fits_before_folding(node, view):
+    all_constant = all(o is None or o.const is not None for o in view.inputs)
+    if all_constant and inputs and not _fits_before_folding(node, view):
         return None  # (ConstantOfShape of 10^24 elements: numpy cannot even make the view)
     if emitter.fold is not None:
         try:
@@ -485,7 +514,7 @@ def _fold(
         if values is not None:
             values = [np.asarray(v) for v in values]  # fold rules may return uniform views
             return values if budget.admit(node, values, inputs) else None
-    if not emitter.foldable or not constant:
+    if not emitter.foldable or not all_constant:
         return None
     if any(isinstance(v, ir.Graph) for v in node.attrs.values()):
         return None
@@ -493,8 +522,15 @@ def _fold(
         return None
     namespace = {"np": np, "rt": runtime_support}
     namespace.update({f"in{i}": o.const for i, o in enumerate(view.inputs) if o is not None})
+
+    def constant(node: pyir.Const) -> str:  # a constant the rule made: passed by name
+        key = f"const{len(namespace)}"
+        namespace[key] = node.value
+        return key
+
+    printer = pyir.Printer(constant=constant, function=view.variant.function)
     try:
-        code = "\n".join(statements(view, emitter.emit(view)))
+        code = "\n".join(printer.statement(s) for s in statements(view, emitter.emit(view)))
     except CompileError:
         raise
     except Exception as exc:  # as emit reports it: an emitter meeting a malformed node

@@ -15,12 +15,33 @@ def _describe_shape(shape) -> str:
     return "[" + ", ".join("?" if dim is None else str(dim) for dim in shape) + "]"
 
 
+_OBJECT = np.dtype(object)
+# A string tensor is an object array of str; unicode and numpy 2's StringDType arrays are taken too
+# (and converted), as onnxruntime takes them.
+_STRING_KINDS = frozenset("OUT")
+
+
 def _parse_type(text: str):
-    """("tensor", dtype) | ("sequence", inner) | ("optional", inner) from "sequence(float32)"."""
+    """("tensor", dtype) | ("sequence", inner) | ("optional", inner) | ("map", (key, value)) from
+    "sequence(float32)", "map(string,float32)"; "string" is an object array of str."""
     for kind in ("sequence", "optional"):
         if text.startswith(kind + "(") and text.endswith(")"):
             return kind, _parse_type(text[len(kind) + 1 : -1])
+    if text.startswith("map(") and text.endswith(")"):
+        key, value = text[4:-1].split(",", 1)
+        return "map", (_parse_type(key)[1], _parse_type(value))
+    if text in ("string", "object"):
+        return "tensor", _OBJECT
     return "tensor", (None if text == "?" else dtype_from_name(text))
+
+
+def _dtype_name(dtype) -> str:
+    return "string" if dtype == _OBJECT else dtype.name
+
+
+def _key_check(dtype):
+    """What a map's keys must be: str for string keys, a Python or numpy int for int64 keys."""
+    return (str,) if dtype == _OBJECT else (int, np.integer)
 
 
 class InputChecker:
@@ -83,17 +104,21 @@ class InputChecker:
                     f"input {name!r}: expected a list of arrays, got {type(value).__name__}"
                 )
             return [self._check(f"{name}[{i}]", inner, None, v, {}) for i, v in enumerate(value)]
+        if form == "map":
+            return _check_map(name, inner, value)
         dtype = inner
         if isinstance(value, np.generic):
             value = np.asarray(value)
         if not isinstance(value, np.ndarray):
-            expected = dtype.name if dtype is not None else "any type"
+            expected = _dtype_name(dtype) if dtype is not None else "any type"
             raise InvalidInput(
                 f"input {name!r}: expected a numpy array of {expected}, got {type(value).__name__}"
             )
-        if dtype is not None and value.dtype != dtype:
+        if dtype == _OBJECT and value.dtype.kind in _STRING_KINDS:
+            value = value if value.dtype == _OBJECT else value.astype(object)
+        elif dtype is not None and value.dtype != dtype:
             raise InvalidInput(
-                f"input {name!r}: expected dtype {dtype.name}, got {value.dtype.name}"
+                f"input {name!r}: expected dtype {_dtype_name(dtype)}, got {value.dtype.name}"
             )
         if shape is None:
             return value
@@ -116,6 +141,21 @@ class InputChecker:
                         f"but {seen[0]} in input {seen[1]!r}"
                     )
         return value
+
+
+def _check_map(name, kind, value):
+    """A map input: a dict whose keys have the declared key type (values are taken as given)."""
+    key_dtype, _ = kind
+    if not isinstance(value, dict):
+        raise InvalidInput(f"input {name!r}: expected a dict, got {type(value).__name__}")
+    allowed = _key_check(key_dtype)
+    wrong = next((k for k in value if not isinstance(k, allowed) or isinstance(k, bool)), None)
+    if wrong is not None:
+        expected = _dtype_name(key_dtype)
+        raise InvalidInput(
+            f"input {name!r}: expected {expected} keys, got {type(wrong).__name__} {wrong!r}"
+        )
+    return value
 
 
 def _quick_spec(kind, shape):

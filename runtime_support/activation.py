@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support.exact_math import (
     exact_erf,
     exact_expm1,
@@ -47,6 +48,7 @@ def _widened(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float32) if x.dtype.itemsize < 4 else x
 
 
+@kernel(exact=False, exact_twin="rt.exact_elu")
 def elu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """x for x > 0, alpha * (exp(x) - 1) otherwise."""
     x = _widened(X)
@@ -54,6 +56,7 @@ def elu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     return np.where(x > 0, x, negative).astype(X.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_celu")
 def celu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1)), for either sign of alpha."""
     x = _widened(X)
@@ -63,6 +66,7 @@ def celu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     return (np.maximum(x, 0) + negative).astype(X.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_selu")
 def selu(X: np.ndarray, *, alpha: float = 1.67326319, gamma: float = 1.05070102) -> np.ndarray:
     """gamma * x for x > 0, gamma * alpha * (exp(x) - 1) otherwise."""
     x = _widened(X)
@@ -70,18 +74,21 @@ def selu(X: np.ndarray, *, alpha: float = 1.67326319, gamma: float = 1.05070102)
     return (x.dtype.type(gamma) * np.where(x > 0, x, negative)).astype(X.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_mish")
 def mish(X: np.ndarray) -> np.ndarray:
     """x * tanh(softplus(x)), softplus(x) = log(1 + exp(x)) taken without overflow."""
     x = _widened(X)
     return (x * np.tanh(np.logaddexp(x, x.dtype.type(0)))).astype(X.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_swish")
 def swish(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """x * sigmoid(alpha * x)."""
     x = _widened(X)
     return (x * sigmoid(x.dtype.type(alpha) * x)).astype(X.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_swiglu")
 def swiglu(A: np.ndarray, B: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """swish(A, alpha) * B, the gate A and the value B of the same shape."""
     a = _widened(A)
@@ -101,6 +108,7 @@ def shrink(X: np.ndarray, *, bias: float = 0.0, lambd: float = 0.5) -> np.ndarra
     return y.astype(X.dtype, copy=False)
 
 
+@kernel(out=True, fresh=True)
 def hard_swish(X: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     """x * min(max(x / 6 + 0.5, 0), 1), into `out` when given (an array of x's shape and dtype,
     possibly x itself; else a new array). Fast variant.
@@ -143,6 +151,7 @@ def _shifted(x, axis):
 _SMALL_SOFTMAX = 1024
 
 
+@kernel(out=True, fresh=True, exact=False, exact_twin="rt.exact_softmax")
 def softmax(x, *, axis=-1, out=None):
     """exp(x - max) / sum(exp(x - max)) along `axis`, into `out` when given (an array of x's shape
     and dtype, possibly x itself; else a new array).
@@ -172,6 +181,7 @@ def softmax(x, *, axis=-1, out=None):
     return e
 
 
+@kernel(exact=False, exact_twin="rt.exact_log_softmax")
 def log_softmax(x, *, axis=-1):
     """x - max - log(sum(exp(x - max))) along `axis`."""
     shifted = _shifted(x, axis)
@@ -188,6 +198,7 @@ def _float64(X: np.ndarray) -> np.ndarray:
     return np.asarray(X).astype(np.float64)
 
 
+@kernel(exact=True)
 def exact_elu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """x for x > 0, alpha * expm1(min(x, 0)) otherwise."""
     x = _float64(X)
@@ -195,6 +206,7 @@ def exact_elu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     return np.where(x > 0, x, negative).astype(X.dtype)
 
 
+@kernel(exact=True)
 def exact_celu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """max(x, 0) + min(0, alpha * expm1(x / alpha))."""
     x = _float64(X)
@@ -203,6 +215,7 @@ def exact_celu(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     return (np.maximum(x, 0.0) + negative).astype(X.dtype)
 
 
+@kernel(exact=True)
 def exact_selu(
     X: np.ndarray, *, alpha: float = 1.67326319, gamma: float = 1.05070102
 ) -> np.ndarray:
@@ -213,18 +226,21 @@ def exact_selu(
     return (gamma * np.where(x > 0, x, negative)).astype(X.dtype)
 
 
+@kernel(exact=True)
 def exact_mish(X: np.ndarray) -> np.ndarray:
     """x * tanh(softplus(x))."""
     x = _float64(X)
     return (x * exact_tanh(exact_softplus(x))).astype(X.dtype)
 
 
+@kernel(exact=True)
 def exact_swish(X: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """x * sigmoid(alpha * x)."""
     x = _float64(X)
     return (x * exact_sigmoid(np.float64(alpha) * x)).astype(X.dtype)
 
 
+@kernel(exact=True)
 def exact_swiglu(A: np.ndarray, B: np.ndarray, *, alpha: float = 1.0) -> np.ndarray:
     """(a * sigmoid(alpha * a)) * b."""
     a = _float64(A)

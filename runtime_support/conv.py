@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
 from runtime_support._windows import (
     SAME,
@@ -45,6 +46,7 @@ from runtime_support._windows import (
 __all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
 
 
+@kernel(fresh=True)
 def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto_pad="NOTSET"):
     """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
     `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it;

@@ -28,6 +28,9 @@ import weakref
 
 import numpy as np
 
+from runtime_support._kernels import kernel
+from runtime_support.exact_math import exact_exp, exact_log
+
 __all__ = [
     "exact_conv",
     "exact_cumprod",
@@ -372,38 +375,37 @@ def _sum_in_type(e: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return _restore(total, e.shape, axes, True)
 
 
-def exact_softmax(x, axis=-1, *, exp=np.exp):
+@kernel(exact=True)
+def exact_softmax(x, axis=-1):
     """Softmax over `axis` (an int or a tuple of axes, for the 2-D coercion before opset 13).
 
     Order, every step in x's type as the ONNX reference computes it (for float16 and bfloat16,
     whose backend data round each step to the type): m = max over the axis (exact); d = x - m;
-    e = exp(d), `exp` called on an array of x's type and returning that type; s = the sum of e
-    (_sum_in_type: a float64 tree rounded once, bfloat16 one bfloat16 addition at a time);
-    e / s in float64, rounded once to x's type (the correctly rounded quotient). Bit-exact only
-    with an exact `exp`: the exact variant passes the library's own (runtime_support.exact_exp,
-    correctly rounded for float16 and bfloat16); np.exp is not exact."""
+    e = exact_exp(d) (the library's own, correctly rounded for float16 and bfloat16) in x's type;
+    s = the sum of e (_sum_in_type: a float64 tree rounded once, bfloat16 one bfloat16 addition
+    at a time); e / s in float64, rounded once to x's type (the correctly rounded quotient)."""
     x = np.asarray(x)
     if x.size == 0:
         return x.copy()
     axes, shifted = _exponentials(x, axis)
-    powers = exp(shifted)
+    powers = exact_exp(shifted)
     total = _sum_in_type(powers, axes)
     return _rounded(_float64(powers) / _float64(total), x.dtype)
 
 
-def exact_log_softmax(x, axis=-1, *, exp=np.exp, log=np.log):
+@kernel(exact=True)
+def exact_log_softmax(x, axis=-1):
     """LogSoftmax over `axis` (an int or a tuple of axes).
 
     Order, every step in x's type as in exact_softmax: m = max over the axis (exact), d = x - m,
-    s = the sum of exp(d) (_sum_in_type); d - log(s), `log` called on an array of x's type, the
-    difference in float64 rounded once to x's type. Bit-exact only with exact `exp` and `log`
-    (the exact variant passes runtime_support's exact_exp and exact_log)."""
+    s = the sum of exact_exp(d) (_sum_in_type); d - exact_log(s) in x's type, the difference in
+    float64 rounded once to x's type."""
     x = np.asarray(x)
     if x.size == 0:
         return x.copy()
     axes, shifted = _exponentials(x, axis)
-    total = _sum_in_type(exp(shifted), axes)
-    return _rounded(_float64(shifted) - _float64(log(total)), x.dtype)
+    total = _sum_in_type(exact_exp(shifted), axes)
+    return _rounded(_float64(shifted) - _float64(exact_log(total)), x.dtype)
 
 
 # --- matrix products ------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 
+from runtime_support._kernels import kernel
+
 __all__ = ["div_integer", "erf", "gelu", "pow_integer", "sigmoid"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -82,6 +84,7 @@ def _erf32_block(x, out, t, q, p) -> None:
     np.tanh(p, out=out)
 
 
+@kernel(out=True, fresh=True, exact=False, exact_twin="rt.exact_erf")
 def erf(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """The error function in x's dtype (into `out` when given: an array of x's shape and dtype,
     possibly x itself).
@@ -173,6 +176,7 @@ def _erf64(x: np.ndarray) -> np.ndarray:
     return result.astype(np.asarray(x).dtype, copy=False)
 
 
+@kernel(out=True, fresh=True)
 def gelu(x: np.ndarray, *, approximate: str = "none", out: np.ndarray | None = None) -> np.ndarray:
     """Gelu: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt 2)), or with approximate="tanh"
     0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3))); into `out` as erf does.

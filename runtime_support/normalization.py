@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from runtime_support._dtypes import dtype_from_name
+from runtime_support._kernels import kernel
 from runtime_support.exact import exact_mean, exact_standardize, exact_sum
 from runtime_support.exact_math import exact_pow
 
@@ -35,6 +36,7 @@ __all__ = [
     "lrn",
     "mean_variance_normalization",
     "rms_normalization",
+    "scale_shift",
 ]
 
 _STASH_TYPES = {1: "float32", 10: "float16", 11: "float64", 16: "bfloat16"}
@@ -53,16 +55,19 @@ def _stash_dtype(stash_type: int) -> np.dtype:
     return dtype_from_name(_STASH_TYPES[stash_type])
 
 
-def batch_normalization(X, scale, B, input_mean=None, input_var=None, *, epsilon=None):
+@kernel(fresh=True)
+def scale_shift(X, factor, shift):
+    """X * factor + shift in X's type, factor and shift shaped to broadcast against X: an
+    inference BatchNormalization whose factor and shift the compiler computed (fast variant)."""
+    Y = np.multiply(X, factor)
+    return np.add(Y, shift, out=Y).astype(X.dtype, copy=False)
+
+
+@kernel(fresh=True)
+def batch_normalization(X, scale, B, input_mean, input_var, *, epsilon):
     """Inference BatchNormalization: (X - mean) * (scale / sqrt(var + epsilon)) + B, statistics per
     channel (axis 1), or per activation when they have X's non-batch shape (opset 7, spatial=0).
-    Elementwise IEEE operations in a fixed order, in the widest of the operands' types: exact.
-
-    Without the statistics, `scale` and `B` are the factor and shift the compiler computed (fast
-    variant), shaped to broadcast against X: X * scale + B."""
-    if input_mean is None:
-        Y = np.multiply(X, scale)
-        return np.add(Y, B, out=Y).astype(X.dtype, copy=False)
+    Elementwise IEEE operations in a fixed order, in the widest of the operands' types: exact."""
     shape = (-1,) + (1,) * (X.ndim - 2) if scale.ndim == 1 else scale.shape
     dtype = np.result_type(X.dtype, scale.dtype, input_mean.dtype)
     scale, B, mean, var = (
@@ -142,6 +147,7 @@ def _group_normalization(X, scale, bias, num_groups, epsilon, stash_type, standa
     return (y + bias.astype(dtype).reshape(shape)).astype(X.dtype, copy=False)
 
 
+@kernel(out=True, fresh=True)
 def layer_normalization(
     X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1, stats=True, out=None
 ):

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
 
 __all__ = [
@@ -206,6 +207,7 @@ def range_(start, limit, delta) -> np.ndarray:
     return start + np.arange(count).astype(start.dtype) * delta
 
 
+@kernel(fresh=True, exact=True)
 def arange(start, limit, delta, *, dtype) -> np.ndarray:
     """ONNX Range of integers given as Python ints or 0-d arrays: np.arange once the element
     count, max(ceil((limit - start) / delta), 0), fits the allocation limit."""
@@ -216,12 +218,14 @@ def arange(start, limit, delta, *, dtype) -> np.ndarray:
     return np.arange(start, limit, delta, dtype=dtype)
 
 
+@kernel(fresh=True, exact=True)
 def constant_of_shape(shape, value, *, dtype) -> np.ndarray:
     """ONNX ConstantOfShape: an array of `shape` (a tuple or an int tensor) filled with `value`,
     allocated only once it fits the allocation limit."""
     return np.full(check_allocation(np.asarray(shape).reshape(-1), dtype), value, dtype=dtype)
 
 
+@kernel(fresh=True, exact=True)
 def expand(input: np.ndarray, shape) -> np.ndarray:
     """ONNX Expand: `input` broadcast with `shape` in both directions (a tuple or an int
     tensor), as a new array, allocated only once it fits the allocation limit."""
@@ -230,6 +234,7 @@ def expand(input: np.ndarray, shape) -> np.ndarray:
     return np.broadcast_to(input, target).copy()
 
 
+@kernel(fresh=True, exact=True)
 def tile(input: np.ndarray, repeats) -> np.ndarray:
     """ONNX Tile: `input` repeated `repeats[i]` times along axis i (one repeat per axis),
     allocated only once the result fits the allocation limit."""

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from runtime_support import exact
-from tools.bit_identity import NO_AVX2, NO_AVX512, other_numpy_python, run_json_script
 from runtime_support.exact import (
     exact_conv,
     exact_cumprod,
@@ -39,6 +38,8 @@ from runtime_support.exact import (
     exact_sum,
     exact_var,
 )
+from runtime_support.exact_math import exact_exp, exact_log
+from tools.bit_identity import NO_AVX2, NO_AVX512, other_numpy_python, run_json_script
 
 ROOT = Path(__file__).resolve().parents[1]
 U = 2.0**-53
@@ -515,21 +516,21 @@ def test_var_standardize_softmax():
 def test_half_softmax_rounds_every_step_to_the_type(dtype):
     """The ONNX reference's Softmax (onnx.reference.ops.op_softmax) computes x - max, exp, the sum
     and the quotient each in x's type; numpy sums float16 in float32 (here exact: 16 terms within
-    2**-9..1), ml_dtypes sums bfloat16 one bfloat16 addition at a time. With the same `exp`, the
-    exact kernel gives the reference's bits."""
+    2**-9..1), ml_dtypes sums bfloat16 one bfloat16 addition at a time. With the library's exp and
+    log in those steps, the exact kernel gives the reference's bits."""
     if dtype == "bfloat16":
         dtype = pytest.importorskip("ml_dtypes").bfloat16
     x = rng(18).uniform(-6, 0, (50, 16)).astype(dtype)
     shifted = x - x.max(axis=1, keepdims=True)
-    powers = np.exp(shifted)
+    powers = exact_exp(shifted)
     reference = powers / powers.sum(axis=1, keepdims=True)
-    result = exact_softmax(x, 1, exp=np.exp)
+    result = exact_softmax(x, 1)
     assert result.dtype == reference.dtype == x.dtype
     assert result.tobytes() == reference.tobytes()
-    log_reference = shifted - np.log(powers.sum(axis=1, keepdims=True))
-    assert exact_log_softmax(x, 1, exp=np.exp, log=np.log).tobytes() == log_reference.tobytes()
+    log_reference = shifted - exact_log(powers.sum(axis=1, keepdims=True))
+    assert exact_log_softmax(x, 1).tobytes() == log_reference.tobytes()
     # The 2-D coercion's tuple of axes sums in C order of the axes, as one axis would.
-    as_3d = exact_softmax(x.reshape(50, 4, 4), (1, 2), exp=np.exp)
+    as_3d = exact_softmax(x.reshape(50, 4, 4), (1, 2))
     assert as_3d.reshape(50, 16).tobytes() == reference.tobytes()
 
 
@@ -624,10 +625,9 @@ kernels = {
     "prod": rt.exact_reduce_prod(x[:, :40] / 1000, [1]),
     "cumsum": rt.exact_cumsum(x, 1),
     "cumprod": rt.exact_cumprod(1 + x[:, :500] / 4000, 1, reverse=1),
-    "softmax": rt.exact_softmax(x[:, :100] / 1000, axis=1, exp=lambda v: v * v + 1),
-    "softmax_half": rt.exact_softmax((x[:, :100] / 1000).astype(np.float16), axis=1, exp=rt.exact_exp),
-    "log_softmax": rt.exact_log_softmax(x[:, :100] / 1000, axis=1, exp=lambda v: v * v + 1,
-                                        log=lambda v: v - 1),
+    "softmax": rt.exact_softmax(x[:, :100] / 1000, axis=1),
+    "softmax_half": rt.exact_softmax((x[:, :100] / 1000).astype(np.float16), axis=1),
+    "log_softmax": rt.exact_log_softmax(x[:, :100] / 1000, axis=1),
     "l1": rt.exact_reduce_l1(x, [0]),
     "sum_square": rt.exact_reduce_sum_square(x, [0]),
     "exact_sum": rt.exact_sum(x.reshape(64, 30, 100), axis=(0, 2)),

@@ -160,7 +160,7 @@ def test_layer_normalization_broadcast_scale_and_no_bias():
     [((2, 128, 256), np.float32), ((1, 1, 256), np.float32), ((3, 40), np.float64)],
 )
 def test_layer_normalization_writes_into_out_even_its_input(shape, dtype):
-    """emit.OUT_CALLS lets the fast module pass the dying residual sum as `out`: the result is in
+    """The kernel declares `out`, which lets the fast module pass the dying residual sum as `out`: the result is in
     it, with the bits of the allocating call (the BLAS-statistics rows, the one-row path, the
     float64 path), and a non-contiguous `out` gets them too."""
     rng = np.random.default_rng(21)

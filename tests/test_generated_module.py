@@ -435,7 +435,7 @@ def test_fast_variant_reuses_dead_buffers_only(tmp_path):
 
 
 def _new_array_cases():
-    """Sample calls of every runtime_support kernel that FRESH_CALLS declares returns new arrays
+    """Sample calls of every runtime_support kernel declared `fresh` (it returns new arrays
     (a float32 and a float64 call each, where the kernel has a separate path)."""
     r = models.rng(9)
     x32 = r.standard_normal((2, 3, 5, 5)).astype(np.float32)
@@ -462,17 +462,32 @@ def _new_array_cases():
             ((x64, scale, shift), dict(axis=-1)),
         ],
         "rt.softmax": [((x32,), dict(axis=-1)), ((x64,), dict(axis=1))],
-        "rt.batch_normalization": [((x32[:, :3], per_channel, per_channel), {})],
+        "rt.batch_normalization": [
+            (
+                (x32[:, :3], *(per_channel.reshape(-1),) * 3, per_channel.reshape(-1) ** 2),
+                {"epsilon": 1e-5},
+            )
+        ],
+        "rt.scale_shift": [((x32[:, :3], per_channel, per_channel), {})],
+        "rt.expand": [((x32[:1, :1], (2, 3, 1, 1)), {}), ((x32, (1,)), {})],
+        "rt.tile": [((x32, (1, 1, 1, 1)), {}), ((x64, (1, 2, 1, 1)), {})],
+        "rt.constant_of_shape": [(((2, 3), 1.5), dict(dtype=np.float32))],
+        "rt.arange": [((0, 5, 1), dict(dtype=np.int64))],
     }
 
 
 def test_kernels_declared_fresh_return_arrays_nobody_else_holds():
-    """emit.FRESH_CALLS lets a later node write into these kernels' results (`out=`): each must
-    return a new array (or tuple of them) sharing memory with no operand and no earlier result."""
-    from onemodel_compile import emit
-
+    """Kernels declared `fresh` (runtime_support._kernels) let a later node write into their
+    results (`out=`): each must return a new array (or tuple of them) sharing memory with no
+    operand and no earlier result. Every kernel so declared is checked here."""
     cases = _new_array_cases()
-    assert {f for f in emit.FRESH_CALLS if f.startswith("rt.")} == set(cases)
+    declared = {
+        f"rt.{name}"
+        for name in dir(runtime_support)
+        if getattr(getattr(runtime_support, name), "__kernel__", None) is not None
+        and getattr(runtime_support, name).__kernel__.fresh
+    }
+    assert declared == set(cases)
     for function, calls in cases.items():
         kernel = getattr(runtime_support, function.removeprefix("rt."))
         for args, keywords in calls:

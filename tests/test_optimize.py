@@ -223,7 +223,7 @@ def standalone_bn_model(rank: int = 4, dtype=np.float32) -> onnx.ModelProto:
 def test_a_standalone_batch_normalization_is_precomputed(tmp_path, rank):
     model = standalone_bn_model(rank)
     source = generate(model, "fast").source
-    assert "rt.batch_normalization(x, x_bn_factor, x_bn_shift)" in source
+    assert "rt.scale_shift(x, x_bn_factor, x_bn_shift)" in source
     assert "epsilon" not in source
     x = _input(model)
     (expected,) = _onnxruntime(model, x)

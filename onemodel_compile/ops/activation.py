@@ -11,88 +11,80 @@ runtime_support/activation.py, the others inline.
 from __future__ import annotations
 
 from onemodel_compile.errors import CompileError
-from onemodel_compile.ops.code import py, scalar
+from onemodel_compile.ops.code import py
 from onemodel_compile.ops.common import along_axis_rule
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import binop, call, method, scalar
 from onemodel_compile.ops.registry import emitter
-
-
-def _keywords(view: NodeView, *names: str) -> str:
-    return "".join(f", {name}={py(view.attr(name))}" for name in names)
 
 
 def _kernel_rule(kernel: str, *attributes: str):
     """`rt.<kernel>(inputs..., attribute=value...)`."""
 
-    def emit(view: NodeView) -> str:
-        operands = ", ".join(str(operand) for operand in view.inputs)
-        return f"rt.{kernel}({operands}{_keywords(view, *attributes)})"
+    def emit(view: NodeView):
+        keywords = {name: view.attr(name) for name in attributes}
+        return call(f"rt.{kernel}", *view.inputs, **keywords)
 
     return emit
 
 
-emitter("Elu", since=6, exact=False)(_kernel_rule("elu", "alpha"))
-emitter("Celu", since=12, exact=False)(_kernel_rule("celu", "alpha"))
-emitter("Selu", since=6, exact=False)(_kernel_rule("selu", "alpha", "gamma"))
-emitter("Mish", since=18, exact=False)(_kernel_rule("mish"))
-emitter("Swish", since=24, exact=False)(_kernel_rule("swish", "alpha"))
-emitter("SwiGLU", since=28, exact=False)(_kernel_rule("swiglu", "alpha"))
-# The exact variant: the same kernels' exact twins (float64 arithmetic in a fixed order with the
-# library's own exp-family polynomials, rounded once; see each kernel's docstring).
-emitter("Elu", since=6, variant="exact", exact=True)(_kernel_rule("exact_elu", "alpha"))
-emitter("Celu", since=12, variant="exact", exact=True)(_kernel_rule("exact_celu", "alpha"))
-emitter("Selu", since=6, variant="exact", exact=True)(_kernel_rule("exact_selu", "alpha", "gamma"))
-emitter("Mish", since=18, variant="exact", exact=True)(_kernel_rule("exact_mish"))
-emitter("Swish", since=24, variant="exact", exact=True)(_kernel_rule("exact_swish", "alpha"))
-emitter("SwiGLU", since=28, variant="exact", exact=True)(_kernel_rule("exact_swiglu", "alpha"))
+# Exact through the kernels' exact twins (float64 arithmetic in a fixed order with the library's
+# own exp-family polynomials, rounded once; see each kernel's docstring).
+emitter("Elu", since=6, exact=True)(_kernel_rule("elu", "alpha"))
+emitter("Celu", since=12, exact=True)(_kernel_rule("celu", "alpha"))
+emitter("Selu", since=6, exact=True)(_kernel_rule("selu", "alpha", "gamma"))
+emitter("Mish", since=18, exact=True)(_kernel_rule("mish"))
+emitter("Swish", since=24, exact=True)(_kernel_rule("swish", "alpha"))
+emitter("SwiGLU", since=28, exact=True)(_kernel_rule("swiglu", "alpha"))
 emitter("Softplus", since=1, variant="exact", exact=True)(_kernel_rule("exact_softplus"))
 emitter("Shrink", since=9, exact=True)(_kernel_rule("shrink", "bias", "lambd"))
 emitter("Hardmax", since=1, exact=True)(along_axis_rule("hardmax"))
 
 
 @emitter("Softplus", since=1, exact=False)
-def softplus(view: NodeView) -> str:
+def softplus(view: NodeView):
     X = view.inputs[0]
-    return f"np.logaddexp({X}, {scalar(0, X.dtype)})"  # log(exp(x) + exp(0)) without overflow
+    return call("np.logaddexp", X, scalar(0, X.dtype))  # log(exp(x) + exp(0)) without overflow
 
 
 @emitter("Softsign", since=1, exact=True)
-def softsign(view: NodeView) -> str:
+def softsign(view: NodeView):
     X = view.inputs[0]
-    return f"{X} / ({scalar(1, X.dtype)} + np.abs({X}))"
+    return binop("/", X, binop("+", scalar(1, X.dtype), call("np.abs", X)))
 
 
 @emitter("ThresholdedRelu", since=10, exact=True)
-def thresholded_relu(view: NodeView) -> str:
+def thresholded_relu(view: NodeView):
     X = view.inputs[0]
-    return f"np.where({X} > {scalar(view.attr('alpha'), X.dtype)}, {X}, {scalar(0, X.dtype)})"
+    above = binop(">", X, scalar(view.attr("alpha"), X.dtype))
+    return call("np.where", above, X, scalar(0, X.dtype))
 
 
-def _clamp_unit(expr: str, dtype) -> str:
-    """min(max(expr, 0), 1). Not np.clip, which turns bfloat16 into float32."""
-    return f"np.minimum(np.maximum({expr}, {scalar(0, dtype)}), {scalar(1, dtype)})"
+def _clamp_unit(value, dtype):
+    """min(max(value, 0), 1). Not np.clip, which turns bfloat16 into float32."""
+    return call("np.minimum", call("np.maximum", value, scalar(0, dtype)), scalar(1, dtype))
 
 
 @emitter("HardSigmoid", since=6, exact=True)
-def hard_sigmoid(view: NodeView) -> str:
+def hard_sigmoid(view: NodeView):
     X = view.inputs[0]
     alpha, beta = scalar(view.attr("alpha"), X.dtype), scalar(view.attr("beta"), X.dtype)
-    return _clamp_unit(f"{X} * {alpha} + {beta}", X.dtype)
+    return _clamp_unit(binop("+", binop("*", X, alpha), beta), X.dtype)
 
 
 @emitter("HardSwish", since=14, exact=True)
-def hard_swish(view: NodeView) -> str:
+def hard_swish(view: NodeView):
     X = view.inputs[0]
     six, half = scalar(6, X.dtype), scalar(0.5, X.dtype)
-    return f"{X} * {_clamp_unit(f'{X} / {six} + {half}', X.dtype)}"
+    return binop("*", X, _clamp_unit(binop("+", binop("/", X, six), half), X.dtype))
 
 
 # The fast variant: one kernel (four passes, one temporary) that may write into its dying operand,
-# a Conv's result (emit.OUT_CALLS); the exact variant keeps the inline formula above.
+# a Conv's result (it takes `out=`); the exact variant keeps the inline formula above.
 emitter("HardSwish", since=14, variant="fast", exact=False)(_kernel_rule("hard_swish"))
 
 
-def _prelu_slope(view: NodeView) -> str:
+def _prelu_slope(view: NodeView):
     """The slope, shaped to broadcast to X. ONNX broadcasts it unidirectionally (numpy's rule,
     the result keeps X's shape). A 1-D slope that does not broadcast but whose length is the size
     of exactly one axis of X is laid along that axis (per-channel slopes of old exporters, as the
@@ -100,16 +92,16 @@ def _prelu_slope(view: NodeView) -> str:
     X, slope = view.inputs[:2]
     shapes = (X.shape, slope.shape)
     if any(s is None or not all(isinstance(d, int) for d in s) for s in shapes):
-        return str(slope)
+        return slope
     x_shape, slope_shape = shapes
     if len(slope_shape) <= len(x_shape) and all(
         s in (1, d) for s, d in zip(reversed(slope_shape), reversed(x_shape))
     ):
-        return str(slope)
+        return slope
     if len(slope_shape) == 1 and list(x_shape).count(slope_shape[0]) == 1:
         axis = list(x_shape).index(slope_shape[0])
         shape = tuple(d if i == axis else 1 for i, d in enumerate(x_shape))
-        return f"{slope}.reshape({py(shape)})"
+        return method(slope, "reshape", shape)
     raise CompileError(
         f"{view.node.label}: slope of shape {py(tuple(slope_shape))} does not broadcast to the "
         f"input's shape {py(tuple(x_shape))}"
@@ -117,19 +109,14 @@ def _prelu_slope(view: NodeView) -> str:
 
 
 @emitter("PRelu", since=7, exact=True)
-def prelu(view: NodeView) -> str:
+def prelu(view: NodeView):
     X = view.inputs[0]
-    return f"np.where({X} < {scalar(0, X.dtype)}, {X} * {_prelu_slope(view)}, {X})"
+    below = binop("<", X, scalar(0, X.dtype))
+    return call("np.where", below, binop("*", X, _prelu_slope(view)), X)
 
 
-emitter("Softmax", since=1, exact=False)(along_axis_rule("softmax"))
-emitter("LogSoftmax", since=1, exact=False)(along_axis_rule("log_softmax"))
-# The exact variant: rt.exact_softmax and rt.exact_log_softmax with the library's own exp and log
-# (order of operations in their docstrings: exact max, difference, exp, float64 sum, one division
-# or one log and subtraction, one rounding).
-emitter("Softmax", since=1, variant="exact", exact=True)(
-    along_axis_rule("exact_softmax", ", exp=rt.exact_exp")
-)
-emitter("LogSoftmax", since=1, variant="exact", exact=True)(
-    along_axis_rule("exact_log_softmax", ", exp=rt.exact_exp, log=rt.exact_log")
-)
+# Exact through the kernels' twins rt.exact_softmax and rt.exact_log_softmax, with the library's
+# own exp and log (order of operations in their docstrings: exact max, difference, exp, float64
+# sum, one division or one log and subtraction, one rounding).
+emitter("Softmax", since=1, exact=True)(along_axis_rule("softmax"))
+emitter("LogSoftmax", since=1, exact=True)(along_axis_rule("log_softmax"))

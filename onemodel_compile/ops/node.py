@@ -1,7 +1,8 @@
 """What an emitter sees of a node: its attributes, its operands and its results.
 
-An Operand is an input as code (`expr`: an identifier or an inline literal) with its type and, when
-known at compile time, its value. A Result is an output's identifier and inferred type.
+An Operand is an input as code (`node`: a pyir node, a Ref to an identifier or a Const) with its
+type and, when known at compile time, its value; `expr` is its source, for rules that still build
+text. A Result is an output's identifier and inferred type.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 
 from onemodel_compile.errors import CompileError
 from onemodel_compile.ir import UNKNOWN, Node, TensorType, ValueType
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.code import tuple_code
 
 
@@ -34,14 +36,27 @@ class _Typed:
         return None if self.shape is None else len(self.shape)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Operand(_Typed):
-    expr: str
+    node: pyir.Expr
     type: ValueType
     const: np.ndarray | None = None
     # A shape value computed in Python ints (resolve's shape arithmetic): its elements, each an
-    # int or the source of a Python int expression (`batch * 12`); `expr` builds the array.
+    # int or the source of a Python int expression (`batch * 12`); `node` builds the array.
     values: tuple | None = None
+    # Prints `node` for `expr` (a Const's name is settled, and the constant kept, only then).
+    render: Callable[[pyir.Expr], str] = pyir.source
+
+    @property
+    def expr(self) -> str:
+        return self.render(self.node)
+
+    @property
+    def value_nodes(self) -> tuple | None:
+        """`values` as code nodes (ints as literals), or None when this is no shape value."""
+        if self.values is None:
+            return None
+        return tuple(pyir.parse(v) if isinstance(v, str) else pyir.Lit(v) for v in self.values)
 
     def __str__(self) -> str:
         return self.expr
@@ -65,7 +80,7 @@ class NodeView:
         node: Node,
         inputs,
         outputs,
-        variant: str,
+        variant,
         temporary: Callable[[str], str],
         body: Callable[[str], str] | None = None,
         dim_code: Callable[[object], str | None] | None = None,
@@ -118,6 +133,11 @@ class NodeView:
             return str(dim)
         return None if self._dim_code is None else self._dim_code(dim)
 
+    def dim(self, dim) -> pyir.Expr | None:
+        """A dim at run time as code (see dim_code), or None."""
+        code = self.dim_code(dim)
+        return None if code is None else pyir.parse(code)  # symbolic's own arithmetic
+
     def shape_code(self, shape) -> str | None:
         """A tuple literal computing `shape` at run time, or None (see dim_code)."""
         if shape is None:
@@ -145,17 +165,29 @@ class NodeView:
         return self.outputs[0]
 
 
-def operand(expr: str, value_type: ValueType | None, const: np.ndarray | None = None) -> Operand:
+def operand(
+    node: pyir.Expr,
+    value_type: ValueType | None,
+    const: np.ndarray | None = None,
+    render: Callable[[pyir.Expr], str] = pyir.source,
+) -> Operand:
     if const is not None:
         value_type = TensorType(const.dtype, tuple(const.shape))
-    return Operand(expr, value_type or UNKNOWN, const)
+    return Operand(node, value_type or UNKNOWN, const, None, render)
 
 
-def statements(view: NodeView, emitted) -> list[str]:
-    """An emit rule's result as statements. An expression is assigned to the node's outputs: it
+def statements(view: NodeView, emitted) -> list[pyir.Assign]:
+    """An emit rule's result as assignments. An expression is assigned to the node's outputs: it
     yields the single value when the node lists one output, else a tuple of as many values as the
-    node lists outputs (absent ones are bound to `_`). A list of statements is taken as is."""
-    if isinstance(emitted, str):
-        targets = [out.name if out is not None else "_" for out in view.outputs]
-        return [f"{', '.join(targets)} = {emitted}"]
-    return list(emitted)
+    node lists outputs (absent ones are bound to `_`). A list of assignments is taken as is.
+    Source text (rules not yet building nodes) is read into nodes first."""
+    if isinstance(emitted, (str, *pyir.NODES)):
+        value = pyir.parse(emitted) if isinstance(emitted, str) else emitted
+        if isinstance(value, pyir.Assign):
+            return [value]
+        targets = tuple(out.name if out is not None else None for out in view.outputs)
+        return [pyir.Assign(targets, value)]
+    found = [pyir.parse(e) if isinstance(e, str) else e for e in emitted]
+    if not all(isinstance(e, pyir.Assign) for e in found):
+        raise CompileError(f"{view.node.label}: internal error: an emit rule's list holds a non-assignment")
+    return found

@@ -45,8 +45,6 @@ def batch_normalization(view: NodeView) -> str:
         raise UnsupportedError(
             f"{view.node.label}: BatchNormalization in training mode is not supported"
         )
-    if len(view.inputs) == 3:  # factor and shift precomputed by optimize.py (fast variant)
-        return f"rt.batch_normalization({_operands(view)})"
     return f"rt.batch_normalization({_operands(view)}, epsilon={py(view.attr('epsilon'))})"
 
 

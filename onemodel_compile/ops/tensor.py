@@ -90,7 +90,7 @@ def identity(view: NodeView) -> str:
 
 def _cast(view: NodeView, target) -> str:
     X = view.inputs[0]
-    if view.variant == "exact" and is_float(X.dtype) and target.kind in "iu":
+    if view.variant.exact and is_float(X.dtype) and target.kind in "iu":
         return f"rt.cast({X}, to={dtype_expr(target)})"
     return f"{X}.astype({dtype_expr(target)})"
 

@@ -80,6 +80,15 @@ REAL_SEEDS = (
     "tf_style_cnn_op13",
     "gru_tagger_legacy_op17",
 )
+ML_MODELS = ROOT / "tests" / "ml_models"
+# ai.onnx.ml converted models: string tensors, ZipMap's maps, tree ensembles, a dict input.
+ML_SEEDS = (
+    "pipeline_minmax_logreg",
+    "logreg_string_labels",
+    "label_encoder_strings",
+    "decision_tree_classifier",
+    "dict_vectorizer_tree",
+)
 CLEAN = ("refused", "compiled", "run error", "not run", "long run")
 FINDINGS = (
     "internal error",
@@ -321,10 +330,11 @@ def _built_seeds() -> list[Seed]:
 
 def seeds() -> list[Seed]:
     found = []
-    for name in REAL_SEEDS:
-        path = REAL_MODELS / f"{name}.onnx"
-        if path.is_file():
-            found.append(Seed(name, onnx.load_model_from_string(path.read_bytes())))
+    for folder, names in ((REAL_MODELS, REAL_SEEDS), (ML_MODELS, ML_SEEDS)):
+        for name in names:
+            path = folder / f"{name}.onnx"
+            if path.is_file():
+                found.append(Seed(name, onnx.load_model_from_string(path.read_bytes())))
     return found + _built_seeds()
 
 
@@ -1177,9 +1187,15 @@ def _inputs(module, rng: np.random.Generator):
         if kind.startswith("optional("):
             values.append(None)
             continue
+        if kind.startswith("map("):  # (DictVectorizer's input) a few int or string keys
+            keys = [1, 2] if kind.startswith("map(int64") else ["a", "b"]
+            values.append({k: float(rng.standard_normal()) for k in keys})
+            continue
         sequence = kind.startswith("sequence(")
         name = kind[len("sequence(") : -1] if sequence else kind
-        dtype = dtype_from_name("float32" if name == "?" else name)
+        dtype = (
+            np.dtype(object) if name == "string" else dtype_from_name(name.replace("?", "float32"))
+        )
         dims = (
             [2] * 2
             if shape is None

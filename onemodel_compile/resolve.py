@@ -658,7 +658,7 @@ def _merge_inferred_types(model: ir.Model) -> None:
     """Fill types onnx's shape inference knows and the model does not declare."""
     try:
         inferred = onnx.shape_inference.infer_shapes(
-            _without_negative_dims(model.proto), check_type=False, strict_mode=False, data_prop=True
+            _without_negative_dims(model.proto), check_type=False, strict_mode=False, data_prop=False
         )
     except Exception:  # inference is a help, not a requirement: keep the declared types
         return

@@ -480,6 +480,50 @@ def _range_type(node, inputs):
     return [ir.TensorType(_dtype(inputs, 0), (length,))]
 
 
+def _resize_type(node, inputs):
+    """Resize to `sizes` known as a shape value (exporters compute it from Shape): those dims."""
+    sizes = _value(inputs, 3) if node.opset >= 11 else None
+    shape = inputs[0].shape
+    if sizes is None or sizes.scalar or shape is None:
+        return None
+    if node.attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        return None
+    axes = node.attrs.get("axes")
+    axes = list(range(len(shape))) if axes is None else [a % len(shape) for a in axes]
+    if len(axes) != len(sizes.dims):
+        return None
+    dims = list(shape)
+    for axis, size in zip(axes, sizes.dims):
+        dims[axis] = size
+    return [ir.TensorType(_dtype(inputs, 0), tuple(dims))]
+
+
+def _concat_type(node, inputs):
+    """Concat: the sizes along the axis add up; every other dim is the one the inputs share."""
+    shapes_ = [k.shape for k in inputs if k is not None]
+    if not shapes_ or any(s is None or len(s) != len(shapes_[0]) for s in shapes_):
+        return None
+    rank = len(shapes_[0])
+    axis = node.attrs.get("axis", 0)
+    if not -rank <= axis < rank:
+        return None
+    axis %= rank
+    dims = []
+    for i in range(rank):
+        column = [s[i] for s in shapes_]
+        if i == axis:
+            total = 0
+            for d in column:
+                total = sym.add(total, d)
+            dims.append(total)
+        else:
+            known = [d for d in column if isinstance(d, int)] or [
+                d for d in column if d is not None
+            ]
+            dims.append(known[0] if known else None)
+    return [ir.TensorType(_dtype(inputs, 0), tuple(dims))]
+
+
 BROADCASTING = frozenset(
     "Add Sub Mul Div Pow Mod Max Min Mean Sum Equal Less LessOrEqual Greater GreaterOrEqual And "
     "Or Xor BitShift BitwiseAnd BitwiseOr BitwiseXor Where PRelu".split()
@@ -510,6 +554,8 @@ _TYPE_RULES = {
     "ConstantOfShape": _constant_of_shape_type,
     "Tile": _tile_type,
     "Range": _range_type,
+    "Resize": _resize_type,
+    "Concat": _concat_type,
 }
 
 

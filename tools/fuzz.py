@@ -107,6 +107,7 @@ MAX_INPUT_ELEMENTS = 1 << 16
 RUN_SECONDS = 5  # a run still going then is a "long run" (the time bound covers compiling)
 RUN_ALLOCATION_LIMIT = 256 << 20  # runtime_support's allocation limit inside a child
 MEMORY_HEADROOM = 2 << 30  # address space a child may add to what it inherits
+MEMORY_GROWTH = 768 << 20  # a child whose peak memory grew more than this is a finding
 REPORT_BEGIN = "<!-- fuzz-run: begin (written by python -m tools.fuzz --report) -->"
 REPORT_END = "<!-- fuzz-run: end -->"
 
@@ -1367,14 +1368,30 @@ def _child(mutant: Mutant, root: Path, write_fd: int) -> None:
             virtual = int(stream.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         resource.setrlimit(resource.RLIMIT_AS, (virtual + MEMORY_HEADROOM, resource.RLIM_INFINITY))
         sys.setrecursionlimit(4000)
+        resident = _memory("VmRSS")
         with redirect_stderr(io.StringIO()), redirect_stdout(io.StringIO()):
             result = examine(mutant, root, lambda name: os.write(write_fd, f"{name}\n".encode()))
+        grown = _memory("VmHWM") - resident  # a MemoryError our code caught leaves this trace
+        if grown > MEMORY_GROWTH and result["kind"] not in FINDINGS:
+            result.update(kind="memory", detail=f"peak memory grew by {grown >> 20} MiB")
     except BaseException as exc:  # noqa: BLE001 - whatever happens, report it
         result = {"kind": "internal error", "detail": f"harness: {type(exc).__name__}: {exc}"}
     try:
         os.write(write_fd, json.dumps(result).encode())
     finally:
         os._exit(0)
+
+
+def _memory(field: str) -> int:
+    """This process's resident memory (VmRSS) or its peak (VmHWM), in bytes; 0 if unknown."""
+    try:
+        with open("/proc/self/status") as stream:
+            for line in stream:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) << 10
+    except OSError:
+        pass
+    return 0
 
 
 @dataclasses.dataclass

@@ -55,6 +55,10 @@ def dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
     axis %= rank
     signal = _complex(input)
     size = signal.shape[axis]
+    if dft_length is not None:  # the model's value: checked before numpy pads to it
+        padded = list(signal.shape)
+        padded[axis] = max(_int(dft_length), 0)
+        check_allocation(padded, np.complex128)
     if inverse and onesided:
         length = 2 * (size - 1) if dft_length is None else _int(dft_length)
         return np.fft.irfft(signal, n=length, axis=axis)[..., None].astype(input.dtype)

@@ -693,8 +693,9 @@ def _lying(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
+@pytest.mark.parametrize("variant", ["fast", "exact"])
 @pytest.mark.parametrize("case", sorted(BOMBS))
-def test_resource_bomb_compiles_and_fails_cleanly_at_run_time(tmp_path, case):
+def test_resource_bomb_compiles_and_fails_cleanly_at_run_time(tmp_path, case, variant):
     """Compiling takes well under the memory a constant would; importing allocates nothing the
     size of the bomb; running fails naming the node and the size, before numpy is asked."""
     import tracemalloc
@@ -703,7 +704,7 @@ def test_resource_bomb_compiles_and_fails_cleanly_at_run_time(tmp_path, case):
     model = build()
     tracemalloc.start()
     try:
-        path = onemodel_compile.compile_model(model, tmp_path / "bomb.py")
+        path = onemodel_compile.compile_model(model, tmp_path / "bomb.py", variant)
         module = models.import_module(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:

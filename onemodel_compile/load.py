@@ -128,6 +128,14 @@ def _convert(proto: onnx.ModelProto, opset: int, label: str) -> onnx.ModelProto:
 def default_opset(proto: onnx.ModelProto, label: str) -> int | None:
     """The default domain's opset, None when the model imports none (onnxmltools writes XGBoost
     models that use ai.onnx.ml alone); one outside the supported range is refused."""
+    seen: dict[str, int] = {}
+    for entry in proto.opset_import:  # the stages read one version per domain: which one?
+        domain = "" if entry.domain in DEFAULT_DOMAINS else entry.domain
+        if seen.setdefault(domain, entry.version) != entry.version:
+            raise ModelError(
+                f"{label}: invalid model: it imports domain {domain or 'ai.onnx'!r} twice, at "
+                f"opsets {seen[domain]} and {entry.version}"
+            )
     versions = {entry.domain: entry.version for entry in proto.opset_import}
     opset = next((versions[d] for d in DEFAULT_DOMAINS if d in versions), None)
     if opset is None:

@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -1137,6 +1138,7 @@ def _byte_mutation(data: bytes, ctx: Context) -> tuple[bytes, str]:
 
 def make_mutant(index: int, campaign_seed: int, seed_list: list[Seed], folder: Path) -> Mutant:
     """Mutant `index` of the campaign: reproducible from (campaign_seed, index) alone."""
+    warnings.simplefilter("ignore")  # (onnx warns about the unknown keys a mutation wrote)
     rng = random.Random(f"{campaign_seed}:{index}")
     seed = rng.choice(seed_list)
     ctx = Context(rng, str(folder / CANARY), seed_list)

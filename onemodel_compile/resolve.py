@@ -655,7 +655,10 @@ def is_uniform(value: np.ndarray) -> bool:
 
 
 def _merge_inferred_types(model: ir.Model) -> None:
-    """Fill types onnx's shape inference knows and the model does not declare."""
+    """Fill types onnx's shape inference knows and the model does not declare. Without onnx's data
+    propagation: it materializes the values it propagates, so a Shape output declared [10**12]
+    (or a Range of a huge constant) made it build a vector of that many dims; shapes.py follows
+    shape values instead (docs/robustness.md)."""
     try:
         inferred = onnx.shape_inference.infer_shapes(
             _without_negative_dims(model.proto), check_type=False, strict_mode=False, data_prop=False

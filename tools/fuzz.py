@@ -1,6 +1,7 @@
 """Fuzzing the compiler with broken and hostile models (issue #17, docs/robustness.md).
 
-Valid seed models (small exported ones from tests/real_models/ and models built here) are mutated
+Valid seed models (small exported ones from tests/real_models/ and tests/ml_models/, and models
+built here) are mutated
 at the protobuf level (dims, element types, tensors and their external data entries, attribute
 types and values, operator types and domains, graph wiring, node order, graph inputs and
 outputs, subgraphs, opset imports, model-local functions, planted payloads) and at the byte level
@@ -14,15 +15,16 @@ seen, and a hang killed at the time bound). Each ends as one outcome:
   run error       the module imports and raises a clean error at run time (NodeError naming
                   the node, InvalidInput, WeightsError)
   not run         the module imports but its declared inputs are too large to make
-  long run        the module imports and is still running at the time bound: a Loop whose
-                  trip count the model sets to 2**62 runs for ever, in onnxruntime too
+  long run        the module imports and still runs after RUN_SECONDS: a Loop whose trip
+                  count the model sets to 2**62 runs for ever, in onnxruntime too
 and, as findings (each one a bug):
   internal error  another exception type escaped compile_model, or a CompileError of several
                   lines or one that says "internal error"
   cli error       the command line did not print exactly one line or exited with 2
   import error    a compiled module did not import
   run bug         a run-time exception that is not a clean error
-  memory          an allocation beyond the bound (MemoryError that is not AllocationError)
+  memory          an allocation beyond the bound: a MemoryError that is not AllocationError,
+                  or the child's peak memory grew by more than MEMORY_GROWTH
   hang            compiling or importing past the time bound
   crash           the child died (a signal: segfault, abort)
   canary          model content ran (a payload's marker file appeared)
@@ -38,6 +40,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import importlib
 import importlib.util
 import io
 import json
@@ -1299,7 +1302,7 @@ def compile_and_run(mutant: Mutant, model_path: Path, out_dir: Path, stage) -> d
         result.update(kind="memory", detail=f"MemoryError: {exc}")
     except RecursionError as exc:
         result.update(kind="internal error", detail=f"RecursionError: {exc}")
-    except Exception as exc:
+    except Exception:
         result.update(kind="internal error", detail=traceback.format_exc(limit=-6))
     result["compile_seconds"] = round(time.perf_counter() - started, 3)
 
@@ -1436,10 +1439,10 @@ def run_campaign(
 ) -> dict:
     """Run mutants 0..count-1 (or `only`) of the campaign; stop early after `budget` seconds.
     Returns the figures: outcomes by kind, the findings, mutants tried, seconds."""
-    import onemodel_compile  # noqa: F401  (imported before forking)
-    import runtime_support  # noqa: F401
-
     import resource
+
+    for name in ("onemodel_compile", "runtime_support"):  # imported once, before forking
+        importlib.import_module(name)
 
     seed_list = seeds()
     base = Path(tempfile.mkdtemp(prefix="onemodel-fuzz-"))

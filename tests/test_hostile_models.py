@@ -744,12 +744,18 @@ def test_the_allocation_limit_from_the_environment():
     import subprocess
 
     code = "import runtime_support as rt; print(rt.allocation_limit())"
-    for text, value in (("2G", 2 << 30), ("1536", 1536), ("0.5M", 1 << 19)):
+    for text, value in (("2G", 2 << 30), ("1536", 1536), ("0.5M", 1 << 19), ("3GiB", 3 << 30)):
         env = {**os.environ, "ONEMODEL_ALLOCATION_LIMIT": text}
         result = subprocess.run(
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
         )
         assert result.stdout.strip() == str(value), result.stderr
+    for text in ("lots", "-1G", "0"):  # refused at import, naming the variable
+        env = {**os.environ, "ONEMODEL_ALLOCATION_LIMIT": text}
+        result = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode != 0 and "ONEMODEL_ALLOCATION_LIMIT" in result.stderr, text
 
 
 def test_small_constant_shapes_still_fold(tmp_path):

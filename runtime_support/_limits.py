@@ -91,14 +91,28 @@ def format_bytes(nbytes: int) -> str:
     return f"{nbytes} bytes"
 
 
+_ITEMSIZES: dict = {}  # dtype or scalar type -> bytes per element
+
+
+def _itemsize(dtype) -> int:
+    size = np.dtype(dtype).itemsize
+    try:
+        _ITEMSIZES[dtype] = size
+    except TypeError:  # (an unhashable dtype spelling: computed each time)
+        pass
+    return size
+
+
 def check_allocation(shape, dtype, what: str = "result") -> tuple[int, ...]:
-    """`shape` as a tuple of ints, after checking that an array of that shape and `dtype` fits
-    the allocation limit (AllocationError) and has no negative dim (ValueError). The sizes are
-    Python ints: no overflow, however large."""
-    dims = tuple(int(d) for d in shape)
-    if any(d < 0 for d in dims):
+    """`shape` as a tuple of Python ints, after checking that an array of that shape and `dtype`
+    fits the allocation limit (AllocationError) and has no negative dim (ValueError). The sizes
+    are Python ints: no overflow, however large. (About a microsecond: kernels call it on every
+    run.)"""
+    dims = tuple(map(int, shape))
+    if dims and min(dims) < 0:
         raise ValueError(f"the {what} shape {list(dims)} has a negative dim")
-    nbytes = math.prod(dims) * np.dtype(dtype).itemsize
+    itemsize = _ITEMSIZES.get(dtype) or _itemsize(dtype)
+    nbytes = math.prod(dims) * itemsize
     if nbytes > _limit:
         raise AllocationError(
             f"the {what} would be {np.dtype(dtype)} {list(dims)}, {format_bytes(nbytes)}, over "

@@ -214,35 +214,52 @@ def arange(start, limit, delta, *, dtype) -> np.ndarray:
     start, limit, delta = int(start), int(limit), int(delta)
     if delta == 0:
         raise ValueError("Range: delta is 0")
-    check_allocation([max(-(-(limit - start) // delta), 0)], dtype)
+    check_allocation((max(-(-(limit - start) // delta), 0),), dtype)
     return np.arange(start, limit, delta, dtype=dtype)
+
+
+def _dims(shape) -> tuple:
+    """A shape given as a tuple of ints or as an int tensor, as a tuple."""
+    return tuple(shape.reshape(-1).tolist()) if isinstance(shape, np.ndarray) else tuple(shape)
 
 
 @kernel(fresh=True, exact=True)
 def constant_of_shape(shape, value, *, dtype) -> np.ndarray:
     """ONNX ConstantOfShape: an array of `shape` (a tuple or an int tensor) filled with `value`,
     allocated only once it fits the allocation limit."""
-    return np.full(check_allocation(np.asarray(shape).reshape(-1), dtype), value, dtype=dtype)
+    result = np.empty(check_allocation(_dims(shape), dtype), dtype=dtype)
+    result.fill(value)  # (np.full's own overhead is several times this)
+    return result
 
 
 @kernel(fresh=True, exact=True)
 def expand(input: np.ndarray, shape) -> np.ndarray:
     """ONNX Expand: `input` broadcast with `shape` in both directions (a tuple or an int
     tensor), as a new array, allocated only once it fits the allocation limit."""
-    target = np.broadcast_shapes(input.shape, tuple(int(d) for d in np.asarray(shape).reshape(-1)))
-    check_allocation(target, input.dtype)
-    return np.broadcast_to(input, target).copy()
+    target, dims = _dims(shape), input.shape
+    rank = max(len(dims), len(target))
+    out = []
+    for a, b in zip((1,) * (rank - len(dims)) + dims, (1,) * (rank - len(target)) + target):
+        if a != b and a != 1 and b != 1:
+            raise ValueError(f"Expand: shape {list(target)} does not broadcast with {list(dims)}")
+        out.append(a if b == 1 else b)
+    result = np.empty(check_allocation(out, input.dtype), dtype=input.dtype)
+    result[...] = input  # (np.broadcast_to(...).copy() costs ten times as much on small arrays)
+    return result
 
 
 @kernel(fresh=True, exact=True)
 def tile(input: np.ndarray, repeats) -> np.ndarray:
-    """ONNX Tile: `input` repeated `repeats[i]` times along axis i (one repeat per axis),
-    allocated only once the result fits the allocation limit."""
-    repeats = tuple(int(r) for r in np.asarray(repeats).reshape(-1))
+    """ONNX Tile: `input` repeated `repeats[i]` times along axis i (one repeat per axis), as
+    np.tile lays it out, allocated only once the result fits the allocation limit."""
+    repeats = tuple(map(int, _dims(repeats)))
     if len(repeats) != input.ndim:
         raise ValueError(f"Tile: {len(repeats)} repeats for an input of rank {input.ndim}")
-    check_allocation([d * r for d, r in zip(input.shape, repeats)], input.dtype)
-    return np.tile(input, repeats)
+    out = check_allocation([d * r for d, r in zip(input.shape, repeats)], input.dtype)
+    # (repeat, dim) pairs broadcast from (1, dim): the copy np.tile makes, in one assignment
+    blocks = np.empty([n for pair in zip(repeats, input.shape) for n in pair], dtype=input.dtype)
+    blocks[...] = input.reshape([n for d in input.shape for n in (1, d)])
+    return blocks.reshape(out)
 
 
 def cast(x: np.ndarray, *, to) -> np.ndarray:

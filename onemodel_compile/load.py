@@ -19,6 +19,8 @@ MIN_CONVERTIBLE_OPSET = 1  # opsets 1 to 6 are converted to MIN_OPSET at load
 DEFAULT_DOMAINS = ("", "ai.onnx")
 # Other domains and the opsets of theirs the compiler reads (onnxruntime 1.31.1's ranges).
 DOMAIN_OPSETS = {"ai.onnx.ml": (1, 5)}
+# The compiler's own domain (ops/fused.py): what its rewrites create, never read from a model.
+INTERNAL_DOMAINS = ("onemodel.fused",)
 
 
 @dataclass
@@ -170,8 +172,14 @@ def source_files(model) -> set[Path]:
 
 
 def _check_domain_opsets(proto: onnx.ModelProto, label: str) -> None:
-    """Refuse an opset of a known non-default domain outside the range the compiler reads."""
+    """Refuse an opset of a known non-default domain outside the range the compiler reads, and
+    the compiler's own domain."""
     for entry in proto.opset_import:
+        if entry.domain in INTERNAL_DOMAINS:
+            raise UnsupportedError(
+                f"{label}: the model imports domain {entry.domain!r}, which is the compiler's "
+                f"own (its operators exist only inside the compiler)"
+            )
         low, high = DOMAIN_OPSETS.get(entry.domain, (None, None))
         if low is not None and not low <= entry.version <= high:
             raise UnsupportedError(
@@ -198,3 +206,36 @@ def _converter_reason(exc: BaseException) -> str:
 def _one_line(exc: BaseException) -> str:
     """The exception's message on one line (checker messages span several)."""
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def pin_input_dims(loaded: LoadedModel, dims: dict[str, int] | None) -> LoadedModel:
+    """`loaded` with the symbolic dims named in `dims` set to those sizes wherever the main graph
+    declares them (inputs, outputs, value_info), before resolve sees them (`--input-dim`). The
+    caller's ModelProto is left as it was; a name no graph input uses is an error."""
+    if not dims:
+        return loaded
+    declared = {
+        dim.dim_param
+        for info in loaded.proto.graph.input
+        if info.type.HasField("tensor_type")
+        for dim in info.type.tensor_type.shape.dim
+        if dim.dim_param
+    }
+    unknown = sorted(set(dims) - declared)
+    if unknown:
+        raise ModelError(
+            f"{loaded.source_name}: --input-dim {unknown[0]}: no graph input has a symbolic dim of "
+            f"that name (the inputs' symbolic dims: {', '.join(sorted(declared)) or 'none'})"
+        )
+    for name, size in dims.items():
+        if not isinstance(size, int) or size < 0:
+            raise ModelError(f"{loaded.source_name}: --input-dim {name}={size}: not a size")
+    proto = onnx.ModelProto()
+    proto.CopyFrom(loaded.proto)
+    graph = proto.graph
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        if info.type.HasField("tensor_type"):
+            for dim in info.type.tensor_type.shape.dim:
+                if dim.dim_param in dims:
+                    dim.dim_value = dims[dim.dim_param]  # clears dim_param (a oneof)
+    return LoadedModel(proto, loaded.source_name, loaded.sha256, loaded.opset)

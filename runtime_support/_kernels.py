@@ -29,9 +29,7 @@ class KernelProperties:
 UNDECLARED = KernelProperties()
 
 
-def kernel(
-    *, out: bool = False, fresh: bool = False, exact: bool | None = None, exact_twin=None
-):
+def kernel(*, out: bool = False, fresh: bool = False, exact: bool | None = None, exact_twin=None):
     """Declare a runtime_support kernel's properties (see the module docstring)."""
 
     def declare(function):
@@ -63,10 +61,15 @@ NUMPY = {
     "arcsinh": KernelProperties(exact=False, exact_twin="rt.exact_asinh"),
     "arccosh": KernelProperties(exact=False, exact_twin="rt.exact_acosh"),
     "arctanh": KernelProperties(exact=False, exact_twin="rt.exact_atanh"),
-    **{
-        name: KernelProperties(exact=False)
-        for name in ("sin", "cos", "tan", "arcsin", "arccos", "arctan", "power", "logaddexp")
-    },
+    "sin": KernelProperties(exact=False, exact_twin="rt.exact_sin"),
+    "cos": KernelProperties(exact=False, exact_twin="rt.exact_cos"),
+    "tan": KernelProperties(exact=False, exact_twin="rt.exact_tan"),
+    "arcsin": KernelProperties(exact=False, exact_twin="rt.exact_asin"),
+    "arccos": KernelProperties(exact=False, exact_twin="rt.exact_acos"),
+    "arctan": KernelProperties(exact=False, exact_twin="rt.exact_atan"),
+    "logaddexp": KernelProperties(exact=False),
+    # exact on integers, not on floats: the emitter's exactness rule decides (Pow)
+    "power": KernelProperties(),
     "matmul": KernelProperties(fresh=True),
 }  # fmt: skip
 

@@ -6,6 +6,13 @@ Transforms run through numpy's FFT in complex128 for float64 signals, in complex
 input's type at the end.
 Sizes and lengths may arrive as scalars or one-element tensors at run time. Not exact: numpy's
 FFT, cos, log10 and power give machine-dependent bits.
+
+The exact variant's kernels (exact_dft, exact_stft, the exact windows, exact_mel_weight_matrix)
+compute the same definitions with the library's own functions: the transforms by an FFT in float64
+whose every operation and its order are part of its definition (radix 2, or Bluestein's algorithm
+for other lengths), with twiddles cos and sin(2 pi m/L) from
+runtime_support.exact_trig.cos_sin_of_turns, rounded once to the signal's type; the windows take
+their cosines from the same function and the mel filter bank exact_log and exact_pow.
 """
 
 from __future__ import annotations
@@ -13,11 +20,21 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
+from runtime_support.exact import _rounded
+from runtime_support.exact_math import exact_log, exact_pow
+from runtime_support.exact_trig import cos_sin_of_turns
 
 __all__ = [
     "blackman_window",
     "dft",
+    "exact_blackman_window",
+    "exact_dft",
+    "exact_hamming_window",
+    "exact_hann_window",
+    "exact_mel_weight_matrix",
+    "exact_stft",
     "hamming_window",
     "hann_window",
     "mel_weight_matrix",
@@ -27,6 +44,14 @@ __all__ = [
 
 def _int(value) -> int:
     return int(np.asarray(value).reshape(-1)[0])
+
+
+def _signal_axis(axis, rank: int) -> int:
+    """DFT's axis as a non-negative index; never the last (complex) axis."""
+    axis = _int(axis)
+    if not (-rank <= axis <= -2 or 0 <= axis <= rank - 2):
+        raise ValueError(f"DFT: axis {axis} is out of range for an input of rank {rank}")
+    return axis % rank
 
 
 def _complex(x: np.ndarray) -> np.ndarray:
@@ -43,16 +68,13 @@ def _pairs(values: np.ndarray, dtype) -> np.ndarray:
     return np.stack([values.real, values.imag], axis=-1).astype(dtype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_dft")
 def dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
     """ONNX DFT along `axis` (never the last, complex axis) of a real or complex signal, zero-padded
     or truncated to `dft_length`. onesided: the forward transform keeps the first
     dft_length // 2 + 1 frequencies; the inverse one takes those and returns a real signal of
     dft_length (by default 2 * (n - 1)). The inverse is normalized by 1 / dft_length."""
-    rank = input.ndim
-    axis = _int(axis)
-    if not (-rank <= axis <= -2 or 0 <= axis <= rank - 2):
-        raise ValueError(f"DFT: axis {axis} is out of range for an input of rank {rank}")
-    axis %= rank
+    axis = _signal_axis(axis, input.ndim)
     signal = _complex(input)
     size = signal.shape[axis]
     if dft_length is not None:  # the model's value: checked before numpy pads to it
@@ -71,11 +93,24 @@ def dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
     return _pairs(spectrum, input.dtype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_stft")
 def stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
     """ONNX STFT of a (batch, length, 1 or 2) signal: frames of frame_length samples every
     frame_step samples (floor((length - frame_length) / frame_step) + 1 of them), each times the
     window (by default all ones) and transformed; onesided keeps frame_length // 2 + 1 bins.
     Returns (batch, frames, bins, 2)."""
+    frames, length = _frames(_complex(signal), frame_step, window, frame_length)
+    if window is not None:
+        frames = frames * window.astype(frames.real.dtype)
+    spectrum = np.fft.fft(frames, axis=-1)
+    if onesided:
+        spectrum = spectrum[..., : length // 2 + 1]
+    return _pairs(spectrum, signal.dtype)
+
+
+def _frames(signal: np.ndarray, frame_step, window, frame_length):
+    """STFT's frames of `signal` (batch, length, ...): (batch, frames, ..., frame_length), a view,
+    and the frame length."""
     step = _int(frame_step)
     if frame_length is not None:
         length = _int(frame_length)
@@ -83,13 +118,7 @@ def stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
         length = signal.shape[1] if window is None else window.shape[0]
     if window is not None and window.shape[0] != length:
         raise ValueError(f"STFT: a window of {window.shape[0]} for frames of {length}")
-    frames = sliding_window_view(_complex(signal), length, axis=1)[:, ::step]
-    if window is not None:
-        frames = frames * window.astype(frames.real.dtype)
-    spectrum = np.fft.fft(frames, axis=-1)
-    if onesided:
-        spectrum = spectrum[..., : length // 2 + 1]
-    return _pairs(spectrum, signal.dtype)
+    return sliding_window_view(signal, length, axis=1)[:, ::step], length
 
 
 def _cosine_sum(size, periodic: int, coefficients, output_datatype) -> np.ndarray:
@@ -103,21 +132,25 @@ def _cosine_sum(size, periodic: int, coefficients, output_datatype) -> np.ndarra
     return window.astype(output_datatype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_hann_window")
 def hann_window(size, *, periodic=1, output_datatype=np.float32):
     """ONNX HannWindow: 0.5 - 0.5 cos(2 pi n / N)."""
     return _cosine_sum(size, periodic, (0.5, 0.5), output_datatype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_hamming_window")
 def hamming_window(size, *, periodic=1, output_datatype=np.float32):
     """ONNX HammingWindow: 25/46 - 21/46 cos(2 pi n / N)."""
     return _cosine_sum(size, periodic, (25 / 46, 21 / 46), output_datatype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_blackman_window")
 def blackman_window(size, *, periodic=1, output_datatype=np.float32):
     """ONNX BlackmanWindow: 0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)."""
     return _cosine_sum(size, periodic, (0.42, 0.5, 0.08), output_datatype)
 
 
+@kernel(exact=False, exact_twin="rt.exact_mel_weight_matrix")
 def mel_weight_matrix(
     num_mel_bins,
     dft_length,
@@ -133,14 +166,30 @@ def mel_weight_matrix(
     + 2) in mel (mel(f) = 2595 log10(1 + f / 700)), as the backend data and onnxruntime place them;
     each goes back to hertz and to the bin floor((dft_length + 1) f / sample_rate). Filter i rises
     linearly from edge i to its peak 1 at edge i + 1 and falls to edge i + 2 (0 there)."""
+    return _mel_weights(
+        num_mel_bins,
+        dft_length,
+        sample_rate,
+        lower_edge_hertz,
+        upper_edge_hertz,
+        output_datatype,
+        np.log10,
+        lambda exponent: np.power(10.0, exponent),
+    )
+
+
+def _mel_weights(
+    num_mel_bins, dft_length, sample_rate, lower, upper, output_datatype, log10, power_of_ten
+):
+    """mel_weight_matrix with the given log10 and 10**x (numpy's, or the library's own)."""
     bins, length, rate = _int(num_mel_bins), _int(dft_length), _int(sample_rate)
     check_allocation([max(length // 2 + 1, 0), max(bins + 2, 0)], np.float64)
     low, high = (
-        2595 * np.log10(1 + float(np.asarray(f).reshape(-1)[0]) / 700)
-        for f in (lower_edge_hertz, upper_edge_hertz)
+        2595 * log10(np.float64(1 + float(np.asarray(f).reshape(-1)[0]) / 700))
+        for f in (lower, upper)
     )
     mel = np.arange(bins + 2, dtype=np.float64) * ((high - low) / (bins + 2)) + low
-    hertz = 700 * (np.power(10.0, mel / 2595) - 1)
+    hertz = 700 * (power_of_ten(mel / 2595) - 1)
     edges = np.floor((length + 1) * hertz / rate).astype(np.int64)
     left, center, right = edges[:-2], edges[1:-1], edges[2:]
     j = np.arange(length // 2 + 1, dtype=np.int64)[:, None]
@@ -149,3 +198,239 @@ def mel_weight_matrix(
     weights = np.where((left <= j) & (j < center), rising, 0.0)
     weights = np.where((center < j) & (j < right), falling, weights)
     return np.where(j == center, 1.0, weights).astype(output_datatype)
+
+
+# --- the exact variant ----------------------------------------------------------------------------
+#
+# One fast Fourier transform whose every operation and its order are part of the definition, in
+# float64: radix-2 decimation in time for power-of-two lengths, Bluestein's algorithm (a chirp
+# and a power-of-two convolution) for the others. Twiddles and chirps come from
+# runtime_support.exact_trig.cos_sin_of_turns (the angle reduced as an integer fraction of a turn)
+# and are kept per length: they depend on nothing else.
+
+_TABLES: dict[tuple, tuple] = {}
+_TABLES_KEPT = 64  # different tables in one process, at most (then the oldest goes)
+
+
+def _table(key: tuple, make):
+    table = _TABLES.get(key)
+    if table is None:
+        if len(_TABLES) >= _TABLES_KEPT:
+            _TABLES.pop(next(iter(_TABLES)))
+        table = _TABLES[key] = make()
+    return table
+
+
+def _multiply(ar, ai, br, bi) -> tuple[np.ndarray, np.ndarray]:
+    """(ar + i ai)(br + i bi) as (ar br - ai bi, ar bi + ai br), each product and sum one IEEE
+    operation in this order."""
+    real = ar * br
+    real -= ai * bi
+    imag = ar * bi
+    imag += ai * br
+    return real, imag
+
+
+def _radix2_tables(n: int):
+    """Bit-reversed order of 0..n-1 and, per stage of size 2, 4, ..., n, the twiddles
+    exp(-2 pi i j / size), j < size / 2."""
+    bits = n.bit_length() - 1
+    index = np.arange(n)
+    order = np.zeros(n, dtype=np.intp)
+    for b in range(bits):
+        order |= ((index >> b) & 1) << (bits - 1 - b)
+    stages = []
+    size = 2
+    while size <= n:
+        cosine, sine = cos_sin_of_turns(np.arange(size // 2), size)
+        stages.append((cosine, -sine))
+        size *= 2
+    return order, stages
+
+
+def _radix2(re: np.ndarray, im: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The forward DFT (unnormalised, exp(-2 pi i n k / N)) along the last axis of float64 arrays
+    of a power-of-two length N: the inputs in bit-reversed order, then for each stage of size
+    2, 4, ..., N and each butterfly (even e, odd o, twiddle w): t = o w (see _multiply),
+    o' = e - t, e' = e + t."""
+    n = re.shape[-1]
+    order, stages = _table(("radix-2", n), lambda: _radix2_tables(n))
+    re, im = re[..., order], im[..., order]  # copies: the stages work in place
+    size = 2
+    for w_re, w_im in stages:
+        half = size // 2
+        shape = re.shape[:-1] + (n // size, 2, half)
+        r, i = re.reshape(shape), im.reshape(shape)
+        even_re, even_im, odd_re, odd_im = r[..., 0, :], i[..., 0, :], r[..., 1, :], i[..., 1, :]
+        t_re, t_im = _multiply(odd_re, odd_im, w_re, w_im)
+        np.subtract(even_re, t_re, out=odd_re)
+        np.subtract(even_im, t_im, out=odd_im)
+        even_re += t_re
+        even_im += t_im
+        size *= 2
+    return re, im
+
+
+def _bluestein_tables(n: int):
+    """The chirp c_j = exp(-pi i j**2 / n), j < n, the convolution length m (the power of two at
+    least 2n - 1) and the transform of b = conj(c) laid out for a circular convolution of length m
+    (b_j at j and at m - j)."""
+    j = np.arange(n, dtype=np.int64)
+    cosine, sine = cos_sin_of_turns(j * j % (2 * n), 2 * n)  # exp(2 pi i j**2 / 2n)
+    m = 1 << (2 * n - 2).bit_length()
+    b_re, b_im = np.zeros(m), np.zeros(m)
+    b_re[:n], b_im[:n] = cosine, sine
+    b_re[m - n + 1 :], b_im[m - n + 1 :] = cosine[:0:-1], sine[:0:-1]
+    return (cosine, -sine), m, _radix2(b_re, b_im)
+
+
+def _bluestein(re: np.ndarray, im: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The forward DFT along the last axis for any length n by Bluestein's algorithm:
+    X_k = c_k sum_j (x_j c_j) conj(c_{k-j}) with c_j = exp(-pi i j**2 / n) (2 j k = j**2 + k**2 -
+    (k - j)**2), the sum a circular convolution of length m computed as the inverse radix-2
+    transform of the product of the two transforms (the inverse as the conjugate of the forward
+    transform of the conjugate, divided by m, a power of two)."""
+    n = re.shape[-1]
+    (c_re, c_im), m, (b_re, b_im) = _table(("bluestein", n), lambda: _bluestein_tables(n))
+    a_re, a_im = _multiply(re, im, c_re, c_im)
+    pad = [(0, 0)] * (re.ndim - 1) + [(0, m - n)]
+    a_re, a_im = _radix2(np.pad(a_re, pad), np.pad(a_im, pad))
+    p_re, p_im = _multiply(a_re, a_im, b_re, b_im)
+    q_re, q_im = _radix2(p_re, np.negative(p_im))
+    q_re, q_im = q_re[..., :n] / m, q_im[..., :n] / -m
+    return _multiply(q_re, q_im, c_re, c_im)
+
+
+def _fft(re: np.ndarray, im: np.ndarray, inverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The DFT along the last axis of float64 arrays, unnormalised: exp(-2 pi i n k / N), or with
+    `inverse` exp(+2 pi i n k / N) as the conjugate of the forward transform of the conjugate."""
+    n = re.shape[-1]
+    transform = _radix2 if n & (n - 1) == 0 else _bluestein
+    if not inverse:
+        return transform(re, im)
+    re, im = transform(re, np.negative(im))
+    return re, np.negative(im, out=im)
+
+
+def _signal_parts(x: np.ndarray, axis: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Real and imaginary parts (float64) of an ONNX (..., 1) or (..., 2) signal with `axis` moved
+    last, cut or zero-padded to `length` values."""
+    parts = [np.moveaxis(x[..., j], axis, -1).astype(np.float64) for j in range(x.shape[-1])]
+    if len(parts) == 1:
+        parts.append(np.zeros_like(parts[0]))
+    size = parts[0].shape[-1]
+    if size >= length:
+        return parts[0][..., :length], parts[1][..., :length]
+    pad = [(0, 0)] * (parts[0].ndim - 1) + [(0, length - size)]
+    return np.pad(parts[0], pad), np.pad(parts[1], pad)
+
+
+@kernel(exact=True)
+def exact_dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
+    """dft's definition by the FFT above (_fft: radix 2, or Bluestein's algorithm), in float64,
+    the inverse divided by dft_length, rounded once to the input's type. The real inverse builds
+    the whole spectrum of length L from its first L // 2 + 1 frequencies (X[L - k] = conj(X[k]),
+    the imaginary parts of X[0] and X[L / 2] dropped, as numpy's irfft does) and keeps the real
+    part."""
+    x = np.asarray(input)
+    axis = _signal_axis(axis, x.ndim)
+    size = x.shape[axis]
+    if inverse and onesided:
+        length = 2 * (size - 1) if dft_length is None else _int(dft_length)
+        re, im = _signal_parts(x, axis, length // 2 + 1)
+        im[..., 0] = 0.0
+        if length % 2 == 0:
+            im[..., length // 2] = 0.0
+        mirror = slice((length - 1) // 2, 0, -1)  # frequencies L - k for k = (L - 1) // 2 .. 1
+        re = np.concatenate([re, re[..., mirror]], axis=-1)[..., :length]
+        im = np.concatenate([im, np.negative(im[..., mirror])], axis=-1)[..., :length]
+        samples = _fft(re, im, inverse=True)[0] / length
+        return _rounded(np.moveaxis(samples[..., None], -2, axis), x.dtype)
+    length = size if dft_length is None else _int(dft_length)
+    re, im = _fft(*_signal_parts(x, axis, length), inverse=bool(inverse))
+    if inverse:
+        re /= length
+        im /= length
+    if onesided and not inverse:
+        re, im = re[..., : length // 2 + 1], im[..., : length // 2 + 1]
+    return _rounded(np.moveaxis(np.stack([re, im], axis=-1), -2, axis), x.dtype)
+
+
+@kernel(exact=True)
+def exact_stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
+    """stft's definition: the frames times the window (float64 products), each frame transformed
+    by the FFT above, rounded once to the signal's type."""
+    signal = np.asarray(signal)
+    frames, length = _frames(signal, frame_step, window, frame_length)  # (batch, F, parts, L)
+    re, im = _signal_parts(np.moveaxis(frames, -2, -1), 2, length)
+    if window is not None:
+        w = np.asarray(window).astype(np.float64)
+        re *= w
+        im *= w
+    re, im = _fft(re, im)
+    if onesided:
+        re, im = re[..., : length // 2 + 1], im[..., : length // 2 + 1]
+    return _rounded(np.stack([re, im], axis=-1), signal.dtype)
+
+
+def _exact_cosine_sum(size, periodic: int, coefficients, output_datatype) -> np.ndarray:
+    """_cosine_sum with cos(2 pi k n / N) from cos_sin_of_turns (k n mod N exact), the terms
+    added in float64 in the order of the coefficients, rounded once to output_datatype (float
+    types; integer types truncate, as the fast kernel's cast). A symmetric window of one point has
+    N = 0: NaN, as 0/0 gives in the fast kernel."""
+    count = _int(size)
+    period = count if periodic else count - 1
+    n = np.arange(count, dtype=np.int64)
+    window = np.zeros(count, dtype=np.float64)
+    for k, a in enumerate(coefficients):
+        if period > 0:
+            cosine = cos_sin_of_turns(k * n, period)[0]
+        else:
+            cosine = np.full(count, np.nan)
+        window += (-1) ** k * a * cosine
+    return _rounded(window, output_datatype)
+
+
+@kernel(exact=True)
+def exact_hann_window(size, *, periodic=1, output_datatype=np.float32):
+    """hann_window exactly: 0.5 - 0.5 cos(2 pi n / N) (see _exact_cosine_sum)."""
+    return _exact_cosine_sum(size, periodic, (0.5, 0.5), output_datatype)
+
+
+@kernel(exact=True)
+def exact_hamming_window(size, *, periodic=1, output_datatype=np.float32):
+    """hamming_window exactly: 25/46 - 21/46 cos(2 pi n / N) (see _exact_cosine_sum)."""
+    return _exact_cosine_sum(size, periodic, (25 / 46, 21 / 46), output_datatype)
+
+
+@kernel(exact=True)
+def exact_blackman_window(size, *, periodic=1, output_datatype=np.float32):
+    """blackman_window exactly: 0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)."""
+    return _exact_cosine_sum(size, periodic, (0.42, 0.5, 0.08), output_datatype)
+
+
+_LN10 = float(exact_log(np.float64(10.0)))  # the library's log, not libm's: the same everywhere
+
+
+@kernel(exact=True)
+def exact_mel_weight_matrix(
+    num_mel_bins,
+    dft_length,
+    sample_rate,
+    lower_edge_hertz,
+    upper_edge_hertz,
+    *,
+    output_datatype=np.float32,
+):
+    """mel_weight_matrix with log10(v) = exact_log(v) / ln 10 and 10**x = exact_pow(10, x); every
+    other step there is IEEE arithmetic, floor and comparisons, so the matrix is exact."""
+    return _mel_weights(
+        num_mel_bins,
+        dft_length,
+        sample_rate,
+        lower_edge_hertz,
+        upper_edge_hertz,
+        output_datatype,
+        lambda v: exact_log(v) / _LN10,
+        lambda exponent: exact_pow(np.float64(10.0), exponent),
+    )

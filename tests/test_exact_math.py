@@ -1,5 +1,5 @@
-"""The library's own transcendental functions (runtime_support.exact_math): special values as IEEE
-and numpy give them, accuracy against mpmath within the bounds measured by
+"""The library's own transcendental functions (runtime_support.exact_math, and the trigonometric
+ones of runtime_support.exact_trig): special values as IEEE and numpy give them, accuracy against mpmath within the bounds measured by
 tools/measure_exact_transcendentals.py (docs/exact-transcendentals.md), every float16 and bfloat16
 input correctly rounded, and the same bits with numpy's SIMD code paths switched off and under
 another numpy when one is named (subprocesses, SHA-256 digests, also held against digests committed
@@ -8,6 +8,7 @@ here)."""
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -16,8 +17,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from runtime_support import exact_math
-from tools.bit_identity import other_numpy_python
+from runtime_support import exact_math, exact_trig
 from runtime_support.exact_math import (
     exact_acosh,
     exact_asinh,
@@ -34,7 +34,15 @@ from runtime_support.exact_math import (
     exact_softplus,
     exact_tanh,
 )
-from tools.bit_identity import NO_AVX2, run_json_script
+from runtime_support.exact_trig import (
+    exact_acos,
+    exact_asin,
+    exact_atan,
+    exact_cos,
+    exact_sin,
+    exact_tan,
+)
+from tools.bit_identity import NO_AVX2, other_numpy_python, run_json_script
 from tools.measure_exact_transcendentals import correctly_rounded, mp_ulps, mp_value
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,6 +60,12 @@ UNARY = {
     "asinh": exact_asinh,
     "acosh": exact_acosh,
     "atanh": exact_atanh,
+    "sin": exact_sin,
+    "cos": exact_cos,
+    "tan": exact_tan,
+    "asin": exact_asin,
+    "acos": exact_acos,
+    "atan": exact_atan,
 }
 FLOATS = (np.float16, np.float32, np.float64)
 
@@ -73,6 +87,12 @@ FLOAT64_BOUND = {
     "acosh": 2.0,
     "atanh": 2.0,
     "pow": 0.75,
+    "sin": 1.0,
+    "cos": 1.0,
+    "tan": 1.0,
+    "asin": 0.75,
+    "acos": 0.75,
+    "atan": 0.6,
 }
 
 
@@ -138,6 +158,20 @@ SPECIALS = {  # (x, result) pairs that hold in every float type
         (INF, NAN),
         (NAN, NAN),
     ],
+    "sin": [(0.0, 0.0), (-0.0, -0.0), (INF, NAN), (-INF, NAN), (NAN, NAN)],
+    "cos": [(0.0, 1.0), (-0.0, 1.0), (INF, NAN), (-INF, NAN), (NAN, NAN)],
+    "tan": [(0.0, 0.0), (-0.0, -0.0), (INF, NAN), (-INF, NAN), (NAN, NAN)],
+    "asin": [
+        (0.0, 0.0),
+        (-0.0, -0.0),
+        (1.5, NAN),
+        (-2.0, NAN),
+        (INF, NAN),
+        (-INF, NAN),
+        (NAN, NAN),
+    ],
+    "acos": [(1.0, 0.0), (1.5, NAN), (-2.0, NAN), (INF, NAN), (-INF, NAN), (NAN, NAN)],
+    "atan": [(0.0, 0.0), (-0.0, -0.0), (NAN, NAN)],
 }
 
 
@@ -212,6 +246,12 @@ RANGES = {
     "asinh": (-100.0, 100.0),
     "acosh": (1.0, 100.0),
     "atanh": (-1.0, 1.0),
+    "sin": (-1000.0, 1000.0),
+    "cos": (-1000.0, 1000.0),
+    "tan": (-1000.0, 1000.0),
+    "asin": (-1.0, 1.0),
+    "acos": (-1.0, 1.0),
+    "atan": (-20.0, 20.0),
 }
 
 
@@ -280,6 +320,12 @@ def _float16_reference(name: str, x: np.ndarray) -> np.ndarray:
             "asinh": np.arcsinh,
             "acosh": np.arccosh,
             "atanh": np.arctanh,
+            "sin": np.sin,
+            "cos": np.cos,
+            "tan": np.tan,
+            "asin": np.arcsin,
+            "acos": np.arccos,
+            "atan": np.arctan,
         }[name](ld)
         want = ref.astype(np.float64).astype(np.float16)  # numpy's longdouble -> float16 goes
         # through float32 (two roundings); through float64 the second one is caught below.
@@ -478,7 +524,7 @@ out = {}
 for dtype in (np.float16, ml_dtypes.bfloat16, np.float32, np.float64):
     x = inputs(dtype)
     for name in ("exp", "log", "expm1", "log1p", "sigmoid", "tanh", "softplus", "erf", "sinh",
-                 "cosh", "asinh", "acosh", "atanh"):
+                 "cosh", "asinh", "acosh", "atanh", "sin", "cos", "tan", "asin", "acos", "atan"):
         out[f"{name} {np.dtype(dtype).name}"] = digest(getattr(rt, "exact_" + name)(x))
     with np.errstate(all="ignore"):
         exponent = x[::-1] / 8
@@ -551,6 +597,30 @@ GOLDEN = {
     "acosh float64": "b3ff8001276517285036e109b4bafb6a822c644fd20249c865ec71b1fa473de3",
     "atanh float64": "c06f5d5510f75fccba9bfd080c142100881d90537de2f96c907f3653363f25b7",
     "pow float64": "04e913fc9dfdf0841d4b2c5d077ad5a0efbc532b3a16f4873b3f006c41072848",
+    "sin float16": "86e707a811d72adc57a1aedbe54785244c5b4ddd60a7ad0522e8fad72a7a42c4",
+    "cos float16": "78d29082b3ff7d439b276f42d2724a423435f25e0bd2517b094c492d9ab09cfe",
+    "tan float16": "606366ae29ce0bdec7aa98dd29133e68cb8e58e177774d1fbf3b5af31a58a265",
+    "asin float16": "1b089a7c3aea682b8f8728d781afc84a7a022b6b5524e0a9e77984f711670276",
+    "acos float16": "d26392db5d27684069a05fd50594efbfdb0a78b3f3514c20b984e133cbfc6c49",
+    "atan float16": "a3ea26be5df8cfebf9da3d7fd1c9e1d78fc22b199e0027567f12f4069d6e533d",
+    "sin bfloat16": "73c5b545ee26b53add787e2732112959939184c66476ea1c9efbc18a922827cf",
+    "cos bfloat16": "d927659eca226c11ec980c1ad7bf316d6daf1520e70ffbaf4d8edbd2fe4ab1cc",
+    "tan bfloat16": "80ff346b2554c2130dadff3e6502e67e9e85a71ef3521c473fa549bc322b68d7",
+    "asin bfloat16": "b5842804b0fa75e4d216dd2ed813aa276ebe98e25368109e2c5dbb5c8ba61af6",
+    "acos bfloat16": "0c39a1677afe27fd6e7172096d94815679da2322dfbdafd864cacd59b0973333",
+    "atan bfloat16": "29deb0eb5a542254b252051ff6ca87c7bae353017a5f2bbb3ee8f0d9079db1f0",
+    "sin float32": "a90c30be3ce3ee61980d7f84dfae206db2ee83683855176c00ec80d0e9dfceac",
+    "cos float32": "c9e9750844b781b7367ef1fba01cb18bcaa8cd520a6f2afd20e0d57ff561b427",
+    "tan float32": "2c516f4d5d10d08cbc385d5836d3259742e0efa403c1a9fdee723414cf7220d2",
+    "asin float32": "69b6facb995fb63b6b28a8014b7f107577dc39bd112d184f1511d8d5b0f862ad",
+    "acos float32": "8b18ace013df37ca23a1f9e8000472b981c91f9f05fa10afb9272a9623dd01cd",
+    "atan float32": "19ea6aaf30891c9cd64ee3027500027b68700be9c0048f0b2edbd29203d6190e",
+    "sin float64": "fb1726664f6c52e41f216bfe3b330e9e090922ad6090e2a93bf50944885c45ed",
+    "cos float64": "558dd9880836d1bee974feb14d7976e8bc8542c1735a94d0d72853f56afc45d3",
+    "tan float64": "85f04d7caa195153950090db5622bdebe7caf7bf59cd7d9a22a36cce8e5bf117",
+    "asin float64": "27a193511f0777158911146a29e6dd27a54cc54e3739eaecf2efdb693ccc3187",
+    "acos float64": "d42b8ccd0798dd56eb4d7b4d4eb38843fe0f4f680a1def56a03308e35618970b",
+    "atan float64": "66da0fd4575a1be52f30dec3dd9e8d57b61f3cac285e55b163b213492f6184d9",
     "pow int32": "e93c45e3bb357607e458191da77f37d2fb4ff5ce1911df6be54ef6bbfbc5a7f4",
 }
 
@@ -579,4 +649,6 @@ def test_same_bits_with_another_numpy():
 
 
 def test_digest_script_covers_every_function():
-    assert all(name.removeprefix("exact_") in DIGEST_SCRIPT for name in exact_math.__all__)
+    names = exact_math.__all__ + exact_trig.__all__
+    for name in names:  # as a word: "sin" must not pass for being part of "sinh"
+        assert re.search(rf"\b{name.removeprefix('exact_')}\b", DIGEST_SCRIPT), name

@@ -38,7 +38,7 @@ def test_all_nine_models_are_there() -> None:
 def test_light_model_matches_its_expected_output(name: str, tmp_path: Path) -> None:
     path = compile_model(LIGHT / f"{name}.onnx", tmp_path / f"{name}.py")
     module = import_module_from(path, f"light_{name}")
-    (_, dtype, shape), = module.INPUTS
+    ((_, dtype, shape),) = module.INPUTS
     assert dtype == "float32"
     outputs = module.run(runner_input(shape))
     expected = numpy_helper.to_array(onnx.load_tensor(str(LIGHT / f"{name}_output_0.pb")))

@@ -32,7 +32,6 @@ from onemodel_compile import (  # noqa: E402
     CompileError,
     ExactnessError,
     compile_model,
-    emit,
     ir,
     resolve,
 )
@@ -48,20 +47,7 @@ VARIANTS = ("fast", "exact")
 RTOL, ATOL = 1e-4, 1e-5
 ML = "ai.onnx.ml"
 # model -> why it fails today, as `outcome` reports it (strict: a fixed one fails as XPASS).
-STRING_CONSTANTS = (
-    "internal ValueError: could not convert string to float: 'benign' (a string initializer: "
-    "ops/code.py's literal and emit.py's constant_expr need the object-array case, "
-    "onemodel_compile.ops.ml.string_literal)"
-)
-XFAIL = {"sgd_binary_string_labels": STRING_CONSTANTS}
-
-
-@pytest.fixture(autouse=True)
-def ml_type_names(monkeypatch):
-    """INPUTS and OUTPUTS name maps and strings as ir.type_name does ("map(string,float32)",
-    "string"), so a map input (DictVectorizer, CastMap) is checked as a dict. TODO(lead): emit.py's
-    `_type_name` becomes `ir.type_name`; then this fixture goes."""
-    monkeypatch.setattr(emit, "_type_name", ir.type_name)
+XFAIL: dict[str, str] = {}  # empty: string initializers are inline literals (ops/code.py)
 
 
 # --- feeds and comparison ----------------------------------------------------------------------
@@ -210,7 +196,6 @@ def test_ml_model(name: str, variant: str, tmp_path: Path) -> None:
 
 
 def main() -> None:
-    emit._type_name = ir.type_name  # as the fixture does
     passed = 0
     with tempfile.TemporaryDirectory() as scratch:
         for name in MODELS:
@@ -831,7 +816,7 @@ def test_type_names() -> None:
 
 
 def test_string_literal_rebuilds_string_arrays() -> None:
-    from onemodel_compile.ops.ml import string_literal
+    from onemodel_compile.ops.code import literal as string_literal
 
     hostile = ["a'b", 'c"d', "new\nline", "\\", "é∂", "", "__import__('os')"]
     for value in (np.array(hostile, dtype=object), np.array([hostile[:2]], dtype=object)):

@@ -7,9 +7,11 @@ from __future__ import annotations
 import onnx
 import pytest
 
+import onemodel_compile
 from onemodel_compile import UnsupportedError
-from onemodel_compile.load import MAX_OPSET, MIN_OPSET
-from onemodel_compile.ops import lookup, registered
+from onemodel_compile.load import INTERNAL_DOMAINS, MAX_OPSET, MIN_OPSET
+from onemodel_compile.ops import fused, lookup, registered
+from onemodel_compile.variants import VARIANTS
 
 
 def _schema_versions(op_type: str, domain: str) -> list[int]:
@@ -23,7 +25,8 @@ def _schema_versions(op_type: str, domain: str) -> list[int]:
     return versions
 
 
-OPS = sorted({(e.domain, e.op_type) for e in registered()})
+# The project's own domain (ops/fused.py) has no ONNX schema: its operators come from rewrites.
+OPS = sorted({(e.domain, e.op_type) for e in registered() if e.domain != fused.DOMAIN})
 
 
 @pytest.mark.parametrize("domain,op_type", OPS, ids=[f"{d}:{o}" if d else o for d, o in OPS])
@@ -43,6 +46,32 @@ def test_range_boundaries_are_schema_versions(domain: str, op_type: str) -> None
             continue
         schema = onnx.defs.get_schema(op_type, entry.since, domain)
         assert schema.since_version == entry.since, (op_type, entry.since, schema.since_version)
+
+
+def test_own_domain_operators_are_made_only_by_rewrites() -> None:
+    """No model may use the project's own domain: its operators are registered for opset 1 only,
+    and the loader's opset check refuses a model importing the domain."""
+    own = [e for e in registered() if e.domain == fused.DOMAIN]
+    assert own and all(e.since == 1 and e.until is None for e in own)
+    assert fused.DOMAIN in INTERNAL_DOMAINS
+
+
+def test_a_model_importing_the_own_domain_is_refused() -> None:
+    from onnx import helper
+
+    node = helper.make_node("ScaleShift", ["x", "x", "x"], ["y"], domain=fused.DOMAIN)
+    value = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
+    out = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])
+    graph = helper.make_graph([node], "g", [value], [out])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(fused.DOMAIN, 1)]
+    )
+    with pytest.raises(UnsupportedError, match="compiler's own"):
+        onemodel_compile.generate(model)
+
+
+def test_every_registered_variant_override_names_a_variant() -> None:
+    assert {e.variant for e in registered()} <= {None, *VARIANTS}
 
 
 def test_unknown_operator_names_itself() -> None:

@@ -1,7 +1,9 @@
-"""Derive every constant of runtime_support/exact_math.py with mpmath, so that they can be checked.
+"""Derive every constant of runtime_support/exact_math.py and exact_trig.py with mpmath, so that
+they can be checked.
 
-    python -m tools.derive_exact_coefficients           # print the constants block
-    python -m tools.derive_exact_coefficients --check   # compare with the module (exit 1 if not)
+    python -m tools.derive_exact_coefficients                       # exact_math's constants block
+    python -m tools.derive_exact_coefficients --module exact_trig   # exact_trig's
+    python -m tools.derive_exact_coefficients --check               # compare both modules with them
 
 Nothing here runs at import or test time of the library: the module holds the numbers as literals
 (float.hex text and integer bit patterns), so its results never depend on the platform's libm.
@@ -14,6 +16,13 @@ What is derived (docs/exact-transcendentals.md explains how each is used):
   h(z) = (2 atanh(sqrt z) / sqrt z - 2) / z on 0 <= z <= ((sqrt2 - 1)/(sqrt2 + 1))**2.
 - erf: minimax polynomials of erf(c + t) on 23 intervals of width 1/4 covering [1/4, 6) (t the
   offset from the interval's centre), and of erf(x)/x on [0, 1/4).
+- sin, cos, tan (exact_trig): pi/2 in four parts for Cody-Waite (three of 33 bits, so that k times
+  each is exact for k < 2**20, and the rest), 2/pi rounded, pi/2 and pi as head + tail, the first
+  1280 bits of 2/pi as an integer (Payne-Hanek), and minimax polynomials for
+  S(z) = (sin(sqrt z)/sqrt z - 1)/z and C(z) = (cos(sqrt z) - 1 + z/2)/z**2 on 0 <= z <= (pi/4)**2.
+- atan: atan(j/64) and pi/2 - atan(j/64) as head + tail for j = 0..64, and a minimax polynomial for
+  P(w) = (atan(sqrt w)/sqrt w - 1)/w on 0 <= w <= (1/128)**2.
+- asin, acos: minimax polynomials for Q(z) = (asin(sqrt z)/sqrt z - 1)/z on 0 <= z <= 1/4.
 
 The minimax polynomials come from the Remez exchange algorithm below (absolute error, polynomial
 basis, reference moved to the extrema of the error on a dense Chebyshev grid until the levelled
@@ -217,8 +226,113 @@ def derive() -> tuple[dict, list[str]]:
     return constants, report
 
 
+# -- exact_trig -----------------------------------------------------------------------------------
+
+TRIG_Z_MAX = (mp.pi / 4) ** 2 * (1 + mp.mpf(2) ** -20)  # |r| <= pi/4 and a margin
+ATAN_STEPS = 64  # table points j/64: |u| <= 1/128 after atan(y) = atan(j/64) + atan(u)
+ATAN_W_MAX = (mp.mpf(1) / (2 * ATAN_STEPS)) ** 2 * (1 + mp.mpf(2) ** -20)
+ASIN_Z_MAX = mp.mpf(1) / 4 * (1 + mp.mpf(2) ** -20)  # |x| <= 1/2, or s = sqrt((1 - |x|)/2) <= 1/2
+TWO_OVER_PI_BITS = (
+    1280  # Payne-Hanek: bits of 2/pi up to 2**-1161 are needed for float64 x < 2**1024
+)
+PIO2_PART_BITS = 33  # k * part exact in float64 for k < 2**20
+
+# Polynomial degrees in z = r**2 (sin: r + r*z*S(z); cos: 1 - z/2 + z*z*C(z); atan:
+# u + u*w*P(w); asin: v + v*z*Q(z)). One polynomial serves every type: each is at the level where
+# rounding its coefficients to double dominates, and one degree less costs float32 results their
+# correct rounding (cos: 2**-50 instead of 2**-60) for one multiply-add saved.
+TRIG_DEGREES = {"SIN_POLY": 6, "COS_POLY": 5, "ATAN_POLY": 2, "ASIN_POLY": 12}
+
+
+def sin_remainder(z: mp.mpf) -> mp.mpf:
+    """S(z) = (sin(sqrt z)/sqrt z - 1)/z = sum (-1)**n z**(n-1) / (2n + 1)!, n >= 1."""
+    total, term = mp.mpf(0), -mp.mpf(1) / 6
+    for n in range(1, 40):
+        total += term
+        term = -term * z / ((2 * n + 2) * (2 * n + 3))
+    return total
+
+
+def cos_remainder(z: mp.mpf) -> mp.mpf:
+    """C(z) = (cos(sqrt z) - 1 + z/2)/z**2 = sum (-1)**n z**(n-2) / (2n)!, n >= 2."""
+    total, term = mp.mpf(0), mp.mpf(1) / 24
+    for n in range(2, 40):
+        total += term
+        term = -term * z / ((2 * n + 1) * (2 * n + 2))
+    return total
+
+
+def atan_remainder(w: mp.mpf) -> mp.mpf:
+    """P(w) = (atan(sqrt w)/sqrt w - 1)/w = sum (-1)**n w**(n-1) / (2n + 1), n >= 1 (w tiny)."""
+    return mp.fsum((-1) ** n * w ** (n - 1) / (2 * n + 1) for n in range(1, 40))
+
+
+def asin_remainder(z: mp.mpf) -> mp.mpf:
+    """Q(z) = (asin(sqrt z)/sqrt z - 1)/z = sum binomial(2n, n) / 4**n z**(n-1) / (2n + 1),
+    n >= 1 (z <= 1/4: 200 terms leave less than 4**-200)."""
+    total, c = mp.mpf(0), mp.mpf(1)
+    for n in range(1, 200):
+        c = c * (2 * n - 1) / (2 * n)
+        total += c * z ** (n - 1) / (2 * n + 1)
+    return total
+
+
+def head_tail(v: mp.mpf) -> list[float]:
+    """v as the double nearest to it and the double nearest to the rest."""
+    head = to_double(v)
+    return [head, to_double(v - mp.mpf(head))]
+
+
+def derive_trig() -> tuple[dict, list[str]]:
+    constants: dict = {}
+    report: list[str] = []
+    pio2 = mp.pi / 2
+    with mp.workdps(100):  # the fourth part lies near 2**-104: pi/2 to 330 bits
+        parts, rest = [], mp.pi / 2
+        for _ in range(3):
+            parts.append(truncated(rest, PIO2_PART_BITS))
+            rest -= mp.mpf(parts[-1])
+        parts.append(to_double(rest))
+        left = abs(rest - mp.mpf(parts[-1]))
+    constants["PIO2_PARTS"] = parts
+    report.append(f"PIO2_PARTS: pi/2 - the sum of the four parts = 2^{float(mp.log(left, 2)):.1f}")
+    constants["INV_PIO2"] = to_double(2 / mp.pi)
+    constants["PIO2"] = head_tail(pio2)
+    constants["PI"] = head_tail(mp.pi)
+    with mp.workdps(TWO_OVER_PI_BITS // 3 + 40):
+        constants["TWO_OVER_PI"] = int(mp.floor(2 / mp.pi * mp.mpf(2) ** TWO_OVER_PI_BITS))
+    polys = {
+        "SIN": (sin_remainder, TRIG_Z_MAX, "sin(r) = r + r z S(z), relative error"),
+        "COS": (cos_remainder, TRIG_Z_MAX, "cos(r) = 1 - z/2 + z^2 C(z), absolute error"),
+        "ATAN": (atan_remainder, ATAN_W_MAX, "atan(u) = u + u w P(w), relative error"),
+        "ASIN": (asin_remainder, ASIN_Z_MAX, "asin(v) = v + v z Q(z), relative error"),
+    }
+    for name, degree in TRIG_DEGREES.items():
+        f, top, what = polys[name.split("_")[0]]
+        coeffs = [to_double(c) for c in remez(f, mp.mpf(0), top, degree)]
+        constants[name] = coeffs
+        # Relative error of the function (absolute for cos, which lies in [0.7, 1]): the
+        # polynomial's error times z (times z**2 for cos), largest at the top of the interval.
+        scale = top**2 if name.startswith("COS") else top
+        bound = rounded_error(f, coeffs, mp.mpf(0), top) * scale
+        report.append(
+            f"{name}: {degree + 1} coefficients, {what} <= 2^{float(mp.log(bound, 2)):.1f}"
+        )
+    table, complement = [], []
+    for j in range(ATAN_STEPS + 1):
+        a = mp.atan(mp.mpf(j) / ATAN_STEPS)
+        table += head_tail(a)
+        complement += head_tail(pio2 - a)
+    constants["ATAN_TABLE"] = table  # head, tail of atan(j/64), j = 0..64, interleaved
+    constants["ATAN_COMPLEMENT"] = complement  # head, tail of pi/2 - atan(j/64)
+    return constants, report
+
+
+MODULES = {"exact_math": derive, "exact_trig": derive_trig}
+
+
 def render(constants: dict) -> str:
-    """The constants block as it stands in runtime_support/exact_math.py."""
+    """The constants block as it stands in runtime_support/exact_math.py (or exact_trig.py)."""
 
     def floats(values, indent="    ", per_line=3):
         items = [f'"{float.hex(v)}"' for v in values]
@@ -236,6 +350,10 @@ def render(constants: dict) -> str:
         elif name == "ERF_COEFFS":
             rows = "\n".join(f"    _hex(\n{floats(col, ' ' * 8)}\n    )," for col in value)
             out.append(f"_{name} = (\n{rows}\n)")
+        elif isinstance(value, int):  # a long integer (the bits of 2/pi), 64 hex digits a line
+            digits = f"{value:X}"
+            lines = "\n".join(f'    "{digits[i : i + 64]}"' for i in range(0, len(digits), 64))
+            out.append(f"_{name} = int(\n{lines},\n    16,\n)")
         elif isinstance(value, list):
             out.append(f"_{name} = _hex(\n{floats(value)}\n)")
         else:
@@ -243,17 +361,22 @@ def render(constants: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def check(constants: dict) -> list[str]:
-    """Names whose values in runtime_support.exact_math differ from the derived ones."""
+def check(constants: dict, module: str = "exact_math") -> list[str]:
+    """Names whose values in runtime_support.<module> differ from the derived ones."""
+    import importlib
+
     import numpy as np
 
-    from runtime_support import exact_math
-
+    library = importlib.import_module(f"runtime_support.{module}")
     differing = []
     for name, value in constants.items():
-        have = getattr(exact_math, "_" + name, None)
+        have = getattr(library, "_" + name, None)
         if have is None:
             differing.append(name)
+            continue
+        if isinstance(value, int):
+            if have != value:
+                differing.append(name)
             continue
         want = np.asarray(value)
         have = np.asarray(have)
@@ -267,15 +390,26 @@ def check(constants: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the module's constants")
+    parser.add_argument("--check", action="store_true", help="compare with the modules' constants")
+    parser.add_argument(
+        "--module",
+        choices=sorted(MODULES),
+        default=None,
+        help="the module whose constants to derive (printing: exact_math by default; --check: both)",
+    )
     args = parser.parse_args(argv)
-    constants, report = derive()
-    for line in report:
-        print("#", line, file=sys.stderr)
     if args.check:
-        differing = check(constants)
+        differing = []
+        for module in [args.module] if args.module else sorted(MODULES):
+            constants, report = MODULES[module]()
+            for line in report:
+                print("#", line, file=sys.stderr)
+            differing += [f"{module}._{name}" for name in check(constants, module)]
         print("differ: " + ", ".join(differing) if differing else "all constants match")
         return 1 if differing else 0
+    constants, report = MODULES[args.module or "exact_math"]()
+    for line in report:
+        print("#", line, file=sys.stderr)
     print(render(constants), end="")
     return 0
 

@@ -1,21 +1,33 @@
-"""Measure the accuracy of runtime_support.exact_math against correctly rounded references.
+"""Measure the accuracy of runtime_support.exact_math and exact_trig against correctly rounded
+references.
 
-    python -m tools.measure_exact_transcendentals [--jobs 2] [--quick]
+    python -m tools.measure_exact_transcendentals [--jobs 2] [--quick] [--only sin cos ...]
+    python -m tools.measure_exact_transcendentals --validate-reference 100000 --only sin ...
 
-float32 exp and log: every one of the 2**32 bit patterns. The other float32 functions: samples
-spread over the whole range (half uniform over the bit patterns, which reaches every binade and the
-specials, half uniform over the interval where the function is not saturated; pow's samples aim a
-quarter of the pairs at every finite result). float16: every one of the 65536 values (pow: every
-base with a set of exponents). float64: samples.
+float32 exp, log and the trigonometric functions (sin, cos, tan, asin, acos, atan): every one of
+the 2**32 bit patterns. The other float32 functions: samples spread over the whole range (half
+uniform over the bit patterns, which reaches every binade and the specials, half uniform over the
+interval where the function is not saturated; pow's samples aim a quarter of the pairs at every
+finite result; sin, cos and tan's a quarter at the floats nearest to multiples of pi/2).
+float16: every one of the 65536 values (pow: every base with a set of exponents). float64:
+samples (10**8 for the trigonometric functions, see FLOAT64_SAMPLE).
 
-References: numpy's float64 exp and log for the exhaustive float32 runs (libm quality, a few 2**-53
-at worst, so good to 2**-27 of a float32 ulp), numpy longdouble (x87 extended, 64-bit significand:
-exp, log, expm1, log1p, tanh, pow within a few 2**-63) for the samples and float16, mpmath (60
-digits) for erf. The reference converted once to the result type is the candidate correctly rounded
+References: numpy's float64 functions for the exhaustive float32 runs (libm or SIMD quality, a few
+2**-53 at worst, so good to 2**-27 of a float32 ulp), numpy longdouble (x87 extended, 64-bit
+significand: exp, log, expm1, log1p, tanh, pow, sin, ... within a few 2**-63; glibc's long double
+sin, cos and tan reduce huge arguments exactly) for the samples and float16, mpmath (60 digits) for
+erf. `--validate-reference N` measures the longdouble references against mpmath on N arguments
+of each function (spread as the samples are) and prints their largest error in longdouble ulps. The reference converted once to the result type is the candidate correctly rounded
 value cr, and |ref - cr| in ulps of the binade where ref lies is its error. mpmath decides every
 result that differs from cr and every case where ref falls so close to a rounding boundary (half an
 ulp, within MARGIN) that the reference's own error could flip it; the "not correctly rounded" count
 and the errors of those results are mpmath's.
+
+The float64 samples of the trigonometric functions (10**8 each) are judged by the longdouble
+reference wherever it is far from a rounding boundary (mpmath there and for the largest error
+found): the validated reference is within 2**-11 of a float64 ulp, so a result it finds not
+correctly rounded at least MARGIN away from the boundary is not, and the errors it gives are exact
+to 2**-11 ulp.
 
 Special values (NaN, infinities) must match exactly (NaN: any NaN).
 --quick runs small samples and only part of the exhaustive ranges (for a smoke test).
@@ -34,6 +46,7 @@ import mpmath as mp
 import numpy as np
 
 from runtime_support import exact_math as em
+from runtime_support import exact_trig as et
 
 LD = np.longdouble
 mp.mp.dps = 60
@@ -62,9 +75,27 @@ LONGDOUBLE = {
     "asinh": np.arcsinh,
     "acosh": np.arccosh,
     "atanh": np.arctanh,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
 }
 
-FLOAT64 = {"exp": np.exp, "log": np.log}  # the bulk reference of the exhaustive float32 runs
+TRIG = ("sin", "cos", "tan", "asin", "acos", "atan")
+# The bulk references of the exhaustive float32 runs (their own errors are bounded by MARGIN).
+FLOAT64 = {
+    "exp": np.exp,
+    "log": np.log,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+}
+EXHAUSTIVE = tuple(FLOAT64)
 
 MPMATH = {
     "exp": mp.exp,
@@ -81,6 +112,12 @@ MPMATH = {
     "asinh": mp.asinh,
     "acosh": mp.acosh,
     "atanh": mp.atanh,
+    "sin": mp.sin,
+    "cos": mp.cos,
+    "tan": mp.tan,
+    "asin": mp.asin,
+    "acos": mp.acos,
+    "atan": mp.atan,
 }
 
 KERNELS = {
@@ -98,6 +135,12 @@ KERNELS = {
     "asinh": em.exact_asinh,
     "acosh": em.exact_acosh,
     "atanh": em.exact_atanh,
+    "sin": et.exact_sin,
+    "cos": et.exact_cos,
+    "tan": et.exact_tan,
+    "asin": et.exact_asin,
+    "acos": et.exact_acos,
+    "atan": et.exact_atan,
 }
 
 
@@ -179,14 +222,23 @@ class Stats:
         self.failures += other.failures[: max(0, 20 - len(self.failures))]
 
 
-def check_batch(name: str, dtype, args: tuple[np.ndarray, ...], ref: np.ndarray | None) -> Stats:
+def check_batch(
+    name: str,
+    dtype,
+    args: tuple[np.ndarray, ...],
+    ref: np.ndarray | None,
+    by_reference: bool = False,
+) -> Stats:
     """Compare the kernel on args with the reference (a float64 or longdouble array, or None: mpmath
     for every element).
 
     With ref converted once to dtype as the candidate correctly rounded result cr, and the gap to
     cr's neighbour on ref's side (the ulp where ref lies), ratio = |ref - cr| / gap is the error of
     cr in ulps. Where ratio is within MARGIN of 1/2, the reference's own error could put it on the
-    wrong side of the rounding boundary, so mpmath decides; it also decides every y != cr."""
+    wrong side of the rounding boundary, so mpmath decides; it also decides every y != cr, unless
+    `by_reference` (a validated longdouble reference): then a y != cr away from the boundary is
+    counted as not correctly rounded and its error, |y - ref| in ulps of ref's binade, taken from
+    the reference."""
     stats = Stats()
     y = KERNELS[name](*args)
     stats.checked = y.size
@@ -217,6 +269,11 @@ def check_batch(name: str, dtype, args: tuple[np.ndarray, ...], ref: np.ndarray 
         near = np.abs(ratio - 0.5) <= margin
         differ = (fy != cr) & ~(np.isnan(fy) & np.isnan(cr))
         err = ratio
+        if by_reference:
+            far = differ & ~near
+            stats.not_rounded += int(far.sum())
+            err[far] = _reference_ulps(fy[far], fref[far], dtype)
+            differ = np.zeros_like(differ)
         decide = np.flatnonzero(near | differ)
         finite_idx = np.flatnonzero(finite)
         for j in decide:
@@ -231,6 +288,15 @@ def check_batch(name: str, dtype, args: tuple[np.ndarray, ...], ref: np.ndarray 
                 stats.max_ulps = float(err[k])
                 stats.worst = tuple(float(a.flat[i]) for a in args)
     return stats
+
+
+def _reference_ulps(y: np.ndarray, ref: np.ndarray, dtype) -> np.ndarray:
+    """|y - ref| in ulps of dtype in ref's binade (subnormal binades: the smallest ulp), computed
+    in the reference's type."""
+    info = np.finfo(dtype)
+    exponent = np.frexp(ref)[1].astype(np.int64) - 1  # ref = 1.f * 2**exponent
+    ulp = np.ldexp(np.ones_like(ref), np.maximum(exponent, info.minexp) - info.nmant)
+    return (np.abs(y.astype(ref.dtype) - ref) / ulp).astype(np.float64)
 
 
 # How close to 1/2 ulp the reference may fall before mpmath decides, by (reference is longdouble,
@@ -306,7 +372,14 @@ SAMPLE_RANGES = {  # where the function is not saturated, for the uniform part o
     "asinh": (-100.0, 100.0),
     "acosh": (1.0, 100.0),
     "atanh": (-1.0, 1.0),
+    "sin": (-1000.0, 1000.0),
+    "cos": (-1000.0, 1000.0),
+    "tan": (-1000.0, 1000.0),
+    "asin": (-1.0, 1.0),
+    "acos": (-1.0, 1.0),
+    "atan": (-20.0, 20.0),
 }
+FLOAT64_SAMPLE = {name: 100_000_000 for name in TRIG}  # the others: a tenth of --sample
 
 
 def _sample(rng, dtype, n, low, high):
@@ -315,6 +388,24 @@ def _sample(rng, dtype, n, low, high):
     info = np.iinfo(uint)
     bits = rng.integers(0, int(info.max) + 1, n // 2, dtype=np.uint64).astype(uint)
     return np.concatenate([bits.view(dtype), rng.uniform(low, high, n - n // 2).astype(dtype)])
+
+
+def near_multiples_of_half_pi(rng, dtype, n: int) -> np.ndarray:
+    """Floats next to k*pi/2 (the nearest one and up to 3 ulps either side), k log-uniform from 1
+    to 2**60 (float32: to 2**100) and of either sign: where sin, cos and tan need their reduction
+    most. k*pi/2 in longdouble is within 2**-63 of it relatively, so its rounding to the type is
+    the nearest float or (rarely) its neighbour."""
+    top = 100 if np.dtype(dtype) == np.float32 else 60
+    k = np.floor(np.exp2(rng.uniform(0, top, n))).astype(LD)
+    half_pi = LD("1.5707963267948966192313216916397514")
+    with np.errstate(over="ignore"):
+        x = (k * half_pi).astype(dtype)
+    steps = rng.integers(-3, 4, n)
+    for _ in range(3):
+        x = np.where(steps > 0, np.nextafter(x, dtype(np.inf)), x)
+        x = np.where(steps < 0, np.nextafter(x, dtype(-np.inf)), x)
+        steps = steps - np.sign(steps)
+    return np.where(rng.random(n) < 0.5, -x, x).astype(dtype)
 
 
 def sampled(name: str, dtype, n: int, seed: int) -> Stats:
@@ -344,12 +435,19 @@ def sampled(name: str, dtype, n: int, seed: int) -> Stats:
             total.merge(check_batch(name, np.dtype(dtype), (x, y), ref))
             continue
         x = _sample(rng, dtype, m, *SAMPLE_RANGES[name])
+        if name in ("sin", "cos", "tan"):
+            x[: m // 4] = near_multiples_of_half_pi(rng, dtype, m // 4)
         if name == "erf":  # every reference from mpmath: keep the sample small (see main)
             total.merge(check_batch(name, np.dtype(dtype), (x,), None))
             continue
         with np.errstate(all="ignore"):
             ref = LONGDOUBLE[name](x.astype(LD))
-        total.merge(check_batch(name, np.dtype(dtype), (x,), ref))
+        by_reference = name in TRIG and np.dtype(dtype) == np.float64
+        total.merge(check_batch(name, np.dtype(dtype), (x,), ref, by_reference))
+    if name in TRIG and np.dtype(dtype) == np.float64 and total.worst:
+        # The largest error found by the reference, confirmed (and replaced) by mpmath's.
+        x = np.array(total.worst, dtype=dtype)
+        total.max_ulps = mp_ulps(KERNELS[name](x)[0], mp_value(name, tuple(x)), np.dtype(dtype))
     return total
 
 
@@ -389,7 +487,7 @@ FUNCTIONS = (
     "asinh",
     "acosh",
     "atanh",
-)
+) + TRIG
 
 
 NUMPY_COUNTERPART = {  # what the fast variant computes instead, for --speed
@@ -407,6 +505,12 @@ NUMPY_COUNTERPART = {  # what the fast variant computes instead, for --speed
     "asinh": np.arcsinh,
     "acosh": lambda x: np.arccosh(np.abs(x) + 1),
     "atanh": lambda x: np.arctanh(x / 21),
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": lambda x: np.arcsin(x / 21),
+    "acos": lambda x: np.arccos(x / 21),
+    "atan": np.arctan,
 }
 
 
@@ -415,6 +519,8 @@ ARGUMENT = {  # --speed: arguments inside the domain
     "log1p": np.abs,
     "acosh": lambda v: np.abs(v) + 1,
     "atanh": lambda v: v / 21,
+    "asin": lambda v: v / 21,
+    "acos": lambda v: v / 21,
 }
 
 
@@ -446,17 +552,64 @@ def speed(names, size: int = 1 << 20, repeats: int = 15) -> None:
         print(f"| {name} | {exact:.1f} | {numpy:.2f} | {exact / numpy:.0f} |", flush=True)
 
 
+def _ld_to_mpf(v: np.longdouble) -> mp.mpf:
+    """A longdouble as an mpf, exactly: its 64-bit significand as an integer, and the exponent."""
+    significand, exponent = np.frexp(v)
+    return mp.ldexp(mp.mpf(int(np.ldexp(significand, 64))), int(exponent) - 64)
+
+
+def validate_reference(names, n: int, seed: int = 5) -> None:
+    """The error of each longdouble reference in longdouble ulps (of the exact value's binade)
+    against mpmath, on n float64 arguments spread as the float64 samples are."""
+    info = np.finfo(LD)
+    print("| function | arguments | max error of the longdouble reference (ld ulp) | at |")
+    print("|---|---|---|---|")
+    for name in names:
+        rng = np.random.default_rng(seed)
+        x = _sample(rng, np.float64, n, *SAMPLE_RANGES.get(name, (-10.0, 10.0)))
+        if name in ("sin", "cos", "tan"):
+            x[: n // 4] = near_multiples_of_half_pi(rng, np.float64, n // 4)
+        with np.errstate(all="ignore"):
+            ref = LONGDOUBLE[name](x.astype(LD))
+        worst, at = 0.0, None
+        for xi, ri in zip(x, ref):
+            value = mp_value(name, (xi,))
+            if not isinstance(value, mp.mpf) or not np.isfinite(ri) or value == 0:
+                continue
+            e = int(mp.floor(mp.log(abs(value), 2)))
+            if mp.mpf(2) ** e > abs(value):
+                e -= 1
+            ulp = mp.mpf(2) ** (max(e, info.minexp) - info.nmant)
+            err = float(abs(_ld_to_mpf(ri) - value) / ulp)
+            if err > worst:
+                worst, at = err, float(xi)
+        print(f"| {name} | {n:,} | {worst:.4f} | {at!r} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1, help="processes for the exhaustive runs")
     parser.add_argument("--quick", action="store_true", help="small samples, 1/64 of exhaustive")
     parser.add_argument("--only", nargs="*", default=None, help="functions to measure")
     parser.add_argument("--sample", type=int, default=10_000_000, help="float32 sample size")
+    parser.add_argument(
+        "--float64-sample", type=int, default=None, help="float64 sample size (every function)"
+    )
     parser.add_argument("--speed", action="store_true", help="time the kernels against numpy")
+    parser.add_argument(
+        "--validate-reference",
+        type=int,
+        metavar="N",
+        default=None,
+        help="measure the longdouble references against mpmath on N float64 arguments each",
+    )
     args = parser.parse_args(argv)
     names = args.only or FUNCTIONS
     if args.speed:
         speed(names)
+        return 0
+    if args.validate_reference:
+        validate_reference([n for n in names if n in LONGDOUBLE], args.validate_reference)
         return 0
     sample = 200_000 if args.quick else args.sample
     began = time.time()
@@ -473,7 +626,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for name in names:
         runs = []
-        if name in ("exp", "log"):
+        if name in EXHAUSTIVE:
             runs.append(
                 (
                     "float32",
@@ -493,6 +646,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if name != "erf":
             n64 = sample // 10
+            if not args.quick:
+                n64 = args.float64_sample or FLOAT64_SAMPLE.get(name, n64)
             runs.append(("float64", f"{n64:,} sampled", lambda: sampled(name, np.float64, n64, 2)))
         elif name == "erf":
             runs.append(

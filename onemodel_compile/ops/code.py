@@ -93,9 +93,25 @@ def scalar(value, dtype) -> str:
     return f"{dtype_expr(dtype)}({element(value, dtype)})"
 
 
+def _string_literal(array: np.ndarray) -> str:
+    """An object array of str rebuilt exactly, every element an escaped literal (`py`)."""
+    if array.size == 0:
+        return f"np.empty({py(array.shape)}, dtype=np.object_)"
+
+    def nested(values) -> str:
+        if isinstance(values, list):
+            return "[" + ", ".join(nested(v) for v in values) + "]"
+        return py(str(values))
+
+    return f"np.array({nested(array.tolist())}, dtype=np.object_)"
+
+
 def literal(array: np.ndarray) -> str:
-    """An ndarray constructor that rebuilds `array` exactly: `np.array([1, 2], dtype=np.int64)`."""
+    """An ndarray constructor that rebuilds `array` exactly: `np.array([1, 2], dtype=np.int64)`;
+    string tensors (object arrays of str) as `np.array(['a', 'b'], dtype=np.object_)`."""
     array = np.asarray(array)
+    if array.dtype == object:
+        return _string_literal(array)
     values = _nested(array.tolist(), array.dtype)
     if array.size == 0:
         return f"np.zeros({py(array.shape)}, dtype={dtype_expr(array.dtype)})"

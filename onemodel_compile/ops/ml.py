@@ -23,11 +23,9 @@ conventions; ties go to the first class.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops.code import py
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import Const, call
 from onemodel_compile.ops.registry import emitter
@@ -66,23 +64,6 @@ _PARTS = {
     "nodes": ("feature", "split", "mode", "true", "false", "missing"),
     "leaf_weights": ("node", "target", "weight"),
 }
-
-
-def string_literal(array: np.ndarray) -> str:
-    """Code rebuilding an object array of str exactly: `np.array([...], dtype=np.object_)`, every
-    element escaped by `py` (ops/code.py's `literal` has no string case yet: it should call this
-    for object arrays, and emit should keep string constants inline, the weights file holding
-    numbers only)."""
-    array = np.asarray(array)
-    if array.size == 0:
-        return f"np.empty({py(array.shape)}, dtype=np.object_)"
-
-    def nested(values) -> str:
-        if isinstance(values, list):
-            return "[" + ", ".join(nested(v) for v in values) + "]"
-        return py(str(values))
-
-    return f"np.array({nested(array.tolist())}, dtype=np.object_)"
 
 
 def _kernel(view: NodeView, name: str, *arguments, **attributes):

@@ -154,7 +154,7 @@ def _kernel_call(kernel: str, view: NodeView, axes) -> pyir.Expr:
     keepdims = view.attr("keepdims", 1)
     if isinstance(axes, RunTime):
         noop = view.attr("noop_with_empty_axes", 0)
-        return call(kernel, X, _code(axes.expr), keepdims=keepdims, noop_with_empty_axes=noop)
+        return call(kernel, X, _code(axes), keepdims=keepdims, noop_with_empty_axes=noop)
     if axes == ():
         return call(kernel, X, keepdims=keepdims, noop_with_empty_axes=1)
     if axes is None:

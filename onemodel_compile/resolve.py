@@ -661,7 +661,10 @@ def _merge_inferred_types(model: ir.Model) -> None:
     shape values instead (docs/robustness.md)."""
     try:
         inferred = onnx.shape_inference.infer_shapes(
-            _without_negative_dims(model.proto), check_type=False, strict_mode=False, data_prop=False
+            _without_negative_dims(model.proto),
+            check_type=False,
+            strict_mode=False,
+            data_prop=False,
         )
     except Exception:  # inference is a help, not a requirement: keep the declared types
         return

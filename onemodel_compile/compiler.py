@@ -16,7 +16,7 @@ import onnx
 from onemodel_compile import ir
 from onemodel_compile.emit import EmittedModule, emit_module
 from onemodel_compile.errors import CompileError
-from onemodel_compile.load import load, pin_input_dims
+from onemodel_compile.load import load, pin_input_dims, source_files
 from onemodel_compile.names import sanitize
 from onemodel_compile.report import CompileReport
 from onemodel_compile.resolve import resolve
@@ -86,7 +86,12 @@ def compile_model(
 
 
 def _is_model(model, path: Path) -> bool:
-    return isinstance(model, (str, Path)) and Path(model).resolve() == path.resolve()
+    """Whether `path` is the model file or one of its external data files."""
+    if not isinstance(model, (str, Path)):
+        return False
+    if Path(model).resolve() == path.resolve():
+        return True
+    return path.exists() and path.resolve() in source_files(model)
 
 
 def load_compiled(model: str | Path | onnx.ModelProto, variant: str = "fast"):

@@ -181,6 +181,8 @@ def from_onnx(loaded: LoadedModel) -> Model:
         ("" if e.domain in DEFAULT_DOMAINS else e.domain): e.version for e in proto.opset_import
     }
     graph = _graph(proto.graph, opsets)
+    if not graph.outputs:  # (onnxruntime runs it and returns nothing; docs/decisions.md)
+        raise ModelError(f"{loaded.source_name}: the graph has no outputs: nothing to compute")
     return Model(graph, loaded.opset, opsets, loaded.source_name, loaded.sha256, proto)
 
 
@@ -213,7 +215,11 @@ def type_proto(value_type: ValueType) -> onnx.TypeProto | None:
         elem = ONNX_ELEMENT_TYPES[value_type.dtype.name]
         shape = value_type.shape
         if shape is not None:  # onnx knows ints and names; a symbolic expression is unknown to it
-            shape = [d if isinstance(d, (int, str)) else None for d in shape]
+            # (and a negative size, which a hostile model can make, stops onnx's inference on a
+            # C++ assertion that no except catches: unknown too)
+            shape = [
+                d if isinstance(d, str) or isinstance(d, int) and d >= 0 else None for d in shape
+            ]
         return onnx.helper.make_tensor_type_proto(elem, shape)
     if isinstance(value_type, SequenceType):
         elem = type_proto(value_type.elem)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,9 @@ def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
             serialized = path.read_bytes()
             proto = onnx.load_model_from_string(serialized)
             if _has_external_data(proto):
-                onnx.load_external_data_for_model(proto, str(path.parent))
+                with warnings.catch_warnings():  # (unknown keys: a warning of two lines)
+                    warnings.simplefilter("ignore")
+                    onnx.load_external_data_for_model(proto, str(path.parent))
         except (OSError, ValueError, onnx.onnx_cpp2py_export.checker.ValidationError) as exc:
             raise ModelError(f"{path}: cannot read the model: {_one_line(exc)}") from None
         except Exception as exc:  # protobuf's DecodeError and friends
@@ -57,6 +60,7 @@ def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
     label = source_name
     if not proto.HasField("graph"):
         raise ModelError(f"{label}: not an ONNX model (no graph)")
+    _check_text(proto, label)
     opset = default_opset(proto, label)
     _check_domain_opsets(proto, label)
     try:
@@ -85,6 +89,25 @@ def _with_shape_fields(proto: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
+def _check_text(message, label: str, where: str = "model") -> None:
+    """Refuse a text field that is not valid UTF-8: protobuf hands such a field to Python as
+    bytes, not str, which no later stage expects (onnx's checker fails on it with a traceback)."""
+    for field, value in message.ListFields():
+        items = value if _repeated(field) else [value]
+        if field.type == field.TYPE_MESSAGE:
+            for item in items:
+                _check_text(item, label, f"{where}.{field.name}")
+        elif field.type == field.TYPE_STRING:
+            if any(isinstance(item, bytes) for item in items):
+                raise ModelError(f"{label}: not an ONNX model ({where}.{field.name} is not UTF-8)")
+
+
+def _repeated(field) -> bool:
+    if hasattr(field, "is_repeated"):  # protobuf 6 and later
+        return field.is_repeated
+    return field.label == field.LABEL_REPEATED
+
+
 def _has_shape(type_proto: onnx.TypeProto) -> bool:
     return not type_proto.HasField("tensor_type") or type_proto.tensor_type.HasField("shape")
 
@@ -107,6 +130,14 @@ def _convert(proto: onnx.ModelProto, opset: int, label: str) -> onnx.ModelProto:
 def default_opset(proto: onnx.ModelProto, label: str) -> int | None:
     """The default domain's opset, None when the model imports none (onnxmltools writes XGBoost
     models that use ai.onnx.ml alone); one outside the supported range is refused."""
+    seen: dict[str, int] = {}
+    for entry in proto.opset_import:  # the stages read one version per domain: which one?
+        domain = "" if entry.domain in DEFAULT_DOMAINS else entry.domain
+        if seen.setdefault(domain, entry.version) != entry.version:
+            raise ModelError(
+                f"{label}: invalid model: it imports domain {domain or 'ai.onnx'!r} twice, at "
+                f"opsets {seen[domain]} and {entry.version}"
+            )
     versions = {entry.domain: entry.version for entry in proto.opset_import}
     opset = next((versions[d] for d in DEFAULT_DOMAINS if d in versions), None)
     if opset is None:
@@ -117,6 +148,27 @@ def default_opset(proto: onnx.ModelProto, label: str) -> int | None:
             f"(opsets {MIN_CONVERTIBLE_OPSET} to {MIN_OPSET - 1} are converted to {MIN_OPSET})"
         )
     return opset
+
+
+def source_files(model) -> set[Path]:
+    """The files compiling `model` reads, resolved: the model file and the external data files it
+    names (none for a ModelProto). The compiler never writes over or removes one of them."""
+    if not isinstance(model, (str, Path)):
+        return set()
+    path, found = Path(model), set()
+    try:
+        found.add(path.resolve())
+        proto = onnx.load_model(str(path), load_external_data=False)
+        for tensor in onnx.external_data_helper._get_all_tensors(proto):
+            if tensor.data_location == onnx.TensorProto.EXTERNAL:
+                found.update(
+                    (path.parent / entry.value).resolve()
+                    for entry in tensor.external_data
+                    if entry.key == "location" and entry.value
+                )
+    except Exception:  # unreadable: compiling it fails before anything is written
+        pass
+    return found
 
 
 def _check_domain_opsets(proto: onnx.ModelProto, label: str) -> None:

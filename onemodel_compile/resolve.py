@@ -9,6 +9,7 @@ Nodes that remain become the module's steps.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -29,7 +30,26 @@ if TYPE_CHECKING:
     from onemodel_compile.variants import Variant
 
 INVENTED_DIM = re.compile(r"unk__\d+")
-FOLD_LIMIT = 1 << 20  # elements; larger results are computed at run time, not stored
+# Sizes before allocation (docs/robustness.md): a node is folded only when the sizes of its
+# results, computed from its inputs' shapes and values beforehand, fit these limits; otherwise it
+# stays at run time, where the allocation limit of runtime_support applies.
+FOLD_LIMIT = 1 << 20  # elements of a folded result stored as a weight; larger ones stay at run time
+CONSTANT_BYTES_LIMIT = 256 << 20  # a uniform result (ConstantOfShape's): emit builds it at import
+MODULE_FOLD_BYTES = 512 << 20  # all the results folding makes for one module, together
+HEAVY_WORK_LIMIT = 1 << 26  # elements of inputs times results of a convolution-like fold
+# Operators whose result has the size of their first input (no size to predict).
+SIZE_PRESERVING = frozenset(
+    "Abs Acos Acosh Asin Asinh Atan Atanh BitwiseNot Cast CastLike Ceil Celu Cos Cosh Elu Erf Exp "
+    "Flatten Floor Gelu HardSigmoid HardSwish Hardmax Identity IsInf IsNaN LeakyRelu Log "
+    "LogSoftmax Mish Neg Not Reciprocal Relu Round Selu Shrink Sigmoid Sign Sin Sinh Softmax "
+    "Softplus Softsign Sqrt Squeeze Tan Tanh ThresholdedRelu Transpose Unsqueeze".split()
+)
+# Operators whose work or temporaries grow with the product of their operands' sizes (im2col,
+# windows, einsum's loops): they fold only when that product is small.
+HEAVY = frozenset(
+    "AveragePool Col2Im Conv ConvInteger ConvTranspose DeformConv Einsum GridSample LpPool "
+    "MaxPool MaxRoiPool MaxUnpool QLinearConv RoiAlign".split()
+)
 
 
 @dataclass
@@ -131,12 +151,14 @@ def resolve_graph(
     outer_symbolic: dict | None = None,
     main: bool = False,
     invented: set | None = None,
+    budget: "FoldBudget | None" = None,
 ) -> ResolvedGraph:
     """Resolve one graph. Only the main graph computes shape values in Python ints: a body
     (If, Loop, Scan) sees the outer ones but keeps its own nodes, whose dims may change from one
     iteration to the next."""
     constants = {**outer_constants, **graph.initializers}
     invented = set() if invented is None else invented
+    budget = FoldBudget() if budget is None else budget
     symbolic: dict[str, shapes.ShapeValue] = dict(outer_symbolic or {})
     tracked = dict(symbolic)  # every shape value known, computed in Python ints or not
     shape_nodes: dict[str, ir.Node] = {}
@@ -176,7 +198,7 @@ def resolve_graph(
                     f"{node.label}: input {index} ({node.inputs[index]!r}) must be known at "
                     f"compile time"
                 )
-        values = _fold(node, emitter, view)
+        values = _fold(node, emitter, view, budget)
         known = [
             (
                 shapes.Known(graph.types.get(n, ir.UNKNOWN), _shape_value(n, constants, tracked))
@@ -198,7 +220,9 @@ def resolve_graph(
                 continue
         if values is None:
             bodies = {
-                attr: _resolve_body(value, graph.types, constants, variant, symbolic, invented)
+                attr: _resolve_body(
+                    value, graph.types, constants, variant, symbolic, invented, budget
+                )
                 for attr, value in node.attrs.items()
                 if isinstance(value, ir.Graph)
             }
@@ -388,12 +412,13 @@ def _resolve_body(
     variant: Variant,
     symbolic: dict,
     invented: set,
+    budget: "FoldBudget",
 ) -> ResolvedGraph:
     """Resolve a subgraph, which sees the outer graph's values (types, constants, shape values)."""
     for name in ir.free_names(body):
         if name not in body.types and name in outer_types:
             body.types[name] = outer_types[name]
-    return resolve_graph(body, variant, constants, symbolic, invented=invented)
+    return resolve_graph(body, variant, constants, symbolic, invented=invented, budget=budget)
 
 
 def _infer_node(node: ir.Node, types: dict, constants: dict) -> None:
@@ -441,23 +466,60 @@ def _folding_view(node: ir.Node, types, constants, variant: Variant) -> NodeView
     return NodeView(node, inputs, outputs, variant, lambda hint: f"tmp{next(counter)}_{hint}")
 
 
-def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] | None:
+@dataclass
+class FoldBudget:
+    """The bytes folding has made for one module so far (MODULE_FOLD_BYTES bounds them)."""
+
+    used: int = 0
+
+    def admit(self, node: ir.Node, values: list, inputs: list) -> bool:
+        """Whether `values`, the results of folding `node`, may become constants; if so they are
+        counted. A uniform result counts its full size (emit builds it at import); a view of an
+        input costs nothing; a Constant's value is the model's own."""
+        cost = 0
+        for value in values:
+            if value is None or node.op_type == "Constant" and not node.domain:
+                continue
+            nbytes = value.size * value.itemsize
+            if is_uniform(value):
+                if nbytes > CONSTANT_BYTES_LIMIT:
+                    return False
+            elif value.size > FOLD_LIMIT:
+                return False
+            elif value.base is not None and any(np.may_share_memory(value, c) for c in inputs):
+                continue
+            cost += nbytes
+        if self.used + cost > MODULE_FOLD_BYTES:
+            return False
+        self.used += cost
+        return True
+
+
+def _fold(
+    node: ir.Node, emitter: Emitter, view: NodeView, budget: FoldBudget
+) -> list[np.ndarray] | None:
+    inputs = [o.const for o in view.inputs if o is not None and o.const is not None]
+    all_constant = all(o is None or o.const is not None for o in view.inputs)
+    if all_constant and inputs and not _fits_before_folding(node, view):
+        return None  # (ConstantOfShape of 10^24 elements: numpy cannot even make the view)
     if emitter.fold is not None:
-        values = emitter.fold(view)
+        try:
+            values = emitter.fold(view)
+        except CompileError:
+            raise
+        except Exception as exc:  # a fold rule's numpy call refusing the model's values
+            raise CompileError(
+                f"{node.label}: evaluating it at compile time failed: {_one_line(exc)}"
+            ) from None
         if values is not None:
-            return [np.asarray(v) for v in values]  # fold rules may return uniform views
-    if not emitter.foldable or not all(
-        operand is None or operand.const is not None for operand in view.inputs
-    ):
+            values = [np.asarray(v) for v in values]  # fold rules may return uniform views
+            return values if budget.admit(node, values, inputs) else None
+    if not emitter.foldable or not all_constant:
         return None
     if any(isinstance(v, ir.Graph) for v in node.attrs.values()):
         return None
-    for out in view.outputs:
-        shape = getattr(out.type, "shape", None) if out is not None else None
-        large = shape is not None and all(isinstance(d, int) for d in shape)
-        if large and np.prod(shape, dtype=np.int64) > FOLD_LIMIT:
-            if not all(o is None or o.const is None or is_uniform(o.const) for o in view.inputs):
-                return None  # data movement of uniform views stays cheap: try it
+    if not inputs and not _fits_before_folding(node, view):
+        return None
     namespace = {"np": np, "rt": runtime_support}
     namespace.update({f"in{i}": o.const for i, o in enumerate(view.inputs) if o is not None})
 
@@ -467,21 +529,124 @@ def _fold(node: ir.Node, emitter: Emitter, view: NodeView) -> list[np.ndarray] |
         return key
 
     printer = pyir.Printer(constant=constant, function=view.variant.function)
-    code = "\n".join(printer.statement(s) for s in statements(view, emitter.emit(view)))
+    try:
+        code = "\n".join(printer.statement(s) for s in statements(view, emitter.emit(view)))
+    except CompileError:
+        raise
+    except Exception as exc:  # as emit reports it: an emitter meeting a malformed node
+        raise CompileError(f"{node.label}: cannot emit: {_one_line(exc)}") from None
     try:
         with np.errstate(all="ignore"):
             exec(compile(code, f"<fold {node.label}>", "exec"), namespace)  # emitter code only
     except Exception as exc:
-        raise CompileError(f"{node.label}: evaluating it at compile time failed: {exc}") from None
+        raise CompileError(
+            f"{node.label}: evaluating it at compile time failed: {_one_line(exc)}"
+        ) from None
     values = [
         namespace[f"out{i}"] if out is not None else None for i, out in enumerate(view.outputs)
     ]
     if not all(v is None or isinstance(v, (np.ndarray, np.generic)) for v in values):
         return None  # sequences and optionals stay run-time values
     values = [None if v is None else np.asarray(v) for v in values]
-    if any(v is not None and v.size > FOLD_LIMIT and not is_uniform(v) for v in values):
+    return values if budget.admit(node, values, inputs) else None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _fits_before_folding(node: ir.Node, view: NodeView) -> bool:
+    """Whether folding `node` stays within the limits, judged from the sizes of its results
+    computed before anything is evaluated: from its inputs' true shapes and values, never from
+    the types the model declares (which may lie). A result of unknown size is not evaluated."""
+    inputs = [o.const if o is not None else None for o in view.inputs]
+    sizes = _result_sizes(node, inputs)
+    if sizes is None:
+        return False
+    uniform = all(v is None or v.size <= 1 or is_uniform(v) for v in inputs)
+    for size, itemsize in sizes:
+        if size is None:
+            continue
+        if size > FOLD_LIMIT and not (uniform and size * itemsize <= CONSTANT_BYTES_LIMIT):
+            return False  # too large to store; a view of a uniform input stays cheap: try it
+    if node.op_type in HEAVY:
+        operands = sum(v.size for v in inputs if v is not None)
+        results = sum(size for size, _ in sizes if size is not None)
+        if node.op_type == "Einsum":
+            operands = math.prod(v.size for v in inputs if v is not None)
+        if operands * max(results, 1) > HEAVY_WORK_LIMIT:
+            return False
+    return True
+
+
+def _result_sizes(node: ir.Node, inputs: list) -> list[tuple[int | None, int]] | None:
+    """(elements, bytes per element) of each of `node`'s results (None for an absent output),
+    from the constant `inputs`; None when a size cannot be known without evaluating."""
+    outputs = node.outputs
+    if node.op_type in SIZE_PRESERVING and not node.domain and inputs and inputs[0] is not None:
+        return [(inputs[0].size, 16) if name else (None, 0) for name in outputs]
+    types = _true_result_types(node, inputs)
+    if types is None:
         return None
-    return values
+    sizes = []
+    for name, value_type in zip(outputs, types):
+        if not name:
+            sizes.append((None, 0))
+            continue
+        if not isinstance(value_type, ir.TensorType) or not value_type.static:
+            return None
+        itemsize = value_type.dtype.itemsize if value_type.dtype is not None else 16
+        sizes.append((math.prod(value_type.shape), itemsize))
+    return sizes
+
+
+def _true_result_types(node: ir.Node, inputs: list) -> list[ir.ValueType] | None:
+    """The result types that follow from the inputs' own arrays: the compiler's shape rules
+    (shapes.py) first, then onnx's per-node inference given the arrays' types and the values of
+    the small ones (shape-like inputs: a shape, repeats, bounds, sizes, pads, axes)."""
+    known = [
+        (
+            shapes.Known(ir.TensorType(v.dtype, v.shape), shapes.from_constant(v))
+            if v is not None
+            else None
+        )
+        for v in inputs
+    ]
+    found = shapes.output_types(node, known)
+    if found is not None and len(found) == len(node.outputs):
+        if all(isinstance(t, ir.TensorType) and t.static for t in found):
+            return found
+    if node.proto is None:
+        return None
+    try:
+        schema = onnx.defs.get_schema(node.op_type, node.opset, node.domain)
+    except onnx.defs.SchemaError:
+        return None
+    input_types, data = {}, {}
+    for name, value in zip(node.inputs, inputs):
+        if not name or value is None:
+            continue
+        if value.dtype.name not in ir.ONNX_ELEMENT_TYPES:
+            return None
+        elem = ir.ONNX_ELEMENT_TYPES[value.dtype.name]
+        input_types[name] = onnx.helper.make_tensor_type_proto(elem, value.shape)
+        if value.size <= shapes.MAX_ELEMENTS:
+            data[name] = onnx.numpy_helper.from_array(value, name)
+    try:
+        inferred = onnx.shape_inference.infer_node_outputs(schema, node.proto, input_types, data)
+    except Exception:  # onnx cannot say: the size stays unknown
+        return None
+    found = []
+    for name in node.outputs:
+        proto = inferred.get(name) if name else None
+        if proto is None:
+            found.append(ir.UNKNOWN if name else None)
+            continue
+        try:
+            found.append(_forget_invented_dims(ir.value_type(proto, f"value {name!r}")))
+        except CompileError:
+            return None
+    return found
 
 
 def is_uniform(value: np.ndarray) -> bool:
@@ -490,10 +655,16 @@ def is_uniform(value: np.ndarray) -> bool:
 
 
 def _merge_inferred_types(model: ir.Model) -> None:
-    """Fill types onnx's shape inference knows and the model does not declare."""
+    """Fill types onnx's shape inference knows and the model does not declare. Without onnx's data
+    propagation: it materializes the values it propagates, so a Shape output declared [10**12]
+    (or a Range of a huge constant) made it build a vector of that many dims; shapes.py follows
+    shape values instead (docs/robustness.md)."""
     try:
         inferred = onnx.shape_inference.infer_shapes(
-            _without_negative_dims(model.proto), check_type=False, strict_mode=False, data_prop=True
+            _without_negative_dims(model.proto),
+            check_type=False,
+            strict_mode=False,
+            data_prop=False,
         )
     except Exception:  # inference is a help, not a requirement: keep the declared types
         return

@@ -24,7 +24,43 @@ from onemodel_compile import ir
 from onemodel_compile import symbolic as sym
 
 MAX_ELEMENTS = 64  # a longer int vector is data, not a shape
+# A dim is reasoned about only while it stays small: an int64, an expression of at most this many
+# symbols, terms and operands together (a chain of Muls squaring a symbol would otherwise double
+# its expression at every node; docs/robustness.md).
+MAX_EXPRESSION_SIZE = 64
 INT64 = np.dtype(np.int64)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _expression_size(d) -> int:
+    """How big a dim is to reason about (over MAX_EXPRESSION_SIZE: too big; an int outside
+    int64 counts as too big, as ONNX computes sizes in int64)."""
+    if isinstance(d, bool):
+        return 1
+    if isinstance(d, int):
+        return 1 if INT64_MIN <= d <= INT64_MAX else MAX_EXPRESSION_SIZE + 1
+    if isinstance(d, sym.Expr):
+        total = 0
+        for monomial, coefficient in d.terms:
+            total += 1 + _expression_size(coefficient)
+            for atom in monomial:
+                total += _expression_size(atom)
+            if total > MAX_EXPRESSION_SIZE:
+                break
+        return total
+    if isinstance(d, sym.Atom):
+        return 1 + sum(_expression_size(o) for o in d.operands)
+    return 1  # a symbol's name (or None)
+
+
+def bounded(d) -> bool:
+    """Whether the element `d` of a shape value is small enough to reason about."""
+    return _expression_size(d) <= MAX_EXPRESSION_SIZE
+
+
+def plausible_dim(d) -> bool:
+    """Whether `d` can be a tensor's size: bounded, and not a negative int."""
+    return bounded(d) and not (isinstance(d, int) and d < 0)
 
 
 @dataclass(frozen=True)
@@ -97,7 +133,10 @@ def evaluate(node: ir.Node, inputs: list[Known | None]) -> list[ShapeValue | Non
         found = _RULES[node.op_type](node, inputs)
     except (TypeError, ValueError, IndexError, ZeroDivisionError, OverflowError):
         return None  # the rule does not apply (an odd dtype, an index out of range)
-    if found is None or any(v is not None and len(v.dims) > MAX_ELEMENTS for v in found):
+    if found is None or any(
+        v is not None and (len(v.dims) > MAX_ELEMENTS or not all(bounded(d) for d in v.dims))
+        for v in found
+    ):
         return None
     return found
 
@@ -338,9 +377,20 @@ def output_types(node: ir.Node, inputs: list[Known | None]) -> list[ir.ValueType
     if node.domain or node.op_type not in _TYPE_RULES:
         return None
     try:
-        return _TYPE_RULES[node.op_type](node, inputs)
+        found = _TYPE_RULES[node.op_type](node, inputs)
     except (TypeError, ValueError, IndexError, ZeroDivisionError):
         return None
+    return None if found is None else [_plausible(t) for t in found]
+
+
+def _plausible(value_type: ir.TensorType) -> ir.TensorType:
+    """`value_type` with the dims no tensor can have unknown: a negative size (a hostile model's
+    ConstantOfShape of [-5]: numpy refuses it at run time), or an expression too large to
+    reason about."""
+    if value_type.shape is None:
+        return value_type
+    dims = tuple(d if plausible_dim(d) else None for d in value_type.shape)
+    return ir.TensorType(value_type.dtype, dims)
 
 
 def _dtype(inputs, index: int):
@@ -430,6 +480,50 @@ def _range_type(node, inputs):
     return [ir.TensorType(_dtype(inputs, 0), (length,))]
 
 
+def _resize_type(node, inputs):
+    """Resize to `sizes` known as a shape value (exporters compute it from Shape): those dims."""
+    sizes = _value(inputs, 3) if node.opset >= 11 else None
+    shape = inputs[0].shape
+    if sizes is None or sizes.scalar or shape is None:
+        return None
+    if node.attrs.get("keep_aspect_ratio_policy", "stretch") != "stretch":
+        return None
+    axes = node.attrs.get("axes")
+    axes = list(range(len(shape))) if axes is None else [a % len(shape) for a in axes]
+    if len(axes) != len(sizes.dims):
+        return None
+    dims = list(shape)
+    for axis, size in zip(axes, sizes.dims):
+        dims[axis] = size
+    return [ir.TensorType(_dtype(inputs, 0), tuple(dims))]
+
+
+def _concat_type(node, inputs):
+    """Concat: the sizes along the axis add up; every other dim is the one the inputs share."""
+    shapes_ = [k.shape for k in inputs if k is not None]
+    if not shapes_ or any(s is None or len(s) != len(shapes_[0]) for s in shapes_):
+        return None
+    rank = len(shapes_[0])
+    axis = node.attrs.get("axis", 0)
+    if not -rank <= axis < rank:
+        return None
+    axis %= rank
+    dims = []
+    for i in range(rank):
+        column = [s[i] for s in shapes_]
+        if i == axis:
+            total = 0
+            for d in column:
+                total = sym.add(total, d)
+            dims.append(total)
+        else:
+            known = [d for d in column if isinstance(d, int)] or [
+                d for d in column if d is not None
+            ]
+            dims.append(known[0] if known else None)
+    return [ir.TensorType(_dtype(inputs, 0), tuple(dims))]
+
+
 BROADCASTING = frozenset(
     "Add Sub Mul Div Pow Mod Max Min Mean Sum Equal Less LessOrEqual Greater GreaterOrEqual And "
     "Or Xor BitShift BitwiseAnd BitwiseOr BitwiseXor Where PRelu".split()
@@ -460,6 +554,8 @@ _TYPE_RULES = {
     "ConstantOfShape": _constant_of_shape_type,
     "Tile": _tile_type,
     "Range": _range_type,
+    "Resize": _resize_type,
+    "Concat": _concat_type,
 }
 
 

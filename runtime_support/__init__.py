@@ -5,9 +5,10 @@ checks, the onnxruntime-compatible `InferenceSession`, and operator kernels. Ker
 functions named after their operator (a trailing underscore where the name is a builtin), with
 keyword-only arguments named like the ONNX attributes; each family lives in its own module and is
 re-exported here. The package's global state is the thread count (`_threads`: `set_num_threads`,
-`get_num_threads`, `threads`; 1 unless the environment set a BLAS thread count) and, on glibc, the
-allocator keeping freed memory for the next run (`_allocator`), both applied when it is imported;
-it never imports onnx; numpy is its only hard dependency.
+`get_num_threads`, `threads`; 1 unless the environment set a BLAS thread count), on glibc the
+allocator keeping freed memory for the next run (`_allocator`), both applied when it is imported,
+and the allocation limit (`_limits`: `set_allocation_limit`, ONEMODEL_ALLOCATION_LIMIT); it never
+imports onnx; numpy is its only hard dependency.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ import os
 from runtime_support import _allocator, _threads
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._errors import NodeError, raise_in_node
+from runtime_support._limits import (
+    AllocationError,
+    allocation_limit,
+    check_allocation,
+    set_allocation_limit,
+)
 from runtime_support._session import (
     CompilerNotInstalled,
     ExecutionMode,

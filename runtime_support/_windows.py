@@ -15,6 +15,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from runtime_support._limits import check_allocation
+
 SAME = ("SAME_UPPER", "SAME_LOWER")
 
 
@@ -88,6 +90,7 @@ def pad_spatial(x, pads, value, extra=None):
     if not any(begins) and not any(ends):
         return x
     shape = x.shape[:2] + tuple(n + b + e for n, b, e in zip(x.shape[2:], begins, ends))
+    check_allocation(shape, x.dtype, "padded input")  # pads can be the model's absurd values
     padded = np.zeros(shape, x.dtype) if value == 0 else np.full(shape, value, x.dtype)
     interior = tuple(slice(b, b + n) for b, n in zip(begins, x.shape[2:]))
     padded[(slice(None), slice(None)) + interior] = x
@@ -134,6 +137,7 @@ def flat_taps(x, pads, value, kernel_shape, strides, dilations, extra=None, dtyp
     lead = x.shape[:2]
     used = lead[0] * lead[1] * size
     shape = (len(copies), used + reach)
+    check_allocation(shape, dtype, "padded input")
     buffer = np.zeros(shape, dtype) if value == 0 else np.full(shape, value, dtype)
     every = (slice(None), slice(None))
     for k, inside in enumerate(copies):
@@ -264,6 +268,7 @@ def reduce_windows(
     dtype = x.dtype if dtype is None else dtype
     # (*padded spatial, N, C): each tap's operand is a strided grid of rows of N * C values
     shape = tuple(padded) + x.shape[:2]
+    check_allocation(shape, dtype, "padded input")
     buffer = np.zeros(shape, dtype) if value == 0 else np.full(shape, value, dtype)
     interior = tuple(slice(pads[i], pads[i] + n) for i, n in enumerate(x.shape[2:]))
     buffer[interior] = np.moveaxis(x, (0, 1), (-2, -1))

@@ -32,6 +32,17 @@ def loop(body, trip_count, condition, *carried, scan_outputs=0, scan_dtypes=()):
     return (*carried, *stacked)
 
 
+def _state_count(values, num_scan_inputs: int, outputs: int) -> int:
+    """How many of Scan's values are states, once the model's num_scan_inputs is one it can have
+    (a huge one made a list per scan output: billions of them)."""
+    if not 0 < num_scan_inputs <= len(values):
+        raise ValueError(f"Scan: num_scan_inputs {num_scan_inputs} for {len(values)} inputs")
+    state_count = len(values) - num_scan_inputs
+    if outputs < state_count:
+        raise ValueError(f"Scan: {outputs} outputs for {state_count} states")
+    return state_count
+
+
 def scan(
     body,
     *values,
@@ -46,7 +57,7 @@ def scan(
     are scanned along their axis (backwards where the direction is 1). `body(*states, *elements)`
     returns (*states, *scan_elements). Returns the final states, then each scan output stacked
     along its axis (in reverse iteration order where its direction is 1), as a tuple."""
-    state_count = len(values) - num_scan_inputs
+    state_count = _state_count(values, num_scan_inputs, outputs)
     states, inputs = list(values[:state_count]), values[state_count:]
     in_axes = [a % x.ndim for a, x in zip(scan_input_axes or [0] * len(inputs), inputs)]
     in_directions = scan_input_directions or [0] * len(inputs)
@@ -76,7 +87,7 @@ def scan(
 def scan_batched(body, sequence_lens, *values, num_scan_inputs, outputs, directions=None):
     """ONNX Scan of opset 8: axis 0 is a batch, axis 1 the sequence; each batch entry is scanned
     on its own for its sequence_lens entry (all of axis 1 when absent)."""
-    state_count = len(values) - num_scan_inputs
+    _state_count(values, num_scan_inputs, outputs)
     batch = values[0].shape[0]
     per_entry = []
     for b in range(batch):

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from runtime_support._kernels import kernel
+from runtime_support._limits import check_allocation
 from runtime_support._windows import (
     SAME,
     accumulator,
@@ -61,7 +62,17 @@ def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto
     except TypeError:  # lists for the geometry (a caller other than generated code)
         geometry = tuple(None if v is None else tuple(v) for v in (pads, strides, dilations))
         plan = _conv_plan(X.shape, X.dtype, W.shape, *geometry, group, auto_pad)
+    if plan.pads and max(plan.pads) > min(X.shape[2:], default=0):
+        _check_padded(X, W, plan)  # only pads larger than the input can make absurd copies of it
     return plan.run(X, W, B)
+
+
+def _check_padded(X, W, plan) -> None:
+    """The allocation limit applied to the padded input (pads come from the model)."""
+    rank = len(plan.pads) // 2
+    padded = [n + plan.pads[i] + plan.pads[i + rank] for i, n in enumerate(X.shape[2:])]
+    channels = max(X.shape[1], W.shape[0])
+    check_allocation([X.shape[0], channels, *(max(p, 0) for p in padded)], plan.acc, "padded input")
 
 
 class _Plan:
@@ -526,7 +537,7 @@ def _conv_transpose(
     batch, channels = X.shape[:2]
     maps = W.shape[1] * group
     acc = accumulator(X.dtype)
-    Y = np.zeros((batch, maps, *out), dtype=acc)
+    Y = np.zeros(check_allocation((batch, maps, *out), acc), dtype=acc)
     if direct:
         _conv_transpose_direct(Y, X, W, group, strides, dilations, begins)
     else:
@@ -615,5 +626,7 @@ def col2im(data, image_shape, block_shape, *, dilations=None, pads=None, strides
             f"{blocks} positions that image {image_shape} allows"
         )
     columns = data.reshape((batch, rows // kernel_size) + block_shape + blocks)
-    image = np.zeros((batch, rows // kernel_size) + image_shape, dtype=data.dtype)
+    image = np.zeros(
+        check_allocation((batch, rows // kernel_size) + image_shape, data.dtype), dtype=data.dtype
+    )
     return add_windows(image, columns, strides, dilations, pads[:rank])

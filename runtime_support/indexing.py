@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtime_support._limits import check_allocation
+
 __all__ = [
     "gather_elements",
     "gathernd",
@@ -121,6 +123,7 @@ def onehot(indices: np.ndarray, depth, values: np.ndarray, *, axis: int = -1) ->
     Non-integer indices and depth are truncated to int64 first."""
     depth = int(np.asarray(depth).reshape(-1)[0])
     indices = np.asarray(indices).astype(np.int64)
+    check_allocation(indices.shape + (max(depth, 0),), np.asarray(values).dtype)
     indices = np.where(indices < 0, indices + depth, indices)
     axis = axis % (indices.ndim + 1)
     positions = np.arange(depth, dtype=np.int64).reshape((depth,) + (1,) * (indices.ndim - axis))

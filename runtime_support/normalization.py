@@ -17,6 +17,7 @@ import numpy as np
 
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._kernels import kernel
+from runtime_support._limits import check_allocation
 from runtime_support.exact import exact_mean, exact_standardize, exact_sum
 from runtime_support.exact_math import exact_pow
 
@@ -387,6 +388,8 @@ def _lrn(X, size, alpha, beta, bias, power):
     before = (size - 1) // 2
     pads = [(0, 0)] * x.ndim
     pads[1] = (before, size - 1 - before)
+    padded = (x.shape[0], x.shape[1] + max(size - 1, 0), *x.shape[2:])
+    check_allocation(padded, x.dtype, "padded input")  # size is the model's attribute
     squares = np.pad(x * x, pads)
     channels = x.shape[1]
     square_sum = squares[:, :channels].copy()

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from runtime_support._kernels import kernel
+from runtime_support._limits import check_allocation
 from runtime_support._windows import (
     accumulator,
     explicit_pads,
@@ -342,9 +343,9 @@ def max_unpool(X, I, output_shape=None, *, kernel_shape, pads=None, strides=None
         raise ValueError(
             f"MaxUnpool: index {int(indices[outside][0])} is outside the pooled shape {implied}"
         )
-    shape = implied
+    shape = check_allocation(implied, X.dtype)
     if output_shape is not None:
-        shape = tuple(int(v) for v in np.asarray(output_shape).reshape(-1))
+        shape = check_allocation(np.asarray(output_shape).reshape(-1), X.dtype)
         if len(shape) != X.ndim:
             raise ValueError(f"MaxUnpool: output_shape {shape} is not of rank {X.ndim}")
         coordinates = np.unravel_index(indices, implied)

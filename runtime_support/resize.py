@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtime_support._limits import check_allocation
+
 __all__ = ["resize"]
 
 _COORDINATE_MODES = (
@@ -82,6 +84,7 @@ def resize(
     rank = X.ndim
     axes = list(range(rank)) if axes is None else [int(a) % rank for a in axes]
     out_shape, scale, width = _geometry(X.shape, scales, sizes, axes, keep_aspect_ratio_policy)
+    check_allocation(out_shape, np.float64 if mode != "nearest" else X.dtype)
     if 0 in out_shape:
         return np.zeros(out_shape, dtype=X.dtype)
     if X.size == 0:

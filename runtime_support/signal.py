@@ -21,6 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from runtime_support._kernels import kernel
+from runtime_support._limits import check_allocation
 from runtime_support.exact import _rounded
 from runtime_support.exact_math import exact_log, exact_pow
 from runtime_support.exact_trig import cos_sin_of_turns
@@ -76,6 +77,10 @@ def dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
     axis = _signal_axis(axis, input.ndim)
     signal = _complex(input)
     size = signal.shape[axis]
+    if dft_length is not None:  # the model's value: checked before numpy pads to it
+        padded = list(signal.shape)
+        padded[axis] = max(_int(dft_length), 0)
+        check_allocation(padded, np.complex128)
     if inverse and onesided:
         length = 2 * (size - 1) if dft_length is None else _int(dft_length)
         return np.fft.irfft(signal, n=length, axis=axis)[..., None].astype(input.dtype)
@@ -119,6 +124,7 @@ def _frames(signal: np.ndarray, frame_step, window, frame_length):
 def _cosine_sum(size, periodic: int, coefficients, output_datatype) -> np.ndarray:
     """sum_k (-1)^k a_k cos(2 pi k n / N) for n < size, N = size (periodic) or size - 1."""
     count = _int(size)
+    check_allocation([max(count, 0)], np.float64)  # the model's size
     with np.errstate(invalid="ignore", divide="ignore"):  # size 1, symmetric: 0 / 0, as ONNX
         phase = 2 * np.pi * np.arange(count, dtype=np.float64) / (count if periodic else count - 1)
     window = np.zeros(count, dtype=np.float64)
@@ -178,6 +184,7 @@ def _mel_weights(
 ):
     """mel_weight_matrix with the given log10 and 10**x (numpy's, or the library's own)."""
     bins, length, rate = _int(num_mel_bins), _int(dft_length), _int(sample_rate)
+    check_allocation([max(length // 2 + 1, 0), max(bins + 2, 0)], np.float64)
     low, high = (
         2595 * log10(np.float64(1 + float(np.asarray(f).reshape(-1)[0]) / 700))
         for f in (lower, upper)
@@ -329,6 +336,10 @@ def exact_dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
     x = np.asarray(input)
     axis = _signal_axis(axis, x.ndim)
     size = x.shape[axis]
+    if dft_length is not None:  # the model's value: checked before the signal is padded to it
+        padded = list(x.shape)
+        padded[axis] = max(_int(dft_length), 0)
+        check_allocation(padded, np.complex128)
     if inverse and onesided:
         length = 2 * (size - 1) if dft_length is None else _int(dft_length)
         re, im = _signal_parts(x, axis, length // 2 + 1)
@@ -373,6 +384,7 @@ def _exact_cosine_sum(size, periodic: int, coefficients, output_datatype) -> np.
     types; integer types truncate, as the fast kernel's cast). A symmetric window of one point has
     N = 0: NaN, as 0/0 gives in the fast kernel."""
     count = _int(size)
+    check_allocation([max(count, 0)], np.float64)  # the model's size
     period = count if periodic else count - 1
     n = np.arange(count, dtype=np.int64)
     window = np.zeros(count, dtype=np.float64)

@@ -7,12 +7,18 @@ import math
 
 import numpy as np
 
+from runtime_support._kernels import kernel
+from runtime_support._limits import check_allocation
+
 __all__ = [
     "dropout",
+    "arange",
     "cast",
     "center_crop_pad",
     "clamp_bound",
+    "constant_of_shape",
     "depth_to_space",
+    "expand",
     "flatten",
     "normalize_axes",
     "normalize_axis",
@@ -23,6 +29,7 @@ __all__ = [
     "space_to_depth",
     "split",
     "squeeze",
+    "tile",
     "unsqueeze",
 ]
 
@@ -132,6 +139,9 @@ def pad(data: np.ndarray, pads, constant_value=None, axes=None, *, mode: str = "
         widths[axis] = (pads[i], pads[len(pads) // 2 + i])
     kept = tuple(slice(max(-b, 0), dim - max(-e, 0)) for (b, e), dim in zip(widths, data.shape))
     widths = [(max(b, 0), max(e, 0)) for b, e in widths]
+    check_allocation(
+        [max(k.stop - k.start, 0) + b + e for k, (b, e) in zip(kept, widths)], data.dtype
+    )
     if mode == "constant":
         value = 0 if constant_value is None else constant_value
         return np.pad(data[kept], widths, mode="constant", constant_values=value)
@@ -153,6 +163,8 @@ def center_crop_pad(input_data: np.ndarray, shape, *, axes=None) -> np.ndarray:
         elif size > dim:
             begin = (size - dim) // 2
             widths[axis] = (begin, size - dim - begin)
+    dims = [dim + begin + end for dim, (begin, end) in zip(input_data.shape, widths)]
+    check_allocation(dims, input_data.dtype)
     return np.pad(input_data[tuple(kept)], widths)
 
 
@@ -183,10 +195,71 @@ def range_(start, limit, delta) -> np.ndarray:
     first two values, which can differ from delta.) Inputs are scalars or one-element tensors."""
     start, limit, delta = (np.asarray(v).reshape(()) for v in (start, limit, delta))
     if start.dtype.kind in "iu":
+        if int(delta) == 0:
+            raise ValueError("Range: delta is 0")
         count = -(-(int(limit) - int(start)) // int(delta))
     else:
-        count = int(np.ceil((limit - start) / delta))
-    return start + np.arange(max(count, 0)).astype(start.dtype) * delta
+        steps = np.ceil((limit - start) / delta)
+        if not np.isfinite(steps):
+            raise ValueError(f"Range: ({limit} - {start}) / {delta} is not a finite count")
+        count = int(steps)
+    (count,) = check_allocation([max(count, 0)], np.int64)
+    return start + np.arange(count).astype(start.dtype) * delta
+
+
+@kernel(fresh=True, exact=True)
+def arange(start, limit, delta, *, dtype) -> np.ndarray:
+    """ONNX Range of integers given as Python ints or 0-d arrays: np.arange once the element
+    count, max(ceil((limit - start) / delta), 0), fits the allocation limit."""
+    start, limit, delta = int(start), int(limit), int(delta)
+    if delta == 0:
+        raise ValueError("Range: delta is 0")
+    check_allocation((max(-(-(limit - start) // delta), 0),), dtype)
+    return np.arange(start, limit, delta, dtype=dtype)
+
+
+def _dims(shape) -> tuple:
+    """A shape given as a tuple of ints or as an int tensor, as a tuple."""
+    return tuple(shape.reshape(-1).tolist()) if isinstance(shape, np.ndarray) else tuple(shape)
+
+
+@kernel(fresh=True, exact=True)
+def constant_of_shape(shape, value, *, dtype) -> np.ndarray:
+    """ONNX ConstantOfShape: an array of `shape` (a tuple or an int tensor) filled with `value`,
+    allocated only once it fits the allocation limit."""
+    result = np.empty(check_allocation(_dims(shape), dtype), dtype=dtype)
+    result.fill(value)  # (np.full's own overhead is several times this)
+    return result
+
+
+@kernel(fresh=True, exact=True)
+def expand(input: np.ndarray, shape) -> np.ndarray:
+    """ONNX Expand: `input` broadcast with `shape` in both directions (a tuple or an int
+    tensor), as a new array, allocated only once it fits the allocation limit."""
+    target, dims = _dims(shape), input.shape
+    rank = max(len(dims), len(target))
+    out = []
+    for a, b in zip((1,) * (rank - len(dims)) + dims, (1,) * (rank - len(target)) + target):
+        if a != b and a != 1 and b != 1:
+            raise ValueError(f"Expand: shape {list(target)} does not broadcast with {list(dims)}")
+        out.append(a if b == 1 else b)
+    result = np.empty(check_allocation(out, input.dtype), dtype=input.dtype)
+    result[...] = input  # (np.broadcast_to(...).copy() costs ten times as much on small arrays)
+    return result
+
+
+@kernel(fresh=True, exact=True)
+def tile(input: np.ndarray, repeats) -> np.ndarray:
+    """ONNX Tile: `input` repeated `repeats[i]` times along axis i (one repeat per axis), as
+    np.tile lays it out, allocated only once the result fits the allocation limit."""
+    repeats = tuple(map(int, _dims(repeats)))
+    if len(repeats) != input.ndim:
+        raise ValueError(f"Tile: {len(repeats)} repeats for an input of rank {input.ndim}")
+    out = check_allocation([d * r for d, r in zip(input.shape, repeats)], input.dtype)
+    # (repeat, dim) pairs broadcast from (1, dim): the copy np.tile makes, in one assignment
+    blocks = np.empty([n for pair in zip(repeats, input.shape) for n in pair], dtype=input.dtype)
+    blocks[...] = input.reshape([n for d in input.shape for n in (1, d)])
+    return blocks.reshape(out)
 
 
 def cast(x: np.ndarray, *, to) -> np.ndarray:

@@ -478,6 +478,10 @@ def _new_array_cases():
             )
         ],
         "rt.scale_shift": [((x32[:, :3], per_channel, per_channel), {})],
+        "rt.expand": [((x32[:1, :1], (2, 3, 1, 1)), {}), ((x32, (1,)), {})],
+        "rt.tile": [((x32, (1, 1, 1, 1)), {}), ((x64, (1, 2, 1, 1)), {})],
+        "rt.constant_of_shape": [(((2, 3), 1.5), dict(dtype=np.float32))],
+        "rt.arange": [((0, 5, 1), dict(dtype=np.int64))],
     }
 
 

@@ -15,6 +15,7 @@ import ast
 import builtins
 import inspect
 import keyword
+import os
 import py_compile
 import re
 import sys
@@ -27,6 +28,7 @@ import pytest
 from onnx import helper
 
 import onemodel_compile
+import runtime_support
 from tests import models
 
 # Generated modules import numpy, runtime_support and harmless parts of the standard library only.
@@ -530,3 +532,373 @@ def test_hostile_opset_domain_stays_in_the_comment(tmp_path):
         case.model.opset_import.append(helper.make_opsetid(f"evil{payload}", 1))
         path = onemodel_compile.compile_model(case.model, tmp_path / f"opsets{i}.py")
         check_module(path, case, marker)
+
+
+# --- resources: sizes known before allocation (issue #17) -------------------------------------
+
+TERA = 10**12
+
+
+def _int64(name: str, *values) -> onnx.TensorProto:
+    return models.init(name, np.array(values if len(values) != 1 else values[0], dtype=np.int64))
+
+
+def _bomb(nodes, inputs, inits, output_type=models.FLOAT) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes, "bomb", inputs, [helper.make_tensor_value_info("y", output_type, None)], inits
+    )
+    return models.finish(graph)
+
+
+# The resource cases of issue #17 and their kin: (model, feeds, the node the error names).
+BOMBS = {
+    "ConstantOfShape of 10^12 elements": (
+        lambda: _bomb(
+            [helper.make_node("ConstantOfShape", ["s"], ["y"], name="big")],
+            [],
+            [models.init("s", np.array([TERA], np.int64))],
+        ),
+        {},
+        "ConstantOfShape 'big'",
+    ),
+    "Reshape of such a ConstantOfShape": (
+        lambda: _bomb(
+            [
+                helper.make_node("ConstantOfShape", ["s"], ["c"], name="big"),
+                helper.make_node("Reshape", ["c", "r"], ["y"], name="flat"),
+            ],
+            [],
+            [
+                models.init("s", np.array([10**6, 10**6], np.int64)),
+                models.init("r", np.array([-1], np.int64)),
+            ],
+        ),
+        {},
+        "ConstantOfShape 'big'",
+    ),
+    "ConstantOfShape added to an input": (
+        lambda: _bomb(
+            [
+                helper.make_node("ConstantOfShape", ["s"], ["c"], name="big"),
+                helper.make_node("Add", ["c", "x"], ["y"], name="add"),
+            ],
+            [models.tensor("x", [1])],
+            [models.init("s", np.array([10**6, 10**6], np.int64))],
+        ),
+        {"x": np.ones(1, np.float32)},
+        "ConstantOfShape 'big'",
+    ),
+    "Range to 10^12": (
+        lambda: _bomb(
+            [helper.make_node("Range", ["a", "b", "c"], ["y"], name="count")],
+            [],
+            [_int64("a", 0), _int64("b", TERA), _int64("c", 1)],
+            onnx.TensorProto.INT64,
+        ),
+        {},
+        "Range 'count'",
+    ),
+    "float Range to 10^12": (
+        lambda: _bomb(
+            [helper.make_node("Range", ["a", "b", "c"], ["y"], name="count")],
+            [],
+            [models.init(n, np.array(v, np.float32)) for n, v in (("a", 0), ("b", 1e12), ("c", 1))],
+        ),
+        {},
+        "Range 'count'",
+    ),
+    "Tile of a constant by 10^6 x 10^6": (
+        lambda: _bomb(
+            [helper.make_node("Tile", ["x", "r"], ["y"], name="tiles")],
+            [],
+            [models.init("x", np.ones((2, 2), np.float32)), _int64("r", 10**6, 10**6)],
+        ),
+        {},
+        "Tile 'tiles'",
+    ),
+    "Tile of an input, its declared type lying": (
+        lambda: _lying(
+            _bomb(
+                [helper.make_node("Tile", ["x", "r"], ["y"], name="tiles")],
+                [models.tensor("x", [2, 2])],
+                [_int64("r", 10**6, 10**6)],
+            )
+        ),
+        {"x": np.ones((2, 2), np.float32)},
+        "Tile 'tiles'",
+    ),
+    "Expand to 10^6 x 10^6": (
+        lambda: _bomb(
+            [helper.make_node("Expand", ["x", "s"], ["y"], name="wide")],
+            [models.tensor("x", [1])],
+            [_int64("s", 10**6, 10**6)],
+        ),
+        {"x": np.ones(1, np.float32)},
+        "Expand 'wide'",
+    ),
+    "Expand of a constant, its declared type lying": (
+        lambda: _lying(
+            _bomb(
+                [helper.make_node("Expand", ["x", "s"], ["y"], name="wide")],
+                [],
+                [models.init("x", np.arange(3, dtype=np.float32)), _int64("s", 10**6, 10**6, 3)],
+            )
+        ),
+        {},
+        "Expand 'wide'",
+    ),
+    "Pad by 10^12": (
+        lambda: _bomb(
+            [helper.make_node("Pad", ["x", "p"], ["y"], name="margin")],
+            [],
+            [models.init("x", np.ones(2, np.float32)), _int64("p", TERA, TERA)],
+        ),
+        {},
+        "Pad 'margin'",
+    ),
+    "OneHot of depth 10^12": (
+        lambda: _bomb(
+            [helper.make_node("OneHot", ["i", "d", "v"], ["y"], name="hot")],
+            [],
+            [_int64("i", 1, 2), _int64("d", TERA), models.init("v", np.array([0, 1], np.float32))],
+        ),
+        {},
+        "OneHot 'hot'",
+    ),
+    "Resize by 10^6": (
+        lambda: _bomb(
+            [helper.make_node("Resize", ["x", "", "s"], ["y"], name="zoom")],
+            [models.tensor("x", [1, 1, 2, 2])],
+            [models.init("s", np.array([1, 1, 1e6, 1e6], np.float32))],
+        ),
+        {"x": np.ones((1, 1, 2, 2), np.float32)},
+        "Resize 'zoom'",
+    ),
+    "Conv with pads of 10^6": (
+        lambda: _bomb(
+            [helper.make_node("Conv", ["x", "w"], ["y"], name="conv", pads=[10**6] * 4)],
+            [models.tensor("x", [1, 1, 4, 4])],
+            [models.init("w", np.ones((1, 1, 3, 3), np.float32))],
+        ),
+        {"x": np.ones((1, 1, 4, 4), np.float32)},
+        "Conv 'conv'",
+    ),
+}
+
+
+def _lying(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with its output declared [1]: folding must not trust a declared size."""
+    del model.graph.output[:]
+    model.graph.output.append(models.tensor("y", [1]))
+    return model
+
+
+@pytest.mark.parametrize("variant", ["fast", "exact"])
+@pytest.mark.parametrize("case", sorted(BOMBS))
+def test_resource_bomb_compiles_and_fails_cleanly_at_run_time(tmp_path, case, variant):
+    """Compiling takes well under the memory a constant would; importing allocates nothing the
+    size of the bomb; running fails naming the node and the size, before numpy is asked."""
+    import tracemalloc
+
+    build, feeds, node = BOMBS[case]
+    model = build()
+    tracemalloc.start()
+    try:
+        path = onemodel_compile.compile_model(model, tmp_path / "bomb.py", variant)
+        module = models.import_module(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200 << 20, f"compiling and importing traced {peak >> 20} MiB"
+    weights = list(tmp_path.glob("*.safetensors"))
+    assert sum(p.stat().st_size for p in weights) < 1 << 20
+    with pytest.raises(runtime_support.NodeError) as caught:
+        module.run_feeds(feeds)
+    message = str(caught.value)
+    assert node in message, message
+    assert isinstance(caught.value.__cause__, runtime_support.AllocationError), message
+    assert "TiB" in message and "allocation limit" in message, message
+
+
+def test_the_allocation_limit_can_be_lowered_and_raised(tmp_path):
+    """An Expand to 1000 x 1000 float32 (3.8 MiB) fails under a 1 MiB limit, naming the node and
+    the size, and runs once the limit is raised again."""
+    model = BOMBS["Expand to 10^6 x 10^6"][0]()
+    model.graph.initializer[0].CopyFrom(_int64("s", 1000, 1000))
+    module = models.import_module(onemodel_compile.compile_model(model, tmp_path / "m.py"))
+    x = np.full(1, 2.5, np.float32)
+    previous = runtime_support.set_allocation_limit(1 << 20)
+    try:
+        assert runtime_support.allocation_limit() == 1 << 20
+        with pytest.raises(runtime_support.NodeError, match=r"Expand 'wide'.*3\.81 MiB.*1 MiB"):
+            module.run(x)
+        runtime_support.set_allocation_limit(8 << 20)
+        np.testing.assert_array_equal(module.run(x)[0], np.full((1000, 1000), 2.5, np.float32))
+    finally:
+        runtime_support.set_allocation_limit(previous)
+    with pytest.raises(ValueError):
+        runtime_support.set_allocation_limit(0)
+
+
+def test_the_allocation_limit_from_the_environment():
+    import subprocess
+
+    code = "import runtime_support as rt; print(rt.allocation_limit())"
+    for text, value in (("2G", 2 << 30), ("1536", 1536), ("0.5M", 1 << 19), ("3GiB", 3 << 30)):
+        env = {**os.environ, "ONEMODEL_ALLOCATION_LIMIT": text}
+        result = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert result.stdout.strip() == str(value), result.stderr
+    for text in ("lots", "-1G", "0"):  # refused at import, naming the variable
+        env = {**os.environ, "ONEMODEL_ALLOCATION_LIMIT": text}
+        result = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert result.returncode != 0 and "ONEMODEL_ALLOCATION_LIMIT" in result.stderr, text
+
+
+def test_small_constant_shapes_still_fold(tmp_path):
+    """The limits leave ordinary folding alone: a small ConstantOfShape, Tile and Range are
+    constants of the module, not nodes of run."""
+    model = _bomb(
+        [
+            helper.make_node("ConstantOfShape", ["s"], ["c"], name="zeros"),
+            helper.make_node("Tile", ["c", "r"], ["t"], name="tiles"),
+            helper.make_node("Range", ["a", "b", "d"], ["n"], name="count"),
+            helper.make_node("Cast", ["n"], ["f"], name="cast", to=models.FLOAT),
+            helper.make_node("Add", ["t", "f"], ["u"], name="add"),
+            helper.make_node("Add", ["u", "x"], ["y"], name="input"),
+        ],
+        [models.tensor("x", [4, 6])],
+        [_int64("s", 4, 3), _int64("r", 1, 2), _int64("a", 0), _int64("b", 6), _int64("d", 1)],
+    )
+    path = onemodel_compile.compile_model(model, tmp_path / "m.py")
+    source = path.read_text()
+    for kernel in ("rt.constant_of_shape", "rt.tile", "rt.arange", "rt.range_"):
+        assert kernel not in source, kernel
+    x = _x((4, 6), 12)
+    np.testing.assert_allclose(models.import_module(path).run(x)[0], x + np.arange(6.0))
+
+
+def test_the_module_total_of_folded_bytes_is_bounded(tmp_path, monkeypatch):
+    """Past MODULE_FOLD_BYTES, results stay at run time: a limit of 3000 bytes lets one of three
+    1600-byte Tiles fold, and the module still computes all three."""
+    from onemodel_compile import resolve
+
+    monkeypatch.setattr(resolve, "MODULE_FOLD_BYTES", 3000)
+    nodes, outputs = [], []
+    for i in range(3):
+        nodes.append(helper.make_node("Tile", ["w", f"r{i}"], [f"t{i}"], name=f"tile{i}"))
+        nodes.append(helper.make_node("Add", [f"t{i}", "x"], [f"y{i}"], name=f"add{i}"))
+        outputs.append(models.tensor(f"y{i}", [20, 20]))
+    w = _x((10, 10), 13)
+    graph = helper.make_graph(
+        nodes,
+        "total",
+        [models.tensor("x", [20, 20])],
+        outputs,
+        [models.init("w", w)] + [_int64(f"r{i}", 2, 2) for i in range(3)],
+    )
+    path = onemodel_compile.compile_model(models.finish(graph), tmp_path / "m.py")
+    assert path.read_text().count("rt.tile(") == 2  # 1600 bytes fit, 3200 do not
+    x = _x((20, 20), 14)
+    for result in models.import_module(path).run(x):
+        np.testing.assert_array_equal(result, np.tile(w, (2, 2)) + x)
+
+
+def test_an_absurd_shape_arithmetic_is_not_followed(tmp_path):
+    """A chain of Muls squaring a dim would double its symbolic expression at every node: past
+    a bounded size the compiler stops reasoning about it, and the module computes it at run
+    time (here 40 squarings of batch: about a trillion terms otherwise)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Add", ["s", "one"], ["d0"], name="plus1"),
+    ]
+    for i in range(40):
+        nodes.append(helper.make_node("Mul", [f"d{i}", f"d{i}"], [f"d{i + 1}"], name=f"sq{i}"))
+    nodes.append(helper.make_node("Identity", ["d40"], ["y"], name="out"))
+    graph = helper.make_graph(
+        nodes,
+        "squares",
+        [models.tensor("x", ["batch"])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.INT64, [1])],
+        [_int64("one", 1)],
+    )
+    path = onemodel_compile.compile_model(models.finish(graph), tmp_path / "m.py")
+    value = models.import_module(path).run(np.ones(1, np.float32))[0]
+    expected = np.array([2], np.int64)
+    with np.errstate(over="ignore"):
+        for _ in range(40):
+            expected = expected * expected  # int64 wraps, as onnxruntime's does
+    np.testing.assert_array_equal(value, expected)
+
+
+# --- no silent data loss on output (issue #17) ------------------------------------------------
+
+
+def _external_model(folder: Path, data_name: str, values: np.ndarray) -> Path:
+    """m.onnx whose initializer W (values) lives in the external data file `data_name`."""
+    tensor = models.init("W", values)
+    tensor.ClearField("raw_data")
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("location", data_name), ("offset", "0"), ("length", str(values.nbytes))):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "W"], ["y"], name="add")],
+        "external",
+        [models.tensor("x", list(values.shape))],
+        [models.tensor("y", list(values.shape))],
+        [tensor],
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / data_name).write_bytes(values.tobytes())
+    return models.save(models.finish(graph), folder / "m.onnx")
+
+
+@pytest.mark.parametrize("size", [64, 4], ids=["weights file", "inline constant"])
+def test_the_models_external_data_is_never_overwritten_or_removed(tmp_path, size):
+    """A model keeping its data in the very file our weights would take (m.weights.safetensors
+    beside m.py): a module needing weights is refused, naming the file; one that needs none
+    compiles, and the stale-weights clean-up leaves the model's data alone."""
+    values = np.arange(size, dtype=np.float32) / 4  # short enough to be written inline
+    model_path = _external_model(tmp_path, "m.weights.safetensors", values)
+    data = (tmp_path / "m.weights.safetensors").read_bytes()
+    if size > 16:
+        with pytest.raises(onemodel_compile.CompileError, match="m.weights.safetensors"):
+            onemodel_compile.compile_model(model_path)
+        assert not (tmp_path / "m.py").exists()
+    else:
+        path = onemodel_compile.compile_model(model_path)
+        x = _x((size,), 16)
+        np.testing.assert_array_equal(models.import_module(path).run(x)[0], x + values)
+    assert (tmp_path / "m.weights.safetensors").read_bytes() == data
+    assert model_path.exists()
+
+
+def test_a_compile_failing_while_writing_leaves_the_earlier_files(tmp_path, monkeypatch):
+    """The module and its weights are staged as temporary files and moved into place only when
+    both are written: a write failing on the second leaves the earlier module and weights as
+    they were, and no temporary file behind."""
+    from onemodel_compile import compiler
+
+    path = onemodel_compile.compile_model(models.mlp_model(seed=1), tmp_path / "net.py")
+    weights = path.with_name("net" + compiler.WEIGHTS_SUFFIX)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    original, calls = compiler._write_temporary, []
+
+    def failing(target, data):
+        calls.append(target)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return original(target, data)
+
+    monkeypatch.setattr(compiler, "_write_temporary", failing)
+    with pytest.raises(onemodel_compile.CompileError, match="No space left"):
+        onemodel_compile.compile_model(models.mlp_model(seed=2), path)
+    assert calls == [weights, path]
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    x = _x((2, 4), 17)
+    expected = models.mlp_reference(models.mlp_model(seed=1), x)["probs"]
+    np.testing.assert_allclose(models.import_module(path).run(x)[0], expected, rtol=1e-5)

@@ -163,9 +163,9 @@ def test_expand_and_range_from_shape_arithmetic() -> None:
     feeds = [[rng.integers(0, 9, (b, s), dtype=np.int64)] for b, s in [(2, 5), (1, 1), (3, 7)]]
     _check_against_onnxruntime(model, feeds)
     source = generate(model).source
-    assert "np.arange(0, seq, 1, dtype=np.int64)" in source
-    assert "np.broadcast_to(" in source and "(batch, 1, seq, seq)" in source
-    assert "np.tile(ids, (1, 2 * seq))" in source
+    assert "rt.arange(0, seq, 1, dtype=np.int64)" in source
+    assert "rt.expand(" in source and "(batch, 1, seq, seq)" in source
+    assert "rt.tile(ids, (1, 2 * seq))" in source
 
 
 def test_a_negative_declared_dim_is_unknown_and_shown_as_none() -> None:

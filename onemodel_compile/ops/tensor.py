@@ -17,7 +17,7 @@ from onemodel_compile.ops.common import (
     span,
 )
 from onemodel_compile.ops.node import NodeView
-from onemodel_compile.ops.pyir import attr, binop, call, index, method, tuple_of
+from onemodel_compile.ops.pyir import attr, call, index, method, tuple_of
 from onemodel_compile.ops.registry import emitter
 from runtime_support.tensor import clamp_bound
 
@@ -72,7 +72,7 @@ def constant_of_shape(view: NodeView) -> pyir.Expr:
         target = tuple(int(d) for d in shape)
     else:
         target = _values_tuple(view.inputs[0]) or call("tuple", view.inputs[0])
-    return call("np.full", target, value[0].item(), dtype=value.dtype)
+    return call("rt.constant_of_shape", target, value[0].item(), dtype=value.dtype)  # size checked
 
 
 def _values_tuple(operand) -> pyir.Tuple | None:
@@ -268,11 +268,9 @@ def expand(view: NodeView) -> pyir.Expr:
     target = view.const(1)
     if target is not None and _static(X.shape):
         out = np.broadcast_shapes(tuple(X.shape), tuple(int(d) for d in target))
-        return method(call("np.broadcast_to", X, out), "copy")
+        return call("rt.expand", X, out)  # the kernel checks the size first
     out = _shape_nodes(view, view.out.shape) if view.inputs[1].values is not None else None
-    if out is not None:  # the result's dims are known as symbols: no product with ones
-        return method(call("np.broadcast_to", X, out), "copy")
-    return binop("*", X, call("np.ones", view.inputs[1], dtype=X.dtype))
+    return call("rt.expand", X, view.inputs[1] if out is None else out)
 
 
 @emitter("Concat", since=4, exact=True)
@@ -396,7 +394,7 @@ def _range(view: NodeView, stash) -> pyir.Expr:
             x.value_nodes[0] if x.values is not None else int(x.const) if x.const is not None else x
             for x in (start, limit, delta)
         ]
-        return call("np.arange", *bounds, dtype=dtype)
+        return call("rt.arange", *bounds, dtype=dtype)  # the kernel checks the size first
     if stash is None:
         return call("rt.range_", start, limit, delta)
     bounds = [method(x, "astype", stash) for x in (start, limit, delta)]
@@ -422,20 +420,9 @@ def range_stashed(view: NodeView) -> pyir.Expr:
 @emitter("Tile", since=6, exact=True)
 def tile(view: NodeView) -> pyir.Expr:
     X, repeats = view.inputs[:2]
-    if repeats.const is not None:
-        return call("np.tile", X, tuple(int(r) for r in repeats.const.reshape(-1)))
-    return call("np.tile", X, _values_tuple(repeats) or repeats)
-
-
-def _pad_widths(pads: list[int], axes: list[int] | None, rank: int, view: NodeView):
-    """numpy's pad widths [(begin, end)] per axis; None when a pad is negative (a crop)."""
-    if min(pads, default=0) < 0:
-        return None
-    axes = range(rank) if axes is None else [normalize_axis(a, rank, view) for a in axes]
-    widths = [(0, 0)] * rank
-    for i, axis in enumerate(axes):
-        widths[axis] = (pads[i], pads[len(pads) // 2 + i])
-    return widths
+    if repeats.const is not None:  # the kernel checks the size first
+        return call("rt.tile", X, tuple(int(r) for r in repeats.const.reshape(-1)))
+    return call("rt.tile", X, _values_tuple(repeats) or repeats)
 
 
 @emitter("Pad", since=2, exact=True)
@@ -449,14 +436,7 @@ def pad(view: NodeView) -> pyir.Expr:
         pads = ints_from(view, "pads", 1, since=11)
         axes = ints_from(view, "axes", 3, since=18)
         value = view.input(2)
-    static = not isinstance(pads, RunTime) and not isinstance(axes, RunTime)
-    widths = _pad_widths(pads, axes, X.rank, view) if static and X.rank is not None else None
-    if widths is not None:
-        if mode != "constant":
-            return call("np.pad", X, widths, mode=mode)
-        if value is None:
-            return call("np.pad", X, widths)
-        return call("np.pad", X, widths, constant_values=value)
+    # one kernel call whatever is known: rt.pad checks the result's size before allocating it
     args, keywords = [X, pads], {}
     if value is not None:
         args.append(value)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import app  # examples/app.py, beside this script
 import numpy as np
 import onnx
 
-import app  # examples/app.py, beside this script
 from onemodel_compile import compile_model
 
 TOLERANCE = 1e-4

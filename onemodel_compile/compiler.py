@@ -16,8 +16,9 @@ import onnx
 from onemodel_compile import ir
 from onemodel_compile.emit import EmittedModule, emit_module
 from onemodel_compile.errors import CompileError
-from onemodel_compile.load import load
+from onemodel_compile.load import load, pin_input_dims
 from onemodel_compile.names import sanitize
+from onemodel_compile.report import CompileReport
 from onemodel_compile.resolve import resolve
 from onemodel_compile.variants import Variant, variant_named
 
@@ -28,15 +29,27 @@ def generate(
     model: str | Path | onnx.ModelProto,
     variant: str | Variant = "fast",
     weights_name: str = "model" + WEIGHTS_SUFFIX,
+    input_dims: dict[str, int] | None = None,
+    report: CompileReport | None = None,
 ) -> EmittedModule:
-    """Compile `model` to source text and weights bytes, writing nothing."""
+    """Compile `model` to source text and weights bytes, writing nothing. `input_dims` pins
+    symbolic input dims by name; `report`, when given, is filled in (`--verbose`)."""
     variant = variant_named(variant)
-    loaded = load(model)
-    graph = ir.from_onnx(loaded)
-    resolved = resolve(graph, variant)
+    report = report if report is not None else CompileReport()
+    with report.stage("load"):
+        loaded = pin_input_dims(load(model), input_dims)
+    with report.stage("ir"):
+        graph = ir.from_onnx(loaded)
+    with report.stage("resolve"):
+        resolved = resolve(graph, variant)
     for rewrite in variant.passes:
-        resolved = rewrite(resolved)
-    return emit_module(graph, resolved, variant, weights_name)
+        with report.stage("optimize"):
+            resolved = rewrite(resolved)
+    report.note_graph(graph, resolved)
+    with report.stage("emit"):
+        emitted = emit_module(graph, resolved, variant, weights_name)
+    report.note_emitted(emitted)
+    return emitted
 
 
 def compile_model(
@@ -44,15 +57,19 @@ def compile_model(
     output: str | Path | None = None,
     variant: str | Variant = "fast",
     name: str | None = None,
+    *,
+    input_dims: dict[str, int] | None = None,
+    report: CompileReport | None = None,
 ) -> Path:
     """Compile `model` and write `<output>.py` (and its weights file beside it); return the path.
 
     Default output: `<name or model stem>.py` beside the model (the current folder for a
     ModelProto). Files are written atomically: a failed compile leaves existing files untouched.
+    `input_dims` pins symbolic input dims by name; `report` is filled in when given.
     """
     output = _output_path(model, output, name)
     _refuse_overwriting_model(model, output)
-    emitted = generate(model, variant, output.stem + WEIGHTS_SUFFIX)
+    emitted = generate(model, variant, output.stem + WEIGHTS_SUFFIX, input_dims, report)
     files = [(output, emitted.source.encode("utf-8"))]
     if emitted.weights is not None:
         # The weights go in place first: should moving the module then fail, the earlier module

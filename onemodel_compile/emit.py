@@ -24,7 +24,7 @@ from onemodel_compile import symbolic as sym
 from onemodel_compile.errors import CompileError
 from onemodel_compile.names import Namespace
 from onemodel_compile.ops import pyir
-from onemodel_compile.ops.code import dtype_expr, literal, py, tuple_code
+from onemodel_compile.ops.code import literal, py
 from onemodel_compile.ops.node import NodeView, Operand, Result, operand, statements
 from onemodel_compile.resolve import ResolvedGraph, body_reads, is_uniform
 from onemodel_compile.variants import Variant, kernel_properties
@@ -45,7 +45,8 @@ IN_PLACE_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.flo
 
 def _imports(has_weights: bool) -> list[str]:
     standard = ["import typing"] + (["from pathlib import Path"] if has_weights else [])
-    return standard + ["", "import numpy as np", "", "import runtime_support as rt"]
+    # one third-party block, as isort and ruff sort it in the application that imports the module
+    return standard + ["", "import numpy as np", "import runtime_support as rt"]
 
 
 @dataclass
@@ -322,9 +323,7 @@ class GraphBody:
         """The nested function `name` computing `body`: parameters are the body's inputs, the
         result is the tuple of its outputs."""
         parameters = ", ".join(self.names.name(n) for n in body.graph.inputs)
-        inner = GraphBody(
-            body, self.variant, self.names, self.constants, self.symbols_read
-        )
+        inner = GraphBody(body, self.variant, self.names, self.constants, self.symbols_read)
         inner.shape_nodes_shown = self.shape_nodes_shown
         inner.order = self.order
         results = [inner.value_expr(n) for n in body.graph.outputs]
@@ -339,14 +338,13 @@ class GraphBody:
 
     def _shape_value(self, name: str):
         """A shape value computed in Python ints: an operand whose `values` are the elements'
-        code and whose `expr` makes the int array for code that wants one."""
+        code and whose node makes the int array for code that wants one."""
         value = self.resolved.symbolic[name]
         values = tuple(d if isinstance(d, int) else sym.code(d, self.symbol) for d in value.dims)
-        if value.scalar:
-            array = f"np.array({values[0]}, dtype={dtype_expr(value.dtype)})"
-        else:
-            array = f"np.array({tuple_code(values)}, dtype={dtype_expr(value.dtype)})"
-        return Operand(pyir.parse(array), value.type, None, values, self.printer.source)
+        nodes = [pyir.parse(v) if isinstance(v, str) else pyir.Lit(v) for v in values]
+        elements = nodes[0] if value.scalar else pyir.Tuple(tuple(nodes))
+        array = pyir.call("np.array", elements, dtype=value.dtype)
+        return Operand(array, value.type, None, values, self.printer.source)
 
     def _view(self, step, functions: list[str]) -> NodeView:
         node = step.node
@@ -527,7 +525,7 @@ def _provenance(node: ir.Node) -> str:
     return f"{domain}{node.op_type}{name} (opset {node.opset})"
 
 
-def _header(model: ir.Model, variant: str) -> list[str]:
+def _header(model: ir.Model, variant: Variant) -> list[str]:
     opsets = ", ".join(
         f"{domain or 'ai.onnx'!r} {version}" for domain, version in sorted(model.opsets.items())
     )

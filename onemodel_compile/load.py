@@ -154,3 +154,36 @@ def _converter_reason(exc: BaseException) -> str:
 def _one_line(exc: BaseException) -> str:
     """The exception's message on one line (checker messages span several)."""
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def pin_input_dims(loaded: LoadedModel, dims: dict[str, int] | None) -> LoadedModel:
+    """`loaded` with the symbolic dims named in `dims` set to those sizes wherever the main graph
+    declares them (inputs, outputs, value_info), before resolve sees them (`--input-dim`). The
+    caller's ModelProto is left as it was; a name no graph input uses is an error."""
+    if not dims:
+        return loaded
+    declared = {
+        dim.dim_param
+        for info in loaded.proto.graph.input
+        if info.type.HasField("tensor_type")
+        for dim in info.type.tensor_type.shape.dim
+        if dim.dim_param
+    }
+    unknown = sorted(set(dims) - declared)
+    if unknown:
+        raise ModelError(
+            f"{loaded.source_name}: --input-dim {unknown[0]}: no graph input has a symbolic dim of "
+            f"that name (the inputs' symbolic dims: {', '.join(sorted(declared)) or 'none'})"
+        )
+    for name, size in dims.items():
+        if not isinstance(size, int) or size < 0:
+            raise ModelError(f"{loaded.source_name}: --input-dim {name}={size}: not a size")
+    proto = onnx.ModelProto()
+    proto.CopyFrom(loaded.proto)
+    graph = proto.graph
+    for info in [*graph.input, *graph.output, *graph.value_info]:
+        if info.type.HasField("tensor_type"):
+            for dim in info.type.tensor_type.shape.dim:
+                if dim.dim_param in dims:
+                    dim.dim_value = dims[dim.dim_param]  # clears dim_param (a oneof)
+    return LoadedModel(proto, loaded.source_name, loaded.sha256, loaded.opset)

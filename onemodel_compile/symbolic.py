@@ -242,7 +242,7 @@ def code(dim: Dim, symbol: Callable[[str], str]) -> str:
         return str(dim)
     if isinstance(dim, str):
         return symbol(dim)
-    parts = []
+    parts: list[str] = []
     for monomial, coefficient in dim.terms:
         factors = [_atom_code(a, symbol) for a in monomial]
         if coefficient != 1 or not factors:

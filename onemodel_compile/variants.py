@@ -44,7 +44,9 @@ class Variant:
         if kernel.exact_twin is not None:
             return kernel.exact_twin
         if kernel.exact is False:
-            raise CompileError(f"internal error: the exact variant calls {name}, which is not exact")
+            raise CompileError(
+                f"internal error: the exact variant calls {name}, which is not exact"
+            )
         return name
 
     def __str__(self) -> str:

@@ -4,16 +4,42 @@ Generated modules import this package as `rt`. It holds what numpy lacks: the we
 checks, the onnxruntime-compatible `InferenceSession`, and operator kernels. Kernels are plain numpy
 functions named after their operator (a trailing underscore where the name is a builtin), with
 keyword-only arguments named like the ONNX attributes; each family lives in its own module and is
-re-exported here. The package has no global state and never imports onnx; numpy is its only hard
-dependency.
+re-exported here. The package's global state is the thread count (`_threads`: `set_num_threads`,
+`get_num_threads`, `threads`; 1 unless the environment set a BLAS thread count) and, on glibc, the
+allocator keeping freed memory for the next run (`_allocator`), both applied when it is imported;
+it never imports onnx; numpy is its only hard dependency.
 """
 
 from __future__ import annotations
 
+import os
+
+from runtime_support import _allocator, _threads
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._errors import NodeError, raise_in_node
-from runtime_support._session import InferenceSession, NodeArg
+from runtime_support._session import (
+    CompilerNotInstalled,
+    ExecutionMode,
+    ExecutionOrder,
+    Fail,
+    GraphOptimizationLevel,
+    InferenceSession,
+    InvalidArgument,
+    InvalidGraph,
+    InvalidProtobuf,
+    ModelMetadata,
+    NodeArg,
+    NoSuchFile,
+    OrtValue,
+    RunOptions,
+    SessionIOBinding,
+    SessionOptions,
+    get_available_providers,
+    get_device,
+)
+from runtime_support._threads import get_num_threads, set_num_threads, threads
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order, owned
+from runtime_support._version import __version__
 from runtime_support._weights import WeightsError, filled, load_weights
 from runtime_support.activation import *  # noqa: F403
 from runtime_support.attention import *  # noqa: F403
@@ -37,6 +63,10 @@ from runtime_support.sampling import *  # noqa: F403
 from runtime_support.sequence import *  # noqa: F403
 from runtime_support.signal import *  # noqa: F403
 from runtime_support.tensor import *  # noqa: F403
+
+_threads._apply_default()
+if os.environ.get("ONEMODEL_KEEP_FREED_MEMORY", "1") != "0":  # docs/decisions.md
+    _allocator.keep_freed_memory()
 
 # Bumped whenever a generated module would need a changed runtime_support; modules check it at import.
 API_VERSION = 2

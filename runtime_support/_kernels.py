@@ -29,9 +29,7 @@ class KernelProperties:
 UNDECLARED = KernelProperties()
 
 
-def kernel(
-    *, out: bool = False, fresh: bool = False, exact: bool | None = None, exact_twin=None
-):
+def kernel(*, out: bool = False, fresh: bool = False, exact: bool | None = None, exact_twin=None):
     """Declare a runtime_support kernel's properties (see the module docstring)."""
 
     def declare(function):
@@ -69,7 +67,9 @@ NUMPY = {
     "arcsin": KernelProperties(exact=False, exact_twin="rt.exact_asin"),
     "arccos": KernelProperties(exact=False, exact_twin="rt.exact_acos"),
     "arctan": KernelProperties(exact=False, exact_twin="rt.exact_atan"),
-    **{name: KernelProperties(exact=False) for name in ("power", "logaddexp")},
+    "logaddexp": KernelProperties(exact=False),
+    # exact on integers, not on floats: the emitter's exactness rule decides (Pow)
+    "power": KernelProperties(),
     "matmul": KernelProperties(fresh=True),
 }  # fmt: skip
 

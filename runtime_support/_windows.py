@@ -45,8 +45,13 @@ def default_steps(kernel_shape, strides, dilations):
 
 def explicit_pads(x, kernel_shape, strides, dilations, pads, auto_pad):
     """The pads a window kernel applies to `x` (N, C, *spatial), whatever `auto_pad` says."""
+    return settled_pads(x.shape[2:], kernel_shape, strides, dilations, pads, auto_pad)
+
+
+def settled_pads(spatial, kernel_shape, strides, dilations, pads, auto_pad):
+    """explicit_pads for an input of spatial dims `spatial`."""
     if auto_pad in SAME:
-        return same_pads(x.shape[2:], kernel_shape, strides, dilations, auto_pad)
+        return same_pads(spatial, kernel_shape, strides, dilations, auto_pad)
     if auto_pad == "VALID" or pads is None:
         return [0] * (2 * len(kernel_shape))
     return list(pads)
@@ -98,49 +103,53 @@ def window_positions(spatial, kernel_shape, strides, dilations):
 
 
 def flat_taps(x, pads, value, kernel_shape, strides, dilations, extra=None, dtype=None):
-    """Every kernel tap's operand as one long row per (sample, channel), so that elementwise
-    kernels run long contiguous inner loops instead of one short loop per output row.
+    """Every kernel tap's operand as one contiguous block over all samples and channels, so that
+    elementwise kernels and copies run one long inner loop instead of one short loop per row.
 
     x (N, C, *spatial) is padded by `pads` (+ `extra` at the end of each axis) with `value` and
     split into phase planes: the padded positions p = q * stride + a of one phase a, on the grid
     q of `planes` (ceil(padded / stride) on each axis). Output position o at tap t reads padded
     position o * stride + t * dilation, that is phase (t * dilation) % stride at q = o + shift,
-    shift = (t * dilation) // stride: a constant offset into the flattened phase plane. So tap t
-    reads the slice [offset, offset + V) of its flattened plane, V = out[0] * prod(planes[1:]):
-    the results on the grid (out[0], *planes[1:]), of which [:out[0], ..., :out[-1]] are the
-    windows' (`crop_grid`); the rest is never read. Only the phases some tap reads are built.
+    shift = (t * dilation) // stride: a constant offset into the flattened phase plane. The planes
+    of one phase lie one after the other for every (sample, channel), so tap t's operand for all
+    of them is the one contiguous slice [offset, offset + N * C * P) of that phase's buffer (P the
+    plane's size): the results on the grid `planes`, of which [:out[0], ..., :out[-1]] are the
+    windows' (`crop_grid`). The other grid positions read past their row or plane (into the
+    next one, or the buffer's end room): values that are never used. Only the phases some tap
+    reads are built.
 
-    Returns (views, grid, out): one (N, C, V) view per tap in C order, the grid, the output's
-    spatial shape. `dtype`: the views' type (x's by default)."""
+    Returns (views, grid, out): one (N, C, P) contiguous view per tap in C order, the grid (the
+    planes' shape), the output's spatial shape. `dtype`: the views' type (x's by default)."""
     rank = len(kernel_shape)
     plan = _flat_plan(
-        x.shape[2:],
+        x.shape,
         tuple(pads),
         tuple(kernel_shape),
         tuple(strides),
         tuple(dilations),
         tuple(extra or (0,) * rank),
     )
-    copies, reads, length, planes, grid, out = plan
-    shape = x.shape[:2] + (len(copies), length)
+    copies, reads, reach, planes, size, out = plan
     dtype = x.dtype if dtype is None else dtype
+    lead = x.shape[:2]
+    used = lead[0] * lead[1] * size
+    shape = (len(copies), used + reach)
     buffer = np.zeros(shape, dtype) if value == 0 else np.full(shape, value, dtype)
     every = (slice(None), slice(None))
-    plane_size = math.prod(planes)
     for k, inside in enumerate(copies):
         if inside is not None:
-            plane = buffer[:, :, k, :plane_size].reshape(x.shape[:2] + planes)
+            plane = buffer[k, :used].reshape(lead + planes)
             plane[every + inside[0]] = x[every + inside[1]]
-    size = math.prod(grid)
-    return [buffer[:, :, k, o : o + size] for k, o in reads], grid, out
+    return [buffer[k, o : o + used].reshape(lead + (size,)) for k, o in reads], planes, out
 
 
 @functools.lru_cache(maxsize=1024)
-def _flat_plan(spatial, pads, kernel_shape, strides, dilations, extra):
+def _flat_plan(shape, pads, kernel_shape, strides, dilations, extra):
     """flat_taps' geometry, settled once per shape: (the slices copying x into each phase plane
-    built, (plane index, offset) of each tap, a buffer row's length, the planes' shape, the
-    grid, the output's spatial shape)."""
+    built, (phase buffer, offset) of each tap, the largest offset, the planes' shape, a plane's
+    size, the output's spatial shape)."""
     rank = len(kernel_shape)
+    spatial = shape[2:]
     begins = pads[:rank]
     padded = [n + pads[i] + pads[i + rank] + max(extra[i], 0) for i, n in enumerate(spatial)]
     out = window_positions(padded, kernel_shape, strides, dilations)
@@ -153,9 +162,9 @@ def _flat_plan(spatial, pads, kernel_shape, strides, dilations, extra):
         reads.append((phase, sum(u // s * z for u, s, z in zip(shifts, strides, sizes))))
     phases = sorted({phase for phase, _ in reads})
     copies = tuple(_phase_slices(phase, spatial, begins, strides, planes) for phase in phases)
-    length = math.prod(planes) + max(offset for _, offset in reads)
+    reach = max(offset for _, offset in reads)
     reads = tuple((phases.index(phase), offset) for phase, offset in reads)
-    return copies, reads, length, planes, (out[0],) + planes[1:], out
+    return copies, reads, reach, planes, math.prod(planes), out
 
 
 def _phase_slices(phase, spatial, begins, strides, planes):
@@ -171,6 +180,54 @@ def _phase_slices(phase, spatial, begins, strides, planes):
         start = first * s + a - b
         source.append(slice(start, start + (stop - first - 1) * s + 1, s))
     return tuple(inside), tuple(source)
+
+
+@functools.lru_cache(maxsize=32)
+def window_index(shape, kernel_shape, pads, strides, dilations, order):
+    """Every window's positions as indices into x (shape (N, C, *spatial)) flattened, for one
+    gather (`gather_windows`) in place of a copy per tap: the axes channel "c", tap "t" (the
+    kernel's axes, C order), sample "n" and output position "o" (the output's axes) in `order`
+    (e.g. "ctno" for im2col's (C, K, N, V)); a position in the padding is x.size, the element
+    `gather_windows` puts after x. Read-only, settled once per geometry (keep the arrays it is
+    used for small: the index has one intp per gathered element)."""
+    batch, channels = shape[:2]
+    spatial = shape[2:]
+    rank = len(kernel_shape)
+    padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(spatial)]
+    out = window_positions(padded, kernel_shape, strides, dilations)
+    # axes while building: (c, *taps, n, *out)
+    dims = 2 + 2 * rank
+    flat = np.zeros((1,) * dims, np.intp)
+    inside = np.ones((1,) * dims, bool)
+    step = 1
+    for axis in reversed(range(rank)):
+        where_shape = [1] * dims
+        where_shape[1 + axis], where_shape[2 + rank + axis] = kernel_shape[axis], out[axis]
+        tap = np.arange(kernel_shape[axis]).reshape(-1, 1) * dilations[axis]
+        where = (np.arange(out[axis]) * strides[axis] + tap - pads[axis]).reshape(where_shape)
+        inside = inside & (where >= 0) & (where < spatial[axis])
+        flat = flat + where * step
+        step *= spatial[axis]
+    channel = (np.arange(channels) * step).reshape((-1,) + (1,) * (dims - 1))
+    sample = np.arange(batch) * channels * step
+    sample = sample.reshape((1,) * (1 + rank) + (-1,) + (1,) * rank)
+    index = np.where(inside, flat + channel + sample, batch * channels * step)
+    index = np.broadcast_to(index, (channels,) + tuple(kernel_shape) + (batch,) + tuple(out))
+    groups = {"c": [0], "t": list(range(1, 1 + rank)), "n": [1 + rank]}
+    groups["o"] = list(range(2 + rank, dims))
+    axes = [axis for name in order for axis in groups[name]]
+    index = np.ascontiguousarray(index.transpose(axes))
+    index.flags.writeable = False
+    return index
+
+
+def gather_windows(x, index, value, dtype):
+    """x's elements at `index` (window_index), positions in the padding reading `value`, in
+    `dtype`: one copy of x into a buffer with `value` after it, then one gather."""
+    source = np.empty(x.size + 1, dtype)
+    source[:-1] = x.reshape(-1)
+    source[-1] = value
+    return source.take(index)
 
 
 def crop_grid(y, grid, out):

@@ -248,6 +248,7 @@ def exact_swiglu(A: np.ndarray, B: np.ndarray, *, alpha: float = 1.0) -> np.ndar
     return (gate * _float64(B)).astype(A.dtype)
 
 
+@kernel(exact=True)
 def exact_gelu(X: np.ndarray, *, approximate: str = "none") -> np.ndarray:
     """(0.5 * x) * (1 + erf(x / sqrt(2))), or with approximate="tanh"
     (0.5 * x) * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * ((x * x) * x))))."""

@@ -32,8 +32,16 @@ def loop(body, trip_count, condition, *carried, scan_outputs=0, scan_dtypes=()):
     return (*carried, *stacked)
 
 
-def scan(body, *values, num_scan_inputs, outputs, scan_input_axes=None,
-         scan_input_directions=None, scan_output_axes=None, scan_output_directions=None):
+def scan(
+    body,
+    *values,
+    num_scan_inputs,
+    outputs,
+    scan_input_axes=None,
+    scan_input_directions=None,
+    scan_output_axes=None,
+    scan_output_directions=None,
+):
     """ONNX Scan (opset 9+). The first len(values) - num_scan_inputs values are states; the rest
     are scanned along their axis (backwards where the direction is 1). `body(*states, *elements)`
     returns (*states, *scan_elements). Returns the final states, then each scan output stacked
@@ -76,7 +84,12 @@ def scan_batched(body, sequence_lens, *values, num_scan_inputs, outputs, directi
         if sequence_lens is not None:
             n = int(sequence_lens[b])
             entry = entry[:state_count] + [x[:n] for x in entry[state_count:]]
-        results = scan(body, *entry, num_scan_inputs=num_scan_inputs, outputs=outputs,
-                       scan_input_directions=directions)
+        results = scan(
+            body,
+            *entry,
+            num_scan_inputs=num_scan_inputs,
+            outputs=outputs,
+            scan_input_directions=directions,
+        )
         per_entry.append(results)
     return tuple(np.stack([r[i] for r in per_entry]) for i in range(outputs))

@@ -691,6 +691,7 @@ def _direct_conv64(X, W, pads, strides, dilations, group) -> np.ndarray:
     return crop_grid(Y.reshape(batch, maps, size), grid, out)
 
 
+@kernel(exact=True)
 def exact_conv(
     X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto_pad="NOTSET"
 ):

@@ -176,7 +176,7 @@ def _erf64(x: np.ndarray) -> np.ndarray:
     return result.astype(np.asarray(x).dtype, copy=False)
 
 
-@kernel(out=True, fresh=True)
+@kernel(out=True, fresh=True, exact=False, exact_twin="rt.exact_gelu")
 def gelu(x: np.ndarray, *, approximate: str = "none", out: np.ndarray | None = None) -> np.ndarray:
     """Gelu: x * Phi(x) = 0.5 * x * (1 + erf(x / sqrt 2)), or with approximate="tanh"
     0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3))); into `out` as erf does.
@@ -236,6 +236,7 @@ def _gelu32_tail(x, out, u) -> None:
     np.multiply(u, _HALF32, out=out)
 
 
+@kernel(exact=False, exact_twin="rt.exact_sigmoid")
 def sigmoid(x: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-x)), without overflow: exp is only taken of -|x|."""
     e = np.exp(-np.abs(x))

@@ -103,12 +103,14 @@ def _mean(x, axes):
     return x.mean(axis=axes, keepdims=True)
 
 
+@kernel(exact=False, exact_twin="rt.exact_instance_normalization")
 def instance_normalization(input, scale, B, *, epsilon=1e-5):
     """scale * (x - mean) / sqrt(variance + epsilon) + B, the statistics of each (batch, channel)
     over the spatial axes, scale and B per channel."""
     return _instance_normalization(input, scale, B, epsilon, _standardize)
 
 
+@kernel(exact=True)
 def exact_instance_normalization(input, scale, B, *, epsilon=1e-5):
     """instance_normalization with the statistics of exact_standardize (float64 sums, one
     rounding each), then normalized * scale + B in the compute type, one IEEE operation each."""
@@ -125,12 +127,14 @@ def _instance_normalization(input, scale, B, epsilon, standardize):
     return y.astype(input.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_group_normalization")
 def group_normalization(X, scale, bias, *, num_groups, epsilon=1e-5, stash_type=1):
     """The channels (axis 1) split into `num_groups` groups; each (batch, group) standardized over
     its channels and spatial positions (in the stash type), then scale and bias per channel."""
     return _group_normalization(X, scale, bias, num_groups, epsilon, stash_type, _standardize)
 
 
+@kernel(exact=True)
 def exact_group_normalization(X, scale, bias, *, num_groups, epsilon=1e-5, stash_type=1):
     """group_normalization with the statistics of exact_standardize (float64 sums, one rounding
     each), then normalized * scale + bias, one IEEE operation each."""
@@ -147,7 +151,7 @@ def _group_normalization(X, scale, bias, num_groups, epsilon, stash_type, standa
     return (y + bias.astype(dtype).reshape(shape)).astype(X.dtype, copy=False)
 
 
-@kernel(out=True, fresh=True)
+@kernel(out=True, fresh=True, exact=False, exact_twin="rt.exact_layer_normalization")
 def layer_normalization(
     X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1, stats=True, out=None
 ):
@@ -256,10 +260,12 @@ def _layer_normalization32(X, Scale, B, axis, count, epsilon, out=None):
     return Y, mean.reshape(stats_shape), inv_std.reshape(stats_shape)
 
 
-def exact_layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1):
+@kernel(exact=True)
+def exact_layer_normalization(X, Scale, B=None, *, axis=-1, epsilon=1e-5, stash_type=1, stats=True):
     """layer_normalization with the statistics of exact_standardize (float64 sums, one rounding
-    each), then normalized * Scale + B, one IEEE operation each."""
-    return _layer_normalization(X, Scale, B, axis, epsilon, stash_type, _exact_standardize)
+    each), then normalized * Scale + B, one IEEE operation each; Y alone with stats=False."""
+    result = _layer_normalization(X, Scale, B, axis, epsilon, stash_type, _exact_standardize)
+    return result if stats else result[0]
 
 
 def _layer_normalization(X, Scale, B, axis, epsilon, stash_type, standardize, statistics=None):
@@ -280,12 +286,14 @@ def _layer_normalization(X, Scale, B, axis, epsilon, stash_type, standardize, st
     )
 
 
+@kernel(exact=False, exact_twin="rt.exact_rms_normalization")
 def rms_normalization(X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
     """x / sqrt(mean(x * x) + epsilon) * scale, the mean over the axes from `axis` on (in the
     stash type)."""
     return _rms_normalization(X, scale, axis, epsilon, stash_type, _mean)
 
 
+@kernel(exact=True)
 def exact_rms_normalization(X, scale, *, axis=-1, epsilon=1e-5, stash_type=1):
     """rms_normalization with mean(x * x) by exact_mean (the float64 sum of the squares, one
     division, rounded once to the stash type); the rest elementwise, one IEEE operation each."""
@@ -310,11 +318,13 @@ def _exact_sum(x, axis):
     return exact_sum(x, axis, keepdims=True)
 
 
+@kernel(exact=False, exact_twin="rt.exact_lp_normalization")
 def lp_normalization(input, *, axis=-1, p=2):
     """x / norm(x) along `axis`, the L1 (p=1) or L2 (p=2) norm; an all-zero slice gives zeros."""
     return _lp_normalization(input, axis, p, _sum)
 
 
+@kernel(exact=True)
 def exact_lp_normalization(input, *, axis=-1, p=2):
     """lp_normalization with the sum of |x| or x * x by exact_sum (float64, fixed order, rounded
     once to the compute type), then sqrt and the division, one IEEE operation each."""
@@ -332,12 +342,14 @@ def _lp_normalization(input, axis, p, total):
     return y.astype(input.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_mean_variance_normalization")
 def mean_variance_normalization(X, *, axes=(0, 2, 3)):
     """(x - mean) / (sqrt(variance) + 1e-9) over `axes`. A constant slice gives zeros: its mean
     is taken to be its value, not a rounded sum divided by the count."""
     return _mean_variance_normalization(X, axes, _mean)
 
 
+@kernel(exact=True)
 def exact_mean_variance_normalization(X, *, axes=(0, 2, 3)):
     """mean_variance_normalization with both means by exact_mean (float64 sums in a fixed order,
     one division, rounded once to the compute type); the rest one IEEE operation each."""
@@ -354,6 +366,7 @@ def _mean_variance_normalization(X, axes, mean_of):
     return (centered / (std + x.dtype.type(_MVN_EPSILON))).astype(X.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_lrn")
 def lrn(X, *, size, alpha=0.0001, beta=0.75, bias=1.0):
     """Local response normalization across channels (axis 1):
     x / (bias + alpha / size * sum of x * x over the window of `size` channels around c) ** beta,
@@ -361,6 +374,7 @@ def lrn(X, *, size, alpha=0.0001, beta=0.75, bias=1.0):
     return _lrn(X, size, alpha, beta, bias, np.power)
 
 
+@kernel(exact=True)
 def exact_lrn(X, *, size, alpha=0.0001, beta=0.75, bias=1.0):
     """lrn with the power by exact_pow (for a float64 X, its double-length logarithm); the window
     sum adds the channels in a fixed order and the rest is one IEEE operation each, in the order

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support._windows import (
     accumulator,
     explicit_pads,
@@ -87,6 +88,16 @@ def max_pool(
         last = np.ascontiguousarray(np.moveaxis(X, (0, 1), (-2, -1)))
         Y = _separable_max(last, pads, lowest, kernel_shape, strides, dilations, extra, lead=0)
         Y = np.ascontiguousarray(np.moveaxis(Y, (-2, -1), (0, 1)))
+    elif (
+        math.prod(kernel_shape) <= _FLAT_MAX_TAPS
+        and tuple(kernel_shape) != tuple(strides)
+        and min(out, default=1) > 0
+    ):
+        # overlapping small windows (ResNet's 3x3, stride 2): the taps in C order on flat_taps'
+        # contiguous blocks, one long inner loop per maximum (the separable passes run one
+        # short loop per output row: 147 -> 95 us on a 64-channel 32x32 map, batch 2)
+        Y = reduce_windows(X, pads, lowest, kernel_shape, strides, dilations, np.maximum, extra)
+        Y = np.ascontiguousarray(Y)
     else:
         Y = np.ascontiguousarray(
             _separable_max(X, pads, lowest, kernel_shape, strides, dilations, extra)
@@ -114,6 +125,11 @@ def max_pool(
     batch, channels = X.shape[:2]
     base = np.arange(batch * channels, dtype=np.int64).reshape((batch, channels) + (1,) * rank)
     return Y, spatial_index + base * plane
+
+
+# MaxPool windows of at most this many taps, overlapping, combine the taps directly (max_pool);
+# larger ones (and 2x2 windows at stride 2: two passes) go one spatial axis at a time.
+_FLAT_MAX_TAPS = 9
 
 
 def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra, lead=2):
@@ -258,12 +274,14 @@ def _window_sum(powers, rank, pads, extra, kernel_shape, strides, dilations):
     return reduce_windows(powers, pads, 0, kernel_shape, strides, dilations, np.add, extra)
 
 
+@kernel(exact=False, exact_twin="rt.exact_lp_pool")
 def lp_pool(X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"):
     """LpPool: (sum of |x| ** p over each window) ** (1 / p); padding adds nothing. Float16 and
     bfloat16 compute in float32."""
     return _lp_pool(X, kernel_shape, pads, strides, dilations, ceil_mode, p, auto_pad, False)
 
 
+@kernel(exact=True)
 def exact_lp_pool(
     X, *, kernel_shape, pads=None, strides, dilations, ceil_mode=0, p=2, auto_pad="NOTSET"
 ):
@@ -282,6 +300,7 @@ def _lp_pool(X, kernel_shape, pads, strides, dilations, ceil_mode, p, auto_pad, 
     return root(total, p).astype(X.dtype, copy=False)
 
 
+@kernel(exact=False, exact_twin="rt.exact_global_lp_pool")
 def global_lp_pool(X, *, p=2):
     """GlobalLpPool: (sum of |x| ** p over the spatial axes) ** (1 / p), spatial dims kept as 1."""
     powers = _lp_power(X.astype(accumulator(X.dtype), copy=False), p)
@@ -289,6 +308,7 @@ def global_lp_pool(X, *, p=2):
     return _lp_root(total, p).astype(X.dtype, copy=False)
 
 
+@kernel(exact=True)
 def exact_global_lp_pool(X, *, p=2):
     """global_lp_pool exactly: |x| ** p as in exact_lp_pool, the sum by exact_sum (float64 in a
     fixed order, rounded once), the root as in exact_lp_pool."""

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support.exact import exact_matmul
 from runtime_support.exact_math import exact_expm1, exact_sigmoid, exact_softplus, exact_tanh
 
@@ -600,6 +601,7 @@ def _lstm(
 # --- entry points ----------------------------------------------------------------------------------
 
 
+@kernel(exact=False, exact_twin="rt.exact_rnn")
 def rnn(
     X,
     W,
@@ -634,6 +636,7 @@ def rnn(
     )
 
 
+@kernel(exact=False, exact_twin="rt.exact_gru")
 def gru(
     X,
     W,
@@ -673,6 +676,7 @@ def gru(
     )
 
 
+@kernel(exact=False, exact_twin="rt.exact_lstm")
 def lstm(
     X,
     W,
@@ -720,16 +724,19 @@ def lstm(
 # products and functions (see the module docstring).
 
 
+@kernel(exact=True)
 def exact_rnn(*args, **kwargs):
     """rnn's arithmetic in the same order, exactly."""
     return rnn(*args, _arithmetic=_Exact, **kwargs)
 
 
+@kernel(exact=True)
 def exact_gru(*args, **kwargs):
     """gru's arithmetic in the same order, exactly."""
     return gru(*args, _arithmetic=_Exact, **kwargs)
 
 
+@kernel(exact=True)
 def exact_lstm(*args, **kwargs):
     """lstm's arithmetic in the same order, exactly."""
     return lstm(*args, _arithmetic=_Exact, **kwargs)

@@ -17,8 +17,6 @@ their cosines from the same function and the mel filter bank exact_log and exact
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 

@@ -181,13 +181,20 @@ def test_name_sets_the_module_and_weights_file_names(tmp_path):
     )
 
 
-def test_name_is_made_safe(tmp_path):
+@pytest.mark.parametrize("name", ["../../escape me", "class", "2bad", "with-dash", ""])
+def test_name_that_is_no_module_name_is_refused(tmp_path, name):
+    """A module named `class` or `2bad` could not be imported: refused, nothing written."""
     path = models.save(models.mlp_model(), tmp_path / "mlp.onnx")
-    result = cli(path, "--name", "../../escape me")
-    assert result.returncode == 0, result.stderr
-    written = Path(result.stdout.strip())
-    assert written.resolve().parent == tmp_path.resolve(), "--name must not move the output"
-    assert written.stem.isidentifier()
+    message = assert_clean_error(cli(path, "--name", name), "--name", repr(name))
+    assert "keyword" in message if name == "class" else "identifier" in message
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.onnx"]
+
+
+@pytest.mark.parametrize("stem", ["2bad-name", "import", "a b"])
+def test_output_file_that_is_no_module_name_is_refused(tmp_path, stem):
+    path = models.save(models.mlp_model(), tmp_path / "mlp.onnx")
+    assert_clean_error(cli(path, "-o", tmp_path / f"{stem}.py"), f"{stem}.py", "imported")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mlp.onnx"]
 
 
 @pytest.mark.parametrize("variant", ["fast", "exact"])

@@ -64,7 +64,6 @@ def test_path_and_proto_give_identical_weights_and_code(tmp_path):
     assert without_source_name(from_path[0]) == without_source_name(from_proto[0])
 
 
-
 def test_independent_of_hash_seed_and_working_folder(tmp_path):
     """Two processes with different hash seeds (set and dict-of-str order) and working folders."""
     path = models.save(models.conv_model(), tmp_path / "net.onnx")

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from runtime_support import exact_math, exact_trig
-from tools.bit_identity import other_numpy_python
 from runtime_support.exact_math import (
     exact_acosh,
     exact_asinh,
@@ -43,7 +42,7 @@ from runtime_support.exact_trig import (
     exact_sin,
     exact_tan,
 )
-from tools.bit_identity import NO_AVX2, run_json_script
+from tools.bit_identity import NO_AVX2, other_numpy_python, run_json_script
 from tools.measure_exact_transcendentals import correctly_rounded, mp_ulps, mp_value
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -33,12 +33,27 @@ def test_all_nine_models_are_there() -> None:
     assert len(MODELS) == 9, MODELS
 
 
+# Not strict: it depends on the BLAS build and thread count (tests/test_onnx_model_tests.py's
+# ILL_CONDITIONED says why).
+ILL_CONDITIONED = {"light_squeezenet": "uniform logits near 9.5e9: softmax of their rounding"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize(
+    "name",
+    [
+        (
+            pytest.param(n, marks=pytest.mark.xfail(strict=False, reason=ILL_CONDITIONED[n]))
+            if n in ILL_CONDITIONED
+            else n
+        )
+        for n in MODELS
+    ],
+)
 def test_light_model_matches_its_expected_output(name: str, tmp_path: Path) -> None:
     path = compile_model(LIGHT / f"{name}.onnx", tmp_path / f"{name}.py")
     module = import_module_from(path, f"light_{name}")
-    (_, dtype, shape), = module.INPUTS
+    ((_, dtype, shape),) = module.INPUTS
     assert dtype == "float32"
     outputs = module.run(runner_input(shape))
     expected = numpy_helper.to_array(onnx.load_tensor(str(LIGHT / f"{name}_output_0.pb")))

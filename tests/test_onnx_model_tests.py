@@ -69,6 +69,14 @@ LATER = {
 # Failing for a reason outside this module's files, being fixed elsewhere: (variant or None for
 # both) -> reason. Each is strict, so the fix shows up as a failure to remove the mark.
 WAITING: dict[tuple[str | None, str], str] = {}
+# Not strict: the outcome depends on the BLAS build and thread count, not on this compiler.
+# light_squeezenet's weights are uniform (ConstantOfShape), its 1000 logits reach about 9.5e9
+# and should be exactly equal, so the expected softmax is 0.001 everywhere; a float32 product
+# whose blocking rounds one output column differently (OpenBLAS at one thread, this session's
+# default) moves the whole mass. The exact variant's fixed-order products match.
+ILL_CONDITIONED = {
+    ("fast", "light/light_squeezenet"): "uniform logits near 9.5e9: softmax of their rounding"
+}
 
 
 def _load(path: Path, type_proto: onnx.TypeProto):
@@ -139,6 +147,8 @@ def _params():
                 marks.append(
                     pytest.mark.xfail(strict=True, raises=UnsupportedError, reason=LATER[name])
                 )
+            elif (variant, name) in ILL_CONDITIONED:
+                marks.append(pytest.mark.xfail(strict=False, reason=ILL_CONDITIONED[variant, name]))
             elif (variant, name) in WAITING or (None, name) in WAITING:
                 reason = WAITING.get((variant, name)) or WAITING[(None, name)]
                 marks.append(pytest.mark.xfail(strict=True, reason=reason))

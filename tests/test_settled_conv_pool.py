@@ -447,16 +447,34 @@ CONV_GEOMETRIES = [
     (2, 3, (32, 30), 6, (8, 8), (8, 8), (1, 1), (0, 0, 0, 0), 1),  # patches (ViT), cropped
     (1, 4, (9, 8), 6, (2, 4), (2, 4), (1, 1), (0, 0, 0, 0), 2),  # grouped patches
     (2, 2, (4, 6, 6), 3, (2, 3, 2), (2, 3, 2), (1, 1, 1), (0,) * 6, 1),  # 3-D patches
+    (2, 24, (4, 5), 24, (3, 3), (1, 2), (2, 1), (2, 1, 2, 0), 24),  # depthwise, a small map
+    (3, 16, (5,), 16, (3,), (1,), (1,), (1, 1), 16),  # depthwise, one spatial axis
+    (2, 6, (3, 4), 8, (2, 3), (1, 1), (1, 1), (0, 2, 1, 0), 2),  # groups, a small map
+    (1, 3, (0, 5), 4, (1, 3), (1, 1), (1, 1), (0, 1, 0, 1), 1),  # no positions
+    (2, 5, (6, 7), 7, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), 1),  # 1x1, samples side by side
+    (3, 2, (17, 16), 3, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 1),  # 1x1, a product per sample
 ]
 
 
+# The kernel's path thresholds, set so that each geometry takes each path its shape allows: im2col
+# tap copies one row a block (64 bytes) or in large blocks, with no gather and the depthwise
+# per-channel products; then every small geometry gathered and every depthwise one channels last.
+CONV_PATHS = {
+    "rows": {"_BLOCK_BYTES": 64, "_GATHER_ROW": 0, "_DEPTHWISE_LAST_POSITIONS": 0},
+    "blocks": {"_BLOCK_BYTES": 1 << 21, "_GATHER_ROW": 0, "_DEPTHWISE_LAST_POSITIONS": 0},
+    "gather": {"_GATHER_ROW": 1 << 30, "_DEPTHWISE_LAST_POSITIONS": 1 << 30},
+}
+
+
 @pytest.mark.parametrize("geometry", CONV_GEOMETRIES)
-@pytest.mark.parametrize("block_bytes", [64, 1 << 21])
-def test_fast_conv_matches_loops_on_every_path(geometry, block_bytes, monkeypatch):
+@pytest.mark.parametrize("paths", CONV_PATHS)
+def test_fast_conv_matches_loops_on_every_path(geometry, paths, monkeypatch):
     conv_module = importlib.import_module("runtime_support.conv")  # the package exports conv()
-    monkeypatch.setattr(conv_module, "_BLOCK_BYTES", block_bytes)  # 64: one row a block
+    for name, value in CONV_PATHS[paths].items():
+        monkeypatch.setattr(conv_module, name, value)
     monkeypatch.setattr(conv_module, "_MIN_COLUMNS", 1)
     conv_module._im2col_plan.cache_clear()
+    conv_module._conv_plan.cache_clear()
     N, C, spatial, M, kernel, strides, dilations, pads, group = geometry
     rng = np.random.default_rng(len(spatial) * 100 + C)
     X = rng.standard_normal((N, C, *spatial)).astype(np.float32)
@@ -476,6 +494,7 @@ def test_fast_conv_matches_loops_on_every_path(geometry, block_bytes, monkeypatc
         assert got.dtype == np.float32 and got.flags.c_contiguous
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     conv_module._im2col_plan.cache_clear()
+    conv_module._conv_plan.cache_clear()
 
 
 def _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode):
@@ -507,7 +526,7 @@ def _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode):
     return Y
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(18))
 def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed):
     from runtime_support.pool import max_pool
 
@@ -515,11 +534,14 @@ def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed):
     rank = 1 + seed % 3
     kernel = [int(rng.integers(1, 4)) for _ in range(rank)]
     strides = [int(rng.integers(1, 4)) for _ in range(rank)]
+    if seed >= 12:  # windows one axis at a time: a stride equal to the kernel, or many taps
+        kernel = [int(rng.integers(2, 5)) for _ in range(rank)]
+        strides = list(kernel) if seed % 2 else [1] * rank
     dilations = [int(rng.integers(1, 3)) for _ in range(rank)]
     pads = [int(rng.integers(0, k)) for k in kernel] * 2
     spatial = [int(rng.integers((k - 1) * d + 1, 9)) for k, d in zip(kernel, dilations)]
     dtype = (np.float32, np.float64, np.int8, np.float16)[seed % 4]
-    channels = 3 if seed < 6 else 40  # 40: few outputs per channel, laid out channels last
+    channels = 40 if 6 <= seed < 12 else 3  # 40: few outputs per channel, channels last
     X = (rng.standard_normal([2, channels] + spatial) * 50).astype(dtype)
     if X.dtype.kind == "f":
         X = -np.abs(X)  # no positive values, so the zeros below are the maxima of most windows

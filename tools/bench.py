@@ -9,15 +9,16 @@ MiniLM, GPT-2 and ViT at opsets 14 and 17 with dynamic axes, committed under too
 (no torch needed to run them). `python -m tools.bench_pair NAME...` is the quick look at chosen
 models: their ratio in one process and where the time goes per node. Everything is written under `.cache/bench/`.
 
-Each measurement runs in a fresh subprocess (`--worker ...`), so that thread settings take effect
-before numpy is imported and so that memory is measured from a clean process:
+Each measurement runs in a fresh subprocess (`--worker ...`), so that each thread setting starts
+from a clean process and so that memory is measured from one:
 
 1. compile: `compile_model` of each model, timed once in a fresh process (first-use costs
    included), then the first import of the module (cold: no bytecode cache yet).
-2. latency, once per thread setting ("1": OPENBLAS/OMP/MKL_NUM_THREADS=1 and onnxruntime's
-   intra/inter-op threads 1; "default": the variables unset, onnxruntime given the number of
-   usable CPUs): for each model in turn, in that one process, the compiled module, an onnxruntime
-   session (all graph optimizations) and a ReferenceEvaluator. After one warm-up run each (whose
+2. latency, once per thread count in THREAD_COUNTS (1 and 2): the OPENBLAS/OMP/MKL_NUM_THREADS
+   variables removed, the count set through runtime_support's own API (`set_num_threads`: numpy's
+   BLAS and the runtime's kernels), onnxruntime given the same count as intra_op_num_threads
+   (and inter_op_num_threads): for each model in turn, in that one process, the compiled module,
+   an onnxruntime session (all graph optimizations) and a ReferenceEvaluator. After one warm-up run each (whose
    outputs are compared), compiled and onnxruntime run in alternating blocks of about 0.25 s with
    a 0.2 s pause between blocks (so neither side meets the other's still-spinning worker
    threads), until both have had `--budget` seconds or `--max-runs` runs (at least
@@ -60,6 +61,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+THREAD_COUNTS = ("1", "2")  # latency settings, set through runtime_support.set_num_threads
 ANALYSIS_HEADING = "## Analysis"
 BLOCK_SECONDS = 0.25  # one side runs this long before the other side's turn
 SETTLE_SECONDS = 0.2  # pause between blocks: spinning worker threads go idle
@@ -185,7 +187,7 @@ def usable_cpus() -> int:
 
 
 def thread_count(setting: str) -> int:
-    return 1 if setting == "1" else usable_cpus()
+    return int(setting)
 
 
 # --- workers (each in its own process) -----------------------------------------------------------
@@ -254,7 +256,10 @@ def max_relative_difference(actual: list, expected: list) -> float:
 def worker_latency(cases: list[Case], cache: Path, setting: str, args) -> dict:
     from onnx.reference import ReferenceEvaluator
 
+    import runtime_support
+
     threads = thread_count(setting)
+    runtime_support.set_num_threads(threads)
     results = {}
     for case in cases:
         print(f"  [{setting} thread(s)] {case.name}", file=sys.stderr, flush=True)
@@ -472,7 +477,7 @@ def statement_profile(module, arguments, runs: int) -> dict:
 def top_functions(profiler: cProfile.Profile, runs: int, count: int, key: str = "tottime") -> list:
     stats = pstats.Stats(profiler)
     rows = []
-    for (filename, line, function), (cc, nc, tt, ct, _) in stats.stats.items():
+    for (filename, line, function), (_, nc, tt, ct, _) in stats.stats.items():
         if filename == "~":
             where = function
         else:
@@ -539,14 +544,17 @@ def worker_profile(case: Case, cache: Path, budget: float) -> dict:
 
 
 def run_worker(
-    kind: str, cases: list[Case], cache: Path, args, env_threads: str | None = "1", extra=()
+    kind: str, cases: list[Case], cache: Path, args, threads: str | None = None, extra=()
 ) -> dict:
-    """Run `kind` in a fresh interpreter; return what it wrote (an error entry per case on failure)."""
+    """Run `kind` in a fresh interpreter; return what it wrote (an error entry per case on failure).
+    `threads`: the count the worker sets through runtime_support's API, the environment's thread
+    variables removed; None (compile, memory, profile): the variables set to 1."""
     env = dict(os.environ)
     for variable in THREAD_VARIABLES:
         env.pop(variable, None)
-        if env_threads == "1":
+        if threads is None:
             env[variable] = "1"
+    env_threads = threads or "1"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     out = (
         cache
@@ -578,7 +586,7 @@ def run_worker(
         "--ref-cap",
         str(args.ref_cap),
         "--threads",
-        env_threads or "default",
+        env_threads,
         *extra,
     ]
     completed = subprocess.run(command, env=env, cwd=ROOT)
@@ -620,9 +628,7 @@ def main(argv=None) -> int:
     if args.worker:
         cases = [Case(**c) for c in json.loads(args.cases)]
         if args.worker == "latency":
-            result = worker_latency(
-                cases, args.cache, "1" if args.threads == "1" else "default", args
-            )
+            result = worker_latency(cases, args.cache, args.threads, args)
         elif args.worker == "compile":
             result = {}
             for case in cases:
@@ -664,7 +670,7 @@ def main(argv=None) -> int:
         print(f"compiling {case.name}", file=sys.stderr, flush=True)
         results["compile"].update(run_worker("compile", [case], cache, args))
     compiled = [c for c in cases if "error" not in results["compile"][c.name]]
-    for setting in ("1", "default"):
+    for setting in THREAD_COUNTS:
         print(f"latency, {setting} thread(s)", file=sys.stderr, flush=True)
         results["latency"][setting] = run_worker("latency", compiled, cache, args, setting)
     for case in compiled:
@@ -852,9 +858,10 @@ def render(cases: list[Case], results: dict) -> str:
             else "The machine was otherwise idle."
         ),
         "",
-        "Method (details in the docstring of `tools/bench.py`): each thread setting runs in its own "
-        "process with `OPENBLAS_NUM_THREADS`/`OMP_NUM_THREADS`/`MKL_NUM_THREADS` set before numpy is "
-        "imported, and onnxruntime gets the same count as `intra_op_num_threads` and "
+        "Method (details in the docstring of `tools/bench.py`): each thread count runs in its own "
+        "process, set for the compiled side through `runtime_support.set_num_threads` (numpy's BLAS "
+        "and the runtime's own kernels; the `OPENBLAS_NUM_THREADS`-style variables unset), and "
+        "onnxruntime gets the same count as `intra_op_num_threads` and "
         "`inter_op_num_threads` (graph optimizations: all). After one warm-up run each, compiled "
         "and onnxruntime run in alternating blocks of about 0.25 s, with a 0.2 s pause between blocks "
         "so that neither meets the other's spinning worker threads; the figures are medians. The ReferenceEvaluator runs 1 to 3 "
@@ -870,12 +877,12 @@ def render(cases: list[Case], results: dict) -> str:
     for label, verdict in targets:
         out.append(f"| {label} | {verdict} |")
     out.append("")
-    for setting in ("1", "default"):
-        latency = results["latency"].get(setting, {})
-        count = 1 if setting == "1" else m["cpus"]
+    for setting in results["latency"]:
+        latency = results["latency"][setting]
+        count = thread_count(setting)
         out += [
             f"## Latency, {count} thread{'s' if count > 1 else ''}"
-            + (" (the default count)" if setting == "default" else ""),
+            + (" (runtime_support's default)" if count == 1 else ""),
             "",
             "| model | group | compiled ms | onnxruntime ms | reference ms | compiled / ort | target "
             "| reference / compiled | runs | max rel. diff |",

@@ -19,6 +19,11 @@ static, as exported models for one serving configuration have them.
   GlobalAveragePool and a Gemm classifier.
 - unet: a U-Net-style net: two 3x3 Conv + Relu per level, MaxPool down, ConvTranspose (stride 2) up
   on one level and Resize (nearest, scale 2) + Conv on the other, Concat of the skip connections.
+- resnet18, mobilenetv2, efficientnet: torchvision's ResNet-18, MobileNetV2 and EfficientNet-B0
+  (its MBConv blocks with squeeze-and-excitation) as torch.onnx exports them, BatchNormalization
+  folded into the Convs (ReLU6 as Clip, SiLU as Sigmoid and Mul), at the sizes edge users run:
+  ResNet-18 at batch 2 and 64x64 (also at a quarter of its widths: onnxruntime's run under 1 ms,
+  where per-node costs dominate) and at batch 1 and 96x96, the others at batch 1 and 96x96.
 - lstm: one ONNX LSTM (forward) over a [seq, batch, input] sequence and a Gemm on the last state.
 - mlp: Gemm (transB=1, as PyTorch exports Linear) + Relu layers and a Softmax.
 
@@ -474,6 +479,150 @@ def unet(batch: int = 1, size: int = 128, base: int = 16, classes: int = 2, seed
     )
 
 
+def _classifier(g: _Graph, x: str, channels: int, classes: int, batch: int) -> None:
+    """GlobalAveragePool, Flatten and a Gemm (transB=1) to the `logits` output."""
+    x = g.node("Flatten", [g.node("GlobalAveragePool", [x], "pool")], "flatten", axis=1)
+    weight = g.weight("classifier.weight", (classes, channels))
+    bias = g.const("classifier.bias", (0.05 * g.rng.standard_normal(classes)).astype(np.float32))
+    g.nodes.append(
+        helper.make_node("Gemm", [x, weight, bias], ["logits"], name="classifier", transB=1)
+    )
+    g.output("logits", [batch, classes])
+
+
+def _image_model(g: _Graph, batch: int, size: int) -> Built:
+    rng = np.random.default_rng(g.rng.integers(1 << 31))
+    image = rng.standard_normal((batch, 3, size, size)).astype(np.float32)
+    return Built(g.finish(), {"image": image})
+
+
+def resnet18(
+    batch: int = 2, size: int = 64, width: int = 64, classes: int = 1000, seed: int = 0
+) -> Built:
+    """torchvision's ResNet-18 as torch.onnx exports it: each BatchNormalization folded into its
+    Conv's weights and bias, Relu, a 3x3 MaxPool after the 7x7 stem, BasicBlocks with a strided
+    1x1 downsample Conv on the shortcut, Add then Relu."""
+    g = _Graph("resnet18", seed)
+    x = g.input("image", [batch, 3, size, size])
+    x = g.node("Relu", [_conv(g, x, 3, width, 7, "conv1", stride=2)], "relu")
+    x = g.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1] * 4)
+    channels = width
+    for stage, multiple in enumerate((1, 2, 4, 8)):
+        for block in range(2):
+            p = f"layer{stage + 1}.{block}"
+            stride = 2 if stage and not block else 1
+            out = width * multiple
+            y = g.node("Relu", [_conv(g, x, channels, out, 3, f"{p}.conv1", stride)], f"{p}/relu")
+            y = _conv(g, y, out, out, 3, f"{p}.conv2")
+            if stride != 1 or out != channels:
+                x = _conv(g, x, channels, out, 1, f"{p}.downsample", stride)
+            x = g.node("Relu", [g.node("Add", [y, x], f"{p}/add")], f"{p}/relu_1")
+            channels = out
+    _classifier(g, x, channels, classes, batch)
+    return _image_model(g, batch, size)
+
+
+def _clip6(g: _Graph, x: str, name: str) -> str:
+    """ReLU6 as torch.onnx writes it at opset 11 and later: Clip with min and max inputs."""
+    return g.node("Clip", [x, g.scalar("zero", 0.0), g.scalar("six", 6.0)], name)
+
+
+# (expansion factor, output channels, repeats, first stride) of MobileNetV2's stages.
+MOBILENETV2_STAGES = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
+
+
+def mobilenetv2(
+    batch: int = 1,
+    size: int = 96,
+    classes: int = 1000,
+    stages=MOBILENETV2_STAGES,
+    head: int = 1280,
+    seed: int = 0,
+) -> Built:
+    """torchvision's MobileNetV2 as torch.onnx exports it: BatchNormalization folded into the
+    Convs, ReLU6 as Clip, inverted residuals (1x1 expansion, depthwise 3x3, 1x1 projection; Add
+    where the shape allows)."""
+    g = _Graph("mobilenetv2", seed)
+    x = g.input("image", [batch, 3, size, size])
+    channels = stages[0][1] * 2
+    x = _clip6(g, _conv(g, x, 3, channels, 3, "stem", stride=2), "stem/clip")
+    for s, (factor, out, repeats, first_stride) in enumerate(stages):
+        for r in range(repeats):
+            p, stride = f"stage{s}.{r}", first_stride if r == 0 else 1
+            hidden = channels * factor
+            y = x
+            if factor != 1:
+                y = _clip6(g, _conv(g, y, channels, hidden, 1, f"{p}.expand"), f"{p}/expand/clip")
+            y = _conv(g, y, hidden, hidden, 3, f"{p}.depthwise", stride, group=hidden)
+            y = _conv(g, _clip6(g, y, f"{p}/depthwise/clip"), hidden, out, 1, f"{p}.project")
+            x = g.node("Add", [x, y], f"{p}/add") if stride == 1 and out == channels else y
+            channels = out
+    x = _clip6(g, _conv(g, x, channels, head, 1, "head"), "head/clip")
+    _classifier(g, x, head, classes, batch)
+    return _image_model(g, batch, size)
+
+
+def _silu(g: _Graph, x: str, name: str) -> str:
+    """SiLU as torch.onnx writes it: x * Sigmoid(x)."""
+    return g.node("Mul", [x, g.node("Sigmoid", [x], f"{name}/sigmoid")], f"{name}/mul")
+
+
+# (expansion factor, kernel, first stride, output channels, repeats) of EfficientNet-B0's stages.
+EFFICIENTNET_STAGES = (
+    (1, 3, 1, 16, 1),
+    (6, 3, 2, 24, 2),
+    (6, 5, 2, 40, 2),
+    (6, 3, 2, 80, 3),
+    (6, 5, 1, 112, 3),
+    (6, 5, 2, 192, 4),
+    (6, 3, 1, 320, 1),
+)
+
+
+def efficientnet(
+    batch: int = 1,
+    size: int = 96,
+    classes: int = 1000,
+    stages=EFFICIENTNET_STAGES,
+    head: int = 1280,
+    seed: int = 0,
+) -> Built:
+    """EfficientNet-B0's MBConv blocks as torch.onnx exports them: BatchNormalization folded into
+    the Convs, SiLU as Sigmoid and Mul, depthwise 3x3 and 5x5 Convs, squeeze-and-excitation
+    (GlobalAveragePool, 1x1 Conv, SiLU, 1x1 Conv, Sigmoid, Mul), residual Add."""
+    g = _Graph("efficientnet", seed)
+    x = g.input("image", [batch, 3, size, size])
+    channels = 32
+    x = _silu(g, _conv(g, x, 3, channels, 3, "stem", stride=2), "stem/silu")
+    for s, (factor, k, first_stride, out, repeats) in enumerate(stages):
+        for r in range(repeats):
+            p, stride = f"stage{s}.{r}", first_stride if r == 0 else 1
+            hidden = channels * factor
+            y = x
+            if factor != 1:
+                y = _silu(g, _conv(g, y, channels, hidden, 1, f"{p}.expand"), f"{p}/expand/silu")
+            y = _conv(g, y, hidden, hidden, k, f"{p}.depthwise", stride, group=hidden)
+            y = _silu(g, y, f"{p}/depthwise/silu")
+            squeezed = max(1, channels // 4)
+            se = g.node("GlobalAveragePool", [y], f"{p}/se/pool")
+            se = _silu(g, _conv(g, se, hidden, squeezed, 1, f"{p}.se.reduce"), f"{p}/se/silu")
+            se = g.node("Sigmoid", [_conv(g, se, squeezed, hidden, 1, f"{p}.se.expand")], f"{p}/se")
+            y = _conv(g, g.node("Mul", [y, se], f"{p}/se/mul"), hidden, out, 1, f"{p}.project")
+            x = g.node("Add", [x, y], f"{p}/add") if stride == 1 and out == channels else y
+            channels = out
+    x = _silu(g, _conv(g, x, channels, head, 1, "head"), "head/silu")
+    _classifier(g, x, head, classes, batch)
+    return _image_model(g, batch, size)
+
+
 # --- recurrent and dense -------------------------------------------------------------------------
 
 
@@ -588,6 +737,31 @@ MODELS = (
     ),
     Spec("mobilenet", "conv", mobilenet, lambda: mobilenet(2, 32, 10, ((16, 16, 2), (24, 16, 1)))),
     Spec("unet", "conv", unet, lambda: unet(2, 16, 4, 2)),
+    Spec("resnet18_b2_64", "conv", resnet18, lambda: resnet18(2, 32, 4, 10)),
+    Spec(
+        "resnet18_b1_96",
+        "conv",
+        lambda: resnet18(batch=1, size=96),
+        lambda: resnet18(1, 40, 4, 10),
+    ),
+    Spec(
+        "resnet18_w16_b2_64",
+        "conv",
+        lambda: resnet18(batch=2, size=64, width=16),
+        lambda: resnet18(2, 32, 2, 10),
+    ),
+    Spec(
+        "mobilenetv2_b1_96",
+        "conv",
+        mobilenetv2,
+        lambda: mobilenetv2(2, 32, 10, ((1, 8, 1, 1), (6, 8, 2, 2), (6, 12, 1, 2)), 32),
+    ),
+    Spec(
+        "efficientnet_b1_96",
+        "conv",
+        efficientnet,
+        lambda: efficientnet(2, 32, 10, ((1, 3, 1, 8, 1), (6, 5, 2, 8, 2)), 32),
+    ),
     Spec("lstm", "other", lstm, lambda: lstm(5, 2, 6, 8, 3)),
     Spec("mlp_b1", "other", lambda: mlp(batch=1), lambda: mlp(1, (12, 8, 4))),
     Spec("mlp_b256", "other", lambda: mlp(batch=256), lambda: mlp(7, (12, 8, 4))),

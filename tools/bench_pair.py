@@ -1,17 +1,17 @@
 """A quick look at chosen benchmark models (not the report): compiled / onnxruntime ratio in one
 process, both sides in alternating blocks, and optionally where the time goes per node.
 
-    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python -m tools.bench_pair bert gpt2 \\
-        [--budget 3] [--profile] [--cache .cache/bench-pair]
+    .venv/bin/python -m tools.bench_pair bert gpt2 [--threads 1] [--budget 3] [--profile] \\
+        [--cache .cache/bench-pair]
 
 Models are those of tools/bench_models.MODELS whose name contains one of the arguments. The thread
-count is read from OMP_NUM_THREADS (onnxruntime gets the same); set it before the run.
+count (1 by default) is set through runtime_support.set_num_threads for the compiled side and as
+intra_op_num_threads for onnxruntime.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from pathlib import Path
@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 
+import runtime_support
 from onemodel_compile import compile_model
 from tools.bench import ROOT, import_generated, ort_ops, statement_profile
 from tools.bench_models import MODELS
@@ -61,9 +62,11 @@ def main(argv=None) -> int:
     parser.add_argument("only", nargs="*")
     parser.add_argument("--budget", type=float, default=3.0)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench-pair")
     args = parser.parse_args(argv)
-    threads = int(os.environ.get("OMP_NUM_THREADS", "1"))
+    threads = args.threads
+    runtime_support.set_num_threads(threads)
     args.cache.mkdir(parents=True, exist_ok=True)
     for spec in MODELS:
         if args.only and not any(o in spec.name for o in args.only):

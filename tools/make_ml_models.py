@@ -120,7 +120,7 @@ def threshold_rows(model: onnx.ModelProto, rows: np.ndarray, count=12) -> np.nda
             continue
         modes = attrs["nodes_modes"]
         features = attrs["nodes_featureids"]
-        for i, (mode, feature, value) in enumerate(zip(modes, features, values)):
+        for mode, feature, value in zip(modes, features, values):
             if mode != b"LEAF" and len(found) < count:
                 row = rows[len(found) % len(rows)].copy()
                 row[feature] = value

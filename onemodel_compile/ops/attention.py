@@ -9,58 +9,62 @@ from __future__ import annotations
 
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError
-from onemodel_compile.ops.code import dtype_expr, py
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import call, index
 from onemodel_compile.ops.registry import emitter
 
-
-def _operands(view: NodeView, count: int) -> str:
-    """The first `count` inputs positionally, None for absent ones, trailing absent ones dropped."""
-    listed = [view.input(i) for i in range(count)]
-    while listed and listed[-1] is None:
-        listed.pop()
-    return ", ".join("None" if operand is None else str(operand) for operand in listed)
+# The kernels' tensor parameters, in order (the nodes' inputs)
+_ATTENTION_INPUTS = ("Q", "K", "V", "attn_mask", "past_key", "past_value", "nonpad_kv_seqlen")
+_ROTARY_INPUTS = ("X", "cos_cache", "sin_cache", "position_ids")
 
 
-def _results(call: str, view: NodeView, available: int) -> str:
-    """`call` returns `available` results; the node lists the first len(view.outputs)."""
+def _call(kernel: str, names: tuple, view: NodeView, keywords: dict) -> pyir.Call:
+    """`kernel` of the node's inputs (absent optional ones left to the kernel's defaults)."""
+    args, tensors = pyir.optional_arguments(names, view.inputs)
+    return call(kernel, *args, **tensors, **keywords)
+
+
+def _results(results: pyir.Expr, view: NodeView, available: int) -> pyir.Expr:
+    """`results` holds `available` results; the node lists the first len(view.outputs)."""
     count = len(view.outputs)
-    return f"{call}[0]" if count == 1 else call if count == available else f"{call}[:{count}]"
+    if count == 1:
+        return index(results, 0)
+    return results if count == available else index(results, pyir.Slice(None, pyir.Lit(count)))
 
 
 @emitter("Attention", since=23, exact=False)
-def attention(view: NodeView) -> str:
-    keywords = []
+def attention(view: NodeView) -> pyir.Expr:
+    keywords = {}
     if view.attr("is_causal"):
-        keywords.append("is_causal=1")
+        keywords["is_causal"] = 1
     for name in ("q_num_heads", "kv_num_heads", "scale"):
         if view.attr(name) is not None:
-            keywords.append(f"{name}={py(view.attr(name))}")
+            keywords[name] = view.attr(name)
     if view.attr("softcap"):
-        keywords.append(f"softcap={py(view.attr('softcap'))}")
+        keywords["softcap"] = view.attr("softcap")
     if view.attr("softmax_precision") is not None:
         precision = ir.element_dtype(view.attr("softmax_precision"), view.node.label)
-        keywords.append(f"softmax_precision={dtype_expr(precision)}")
+        keywords["softmax_precision"] = precision
     mode = view.attr("qk_matmul_output_mode")
     if mode not in (0, 1, 2, 3):
         raise CompileError(f"{view.node.label}: qk_matmul_output_mode {mode} is not 0, 1, 2 or 3")
     if view.output(3) is not None and mode:
-        keywords.append(f"qk_matmul_output_mode={mode}")
+        keywords["qk_matmul_output_mode"] = mode
     for name in ("left_window_size", "right_window_size"):  # opset 25
         size = view.attr(name, -1)
         if size < -1:
             raise CompileError(f"{view.node.label}: {name} {size} is neither -1 nor a size")
         if size != -1:
-            keywords.append(f"{name}={size}")
-    arguments = ", ".join([_operands(view, 7)] + keywords)
-    return _results(f"rt.attention({arguments})", view, 4)
+            keywords[name] = size
+    return _results(_call("rt.attention", _ATTENTION_INPUTS, view, keywords), view, 4)
 
 
 @emitter("RotaryEmbedding", since=23, exact=True)
-def rotary_embedding(view: NodeView) -> str:
-    keywords = [
-        f"{name}={view.attr(name)}"
+def rotary_embedding(view: NodeView) -> pyir.Expr:
+    keywords = {
+        name: view.attr(name)
         for name in ("interleaved", "num_heads", "rotary_embedding_dim")
         if view.attr(name)
-    ]
-    return f"rt.rotary_embedding({', '.join([_operands(view, 4)] + keywords)})"
+    }
+    return _call("rt.rotary_embedding", _ROTARY_INPUTS, view, keywords)

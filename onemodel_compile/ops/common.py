@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from onemodel_compile.errors import CompileError
-from onemodel_compile.ops.code import py
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import attr, call, index, method
 
 
 def normalize_axis(axis: int, rank: int, view: NodeView) -> int:
@@ -15,7 +16,7 @@ def normalize_axis(axis: int, rank: int, view: NodeView) -> int:
     return axis % rank if rank else 0
 
 
-def axis_of(view: NodeView, axis: int, index: int = 0) -> int | str:
+def axis_of(view: NodeView, axis: int, index: int = 0) -> int | pyir.Expr:
     """`axis` normalized against the rank of input `index`: the int when the rank is known at
     compile time, else code normalizing it at run time against the value's `ndim`
     (`rt.normalize_axis`, the same rule, raising for an axis out of range). Either way the
@@ -23,29 +24,35 @@ def axis_of(view: NodeView, axis: int, index: int = 0) -> int | str:
     operand = view.inputs[index]
     if operand.rank is not None:
         return normalize_axis(axis, operand.rank, view)
-    return f"rt.normalize_axis({int(axis)}, {operand}.ndim)"
+    return call("rt.normalize_axis", int(axis), attr(operand, "ndim"))
 
 
-def axes_of(view: NodeView, axes, index: int = 0) -> tuple[int, ...] | str:
+def axes_of(view: NodeView, axes, index: int = 0) -> tuple[int, ...] | pyir.Expr:
     """`axes` (a non-empty list) sorted, distinct and normalized against the rank of input
     `index`, as axis_of: a tuple when the rank is known, else code computing it at run time
     (`rt.normalize_axes`)."""
     operand = view.inputs[index]
     if operand.rank is not None:
         return tuple(sorted({normalize_axis(a, operand.rank, view) for a in axes}))
-    return f"rt.normalize_axes({py(tuple(int(a) for a in axes))}, {operand}.ndim)"
+    return call("rt.normalize_axes", tuple(int(a) for a in axes), attr(operand, "ndim"))
 
 
-def code_of(value) -> str:
+def code_of(value) -> pyir.Expr:
     """An axis or axes from axis_of / axes_of as code: the literal, or the run-time expression."""
-    return value if isinstance(value, str) else py(value)
+    return pyir.expr(value)
 
 
 class RunTime:
-    """Marks an int list (axes, starts, sizes...) known only at run time: `expr` computes it."""
+    """Marks an int list (axes, starts, sizes...) known only at run time: the operand giving it.
+    Builders take it as code (`node`); `expr` is its source, for messages."""
 
-    def __init__(self, expr: str):
-        self.expr = expr
+    def __init__(self, operand):
+        self.node = operand.node
+        self._operand = operand
+
+    @property
+    def expr(self) -> str:
+        return self._operand.expr
 
     def __str__(self) -> str:
         return self.expr
@@ -61,44 +68,63 @@ def ints_from(view: NodeView, attr: str, index: int, since: int) -> list[int] | 
     if operand is None:
         return None
     if operand.const is None:
-        return RunTime(operand.expr)
+        return RunTime(operand)
     return [int(v) for v in np.asarray(operand.const).reshape(-1)]
+
+
+def span(start=None, stop=None, step=None) -> pyir.Slice:
+    """The slice `start:stop:step` as a subscript (ints, nodes or None for an omitted bound)."""
+    return pyir.Slice(*(None if part is None else pyir.expr(part) for part in (start, stop, step)))
+
+
+def optional_arguments(view: NodeView, names: dict[int, str]) -> tuple[list, dict]:
+    """The node's inputs as a kernel's arguments: positional up to the first absent one, the
+    present ones after it as keywords named by `names` (input index -> the kernel's parameter
+    name of an optional input); absent ones are left to the kernel's defaults."""
+    args, keywords = [], {}
+    for i, operand in enumerate(view.inputs):
+        if operand is None:
+            if i not in names:
+                raise CompileError(f"{view.node.label}: input {i} is required")
+        elif keywords or i > len(args):
+            keywords[names[i]] = operand
+        else:
+            args.append(operand)
+    return args, keywords
 
 
 def is_float(dtype) -> bool:
     return dtype is not None and (np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16")
 
 
-def along_axis_rule(kernel: str, keywords: str = ""):
-    """The emit rule of Softmax, LogSoftmax and Hardmax: `rt.<kernel>(X, axis=...<keywords>)`
-    along `axis` from opset 13. Before 13 the input is coerced to 2-D [prod(dims before axis),
-    prod(dims from axis)] and the kernel runs along the rows (default axis 1). For an input of
-    unknown rank the axis is normalized at run time (axis_of), and the coercion is Flatten's
-    kernel (`rt.flatten`, which normalizes its axis against the input's rank)."""
+def along_axis_rule(kernel: str):
+    """The emit rule of Softmax, LogSoftmax and Hardmax: `rt.<kernel>(X, axis=...)` along `axis`
+    from opset 13. Before 13 the input is coerced to 2-D [prod(dims before axis), prod(dims from
+    axis)] and the kernel runs along the rows (default axis 1). For an input of unknown rank the
+    axis is normalized at run time (axis_of), and the coercion is Flatten's kernel (`rt.flatten`,
+    which normalizes its axis against the input's rank)."""
+    function = f"rt.{kernel}"
 
-    def emit(view: NodeView) -> str:
+    def emit(view: NodeView) -> pyir.Expr:
         X = view.inputs[0]
         rank = X.rank
         axis = view.attr("axis", 1 if view.opset < 13 else -1)
         if rank is None:
             if view.opset >= 13:
-                return f"rt.{kernel}({X}, axis={axis_of(view, axis)}{keywords})"
-            rows = f"rt.flatten({X}, axis={int(axis)})"
-            return f"rt.{kernel}({rows}, axis=1{keywords}).reshape({X}.shape)"
+                return call(function, X, axis=axis_of(view, axis))
+            rows = call("rt.flatten", X, axis=int(axis))
+            return method(call(function, rows, axis=1), "reshape", attr(X, "shape"))
         axis = normalize_axis(axis, rank, view)
         if view.opset >= 13 or axis == rank - 1:
-            return f"rt.{kernel}({X}, axis={axis}{keywords})"
+            return call(function, X, axis=axis)
         shape = X.shape
         if all(isinstance(d, int) for d in shape):
             outer, inner = int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))
-            return (
-                f"rt.{kernel}({X}.reshape({outer}, {inner}), axis=1{keywords})"
-                f".reshape({py(tuple(shape))})"
-            )
-        return (
-            f"rt.{kernel}({X}.reshape(int(np.prod({X}.shape[:{axis}])), -1), axis=1{keywords})"
-            f".reshape({X}.shape)"
-        )
+            rows = method(X, "reshape", outer, inner)
+            return method(call(function, rows, axis=1), "reshape", tuple(shape))
+        outer = call("int", call("np.prod", index(attr(X, "shape"), span(stop=axis))))
+        rows = method(X, "reshape", outer, -1)
+        return method(call(function, rows, axis=1), "reshape", attr(X, "shape"))
 
     return emit
 

@@ -2,7 +2,8 @@
 
 Rules are data where they can be: a table maps each simple operator to its numpy ufunc. Exactness:
 IEEE + - * / and sqrt are correctly rounded on every machine, comparisons and selections are exact;
-numpy's transcendental functions are not (their bits vary with SIMD level and numpy version).
+numpy's transcendental functions are not (their bits vary with SIMD level and numpy version): the
+exact variant calls their declared exact twins, and refuses the functions that have none.
 Floor, ceil, rint and fmod are exact (fmod's remainder is always representable); Mod's floored
 form adds the divisor once to fmod's remainder, a correctly rounded addition.
 """
@@ -11,13 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
+import runtime_support
 from onemodel_compile.errors import CompileError
-from onemodel_compile.ops.code import dtype_expr, scalar
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.common import is_float
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import binop, call, method, scalar
 from onemodel_compile.ops.registry import emitter
+from runtime_support._kernels import properties
 
-# op type -> (numpy function, exact, since)
+# op type -> (function, exact by itself, since); see below for the exact twins
 UNARY = {
     "Abs": ("np.abs", True, 6),
     "Neg": ("np.negative", True, 6),
@@ -66,55 +70,42 @@ BINARY = {
 
 
 def _unary_rule(function: str):
-    def emit(view: NodeView) -> str:
-        return f"{function}({view.inputs[0]})"
+    def emit(view: NodeView) -> pyir.Expr:
+        return call(function, view.inputs[0])
 
     return emit
 
 
 def _binary_rule(function: str):
-    def emit(view: NodeView) -> str:
-        return f"{function}({view.inputs[0]}, {view.inputs[1]})"
+    def emit(view: NodeView) -> pyir.Expr:
+        return call(function, view.inputs[0], view.inputs[1])
 
     return emit
 
 
+def _exact_twin(function: str) -> str | None:
+    """The function's declared exact twin (runtime_support._kernels), or None."""
+    return properties(function, {"np": np, "rt": runtime_support}).exact_twin
+
+
+# A function that is not exact itself but declares an exact twin (numpy's in _kernels.NUMPY, a
+# kernel's with @kernel) is exact through it: the exact variant calls the library's own
+# polynomials of runtime_support/exact_math.py, computed in float64 from + - * / and rounded once
+# to the input's type (each kernel's docstring gives its order of operations). Exp, Log, Tanh,
+# Erf, Sigmoid, Sinh, Cosh, Asinh, Acosh and Atanh have one; a new twin needs no line here.
 for _op, (_function, _exact, _since) in UNARY.items():
+    _exact = _exact or _exact_twin(_function) is not None
     emitter(_op, since=_since, exact=_exact)(_unary_rule(_function))
 for _op, (_function, _exact, _since) in BINARY.items():
     emitter(_op, since=_since, exact=_exact)(_binary_rule(_function))
 
-# The exact variant's math functions: the library's own polynomials of
-# runtime_support/exact_math.py and exact_trig.py, computed in float64 from + - * / and rounded once
-# to the input's type (each kernel's docstring gives its order of operations).
-EXACT_UNARY = {
-    "Exp": "rt.exact_exp",
-    "Log": "rt.exact_log",
-    "Tanh": "rt.exact_tanh",
-    "Erf": "rt.exact_erf",
-    "Sigmoid": "rt.exact_sigmoid",
-    "Sinh": "rt.exact_sinh",
-    "Cosh": "rt.exact_cosh",
-    "Asinh": "rt.exact_asinh",
-    "Acosh": "rt.exact_acosh",
-    "Atanh": "rt.exact_atanh",
-    "Sin": "rt.exact_sin",
-    "Cos": "rt.exact_cos",
-    "Tan": "rt.exact_tan",
-    "Asin": "rt.exact_asin",
-    "Acos": "rt.exact_acos",
-    "Atan": "rt.exact_atan",
-}
-for _op, _function in EXACT_UNARY.items():
-    emitter(_op, since=UNARY[_op][2], variant="exact", exact=True)(_unary_rule(_function))
-
 
 @emitter("Div", since=7, exact=True)
-def div(view: NodeView) -> str:
+def div(view: NodeView) -> pyir.Expr:
     A, B = view.inputs[:2]
     if is_float(A.dtype):
-        return f"np.divide({A}, {B})"
-    return f"rt.div_integer({A}, {B})"  # ONNX integer division truncates toward zero
+        return call("np.divide", A, B)
+    return call("rt.div_integer", A, B)  # ONNX integer division truncates toward zero
 
 
 def _is_integer(dtype) -> bool:
@@ -129,39 +120,41 @@ def _pow_exactness(view: NodeView) -> str | None:
 
 
 @emitter("Pow", since=7, exact=_pow_exactness)
-def pow_(view: NodeView) -> str:
+def pow_(view: NodeView) -> pyir.Expr:
     X, Y = view.inputs[:2]
     if _is_integer(X.dtype) and _is_integer(Y.dtype):
         non_negative = Y.dtype.kind == "u" or (Y.const is not None and (Y.const >= 0).all())
         if X.dtype != Y.dtype or not non_negative:
-            return f"rt.pow_integer({X}, {Y})"  # numpy refuses negative integer exponents
+            return call("rt.pow_integer", X, Y)  # numpy refuses negative integer exponents
     if X.dtype == Y.dtype:
-        return f"np.power({X}, {Y})"
-    return f"np.power({X}, {Y}).astype({dtype_expr(X.dtype)})"  # Pow's result has the base's type
+        return call("np.power", X, Y)
+    return method(call("np.power", X, Y), "astype", X.dtype)  # Pow's result has the base's type
 
 
 @emitter("Pow", since=7, variant="exact", exact=True)
-def pow_exact(view: NodeView) -> str:
+def pow_exact(view: NodeView) -> pyir.Expr:
     """A float base or exponent through rt.exact_pow: exp(y * log|x|) in float64 (for a float64
     base with a double-length logarithm) with IEEE's special cases, rounded once to the base's
     type; an integer base's power is truncated to its type, the same on every machine. Integer
-    base and exponent as in the fast variant (integer arithmetic)."""
+    base and exponent through rt.pow_integer (integer arithmetic, wrapping as np.power's does;
+    np.power's exactness depends on its operands' types, so it has no twin). Not a twin: the fast
+    rule casts a power of mixed types afterwards, exact_pow rounds once to the base's type."""
     X, Y = view.inputs[:2]
     if is_float(X.dtype) or is_float(Y.dtype):
-        return f"rt.exact_pow({X}, {Y})"
-    return pow_(view)
+        return call("rt.exact_pow", X, Y)
+    return call("rt.pow_integer", X, Y)
 
 
 @emitter("Mod", since=10, exact=True)
-def mod(view: NodeView) -> str:
+def mod(view: NodeView) -> pyir.Expr:
     A, B = view.inputs[:2]
     if view.attr("fmod"):
-        return f"np.fmod({A}, {B})"  # truncated quotient: the sign of A, as C's fmod
-    return f"np.mod({A}, {B})"  # floored quotient: the sign of B, as Python's %
+        return call("np.fmod", A, B)  # truncated quotient: the sign of A, as C's fmod
+    return call("np.mod", A, B)  # floored quotient: the sign of B, as Python's %
 
 
 @emitter("BitShift", since=11, exact=True)
-def bit_shift(view: NodeView) -> str:
+def bit_shift(view: NodeView) -> pyir.Expr:
     # numpy shifts by a negative amount or by the bit width or more give 0 (-1 for a negative X
     # shifted right), and a signed left shift drops the bits shifted past the sign: as opset 28.
     X, Y = view.inputs[:2]
@@ -169,71 +162,80 @@ def bit_shift(view: NodeView) -> str:
     if direction not in ("LEFT", "RIGHT"):
         raise CompileError(f"{view.node.label}: direction must be LEFT or RIGHT, not {direction!r}")
     function = "np.left_shift" if direction == "LEFT" else "np.right_shift"
-    return f"{function}({X}, {Y})"
+    return call(function, X, Y)
 
 
 @emitter("IsInf", since=10, exact=True)
-def is_inf(view: NodeView) -> str:
+def is_inf(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     positive, negative = view.attr("detect_positive"), view.attr("detect_negative")
     if positive and negative:
-        return f"np.isinf({X})"
+        return call("np.isinf", X)
     if positive:
-        return f"np.isposinf({X})"
+        return call("np.isposinf", X)
     if negative:
-        return f"np.isneginf({X})"
-    return f"np.zeros_like({X}, dtype=np.bool_)"
+        return call("np.isneginf", X)
+    return call("np.zeros_like", X, dtype=np.bool_)
 
 
 # --- variadic operators: one to many inputs, multidirectional broadcasting ----------------------
 # One input is passed through, as Identity (the module never writes into an array it computed).
 
 
-def _variadic(view: NodeView) -> list[str]:
-    return [str(operand) for operand in view.inputs if operand is not None]
+def _variadic(view: NodeView) -> list:
+    return [operand for operand in view.inputs if operand is not None]
+
+
+def _sum(operands) -> pyir.Expr:
+    """The operands added left to right."""
+    total = pyir.expr(operands[0])
+    for operand in operands[1:]:
+        total = binop("+", total, operand)
+    return total
 
 
 @emitter("Sum", since=6, exact=True)
-def sum_(view: NodeView) -> str:
-    return " + ".join(_variadic(view))  # added left to right
+def sum_(view: NodeView) -> pyir.Expr:
+    return _sum(_variadic(view))
 
 
 @emitter("Mean", since=6, exact=True)
-def mean(view: NodeView) -> str:
+def mean(view: NodeView) -> pyir.Expr:
     operands = _variadic(view)
     if len(operands) == 1:
-        return operands[0]
-    return f"({' + '.join(operands)}) / {scalar(len(operands), view.inputs[0].dtype)}"
+        return pyir.expr(operands[0])
+    return binop("/", _sum(operands), scalar(len(operands), view.inputs[0].dtype))
 
 
 @emitter("Max", "Min", since=6, exact=True)
-def extreme(view: NodeView) -> str:
+def extreme(view: NodeView) -> pyir.Expr:
     # np.maximum and np.minimum propagate NaN, as onnxruntime and the backend data do.
     function = "np.maximum" if view.op_type == "Max" else "np.minimum"
     first, *others = _variadic(view)
+    result = pyir.expr(first)
     for operand in others:
-        first = f"{function}({first}, {operand})"
-    return first
+        result = call(function, result, operand)
+    return result
 
 
 @emitter("Relu", since=6, exact=True)
-def relu(view: NodeView) -> str:
+def relu(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
-    return f"np.maximum({X}, {scalar(0, X.dtype)})"
+    return call("np.maximum", X, scalar(0, X.dtype))
 
 
 @emitter("LeakyRelu", since=6, exact=True)
-def leaky_relu(view: NodeView) -> str:
+def leaky_relu(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     alpha = scalar(view.attr("alpha"), X.dtype)
-    return f"np.where({X} < 0, {X} * {alpha}, {X})"
+    return call("np.where", binop("<", X, 0), binop("*", X, alpha), X)
 
 
 @emitter("Clip", since=6, until=10, exact=True)
-def clip_attributes(view: NodeView) -> str:
+def clip_attributes(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     low, high = scalar(view.attr("min"), X.dtype), scalar(view.attr("max"), X.dtype)
-    return f"np.clip({X}, {low}, {high})"
+    return call("np.clip", X, low, high)
 
 
 def _type_limit(dtype, upper: bool):
@@ -248,7 +250,7 @@ def _type_limit(dtype, upper: bool):
 
 
 @emitter("Clip", since=11, exact=True)
-def clip(view: NodeView) -> str:
+def clip(view: NodeView) -> pyir.Expr:
     X, low, high = view.inputs[0], view.input(1), view.input(2)
     if (low is None or high is None) and X.dtype is not None:
         # An absent bound is the type's lowest()/max() (finite), not infinity: -inf clips to
@@ -256,26 +258,22 @@ def clip(view: NodeView) -> str:
         low = scalar(_type_limit(X.dtype, False), X.dtype) if low is None else low
         high = scalar(_type_limit(X.dtype, True), X.dtype) if high is None else high
     if low is not None and high is not None:
-        return f"np.clip({X}, {low}, {high})"
+        return call("np.clip", X, low, high)
     if low is not None:
-        return f"np.maximum({X}, {low})"
+        return call("np.maximum", X, low)
     if high is not None:
-        return f"np.minimum({X}, {high})"
-    return f"{X}.copy()"
+        return call("np.minimum", X, high)
+    return method(X, "copy")
 
 
-@emitter("Gelu", since=20, exact=False)
-def gelu(view: NodeView) -> str:
-    return f"rt.gelu({view.inputs[0]}, approximate={view.attr('approximate')!r})"
-
-
-@emitter("Gelu", since=20, variant="exact", exact=True)
-def gelu_exact(view: NodeView) -> str:
-    """rt.exact_gelu: float64 arithmetic with the library's erf or tanh, rounded once."""
-    return f"rt.exact_gelu({view.inputs[0]}, approximate={view.attr('approximate')!r})"
+# Exact through the kernel's twin rt.exact_gelu: float64 arithmetic with the library's erf or
+# tanh, rounded once.
+@emitter("Gelu", since=20, exact=True)
+def gelu(view: NodeView) -> pyir.Expr:
+    return call("rt.gelu", view.inputs[0], approximate=view.attr("approximate"))
 
 
 @emitter("Where", since=9, exact=True)
-def where(view: NodeView) -> str:
+def where(view: NodeView) -> pyir.Expr:
     condition, X, Y = view.inputs[:3]
-    return f"np.where({condition}, {X}, {Y})"
+    return call("np.where", condition, X, Y)

@@ -15,27 +15,30 @@ Choices where the specification leaves room (checked against onnxruntime 1.31.1 
 
 from __future__ import annotations
 
+import numpy as np
+
 from onemodel_compile.errors import UnsupportedError
-from onemodel_compile.ops.code import py
-from onemodel_compile.ops.common import axis_of
+from onemodel_compile.ops import pyir
+from onemodel_compile.ops.common import axis_of, optional_arguments
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import binop, call, tuple_of
 from onemodel_compile.ops.registry import emitter
 
 
-def _axis(view: NodeView, default: int = 0, index: int = 0) -> int | str:
+def _axis(view: NodeView, default: int = 0, index: int = 0) -> int | pyir.Expr:
     """The `axis` attribute normalized against input `index`'s rank (at run time when unknown)."""
     return axis_of(view, view.attr("axis", default), index)
 
 
-def _reduction(view: NodeView) -> str:
+def _reduction(view: NodeView) -> dict:
     reduction = view.attr("reduction", "none")
-    return "" if reduction == "none" else f", reduction={py(reduction)}"
+    return {} if reduction == "none" else {"reduction": reduction}
 
 
 @emitter("Gather", since=1, exact=True)
-def gather(view: NodeView) -> str:
+def gather(view: NodeView) -> pyir.Expr:
     data, indices = view.inputs[:2]
-    return f"np.take({data}, {indices}, axis={_axis(view)})"
+    return call("np.take", data, indices, axis=_axis(view))
 
 
 def _same_shape_except(a, b, axis: int) -> bool:
@@ -48,106 +51,104 @@ def _same_shape_except(a, b, axis: int) -> bool:
 
 
 @emitter("GatherElements", since=11, exact=True)
-def gather_elements(view: NodeView) -> str:
+def gather_elements(view: NodeView) -> pyir.Expr:
     data, indices = view.inputs[:2]
     axis = _axis(view)
     if _same_shape_except(data.shape, indices.shape, axis):
-        return f"np.take_along_axis({data}, {indices}, axis={axis})"
-    return f"rt.gather_elements({data}, {indices}, axis={axis})"
+        return call("np.take_along_axis", data, indices, axis=axis)
+    return call("rt.gather_elements", data, indices, axis=axis)
 
 
 @emitter("GatherND", since=11, exact=True)
-def gathernd(view: NodeView) -> str:
+def gathernd(view: NodeView) -> pyir.Expr:
     data, indices = view.inputs[:2]
     batch_dims = view.attr("batch_dims", 0)
-    keyword = f", batch_dims={batch_dims}" if batch_dims else ""
-    return f"rt.gathernd({data}, {indices}{keyword})"
+    keywords = {"batch_dims": batch_dims} if batch_dims else {}
+    return call("rt.gathernd", data, indices, **keywords)
 
 
 @emitter("Scatter", since=9, exact=True)
 @emitter("ScatterElements", since=11, exact=True)
-def scatter_elements(view: NodeView) -> str:
+def scatter_elements(view: NodeView) -> pyir.Expr:
     data, indices, updates = view.inputs[:3]
-    return (
-        f"rt.scatter_elements({data}, {indices}, {updates}, axis={_axis(view)}"
-        f"{_reduction(view)})"
-    )
+    return call("rt.scatter_elements", data, indices, updates, axis=_axis(view), **_reduction(view))
 
 
 @emitter("ScatterND", since=11, exact=True)
-def scatternd(view: NodeView) -> str:
+def scatternd(view: NodeView) -> pyir.Expr:
     data, indices, updates = view.inputs[:3]
-    return f"rt.scatternd({data}, {indices}, {updates}{_reduction(view)})"
+    return call("rt.scatternd", data, indices, updates, **_reduction(view))
 
 
 @emitter("TensorScatter", since=24, exact=True)
-def tensor_scatter(view: NodeView) -> str:
-    operands = [str(x) for x in view.inputs if x is not None]
+def tensor_scatter(view: NodeView) -> pyir.Expr:
+    args, keywords = optional_arguments(view, {2: "write_indices"})
     axis = _axis(view, -2)
-    return f"rt.tensor_scatter({', '.join(operands)}, axis={axis}, mode={py(view.attr('mode'))})"
+    return call("rt.tensor_scatter", *args, **keywords, axis=axis, mode=view.attr("mode"))
 
 
 @emitter("Compress", since=9, exact=True)
-def compress(view: NodeView) -> str:
+def compress(view: NodeView) -> pyir.Expr:
     X, condition = view.inputs[:2]
     if view.attr("axis") is None:  # the flattened input
-        return f"np.compress({condition}, {X})"
-    return f"np.compress({condition}, {X}, axis={_axis(view)})"
+        return call("np.compress", condition, X)
+    return call("np.compress", condition, X, axis=_axis(view))
 
 
 @emitter("NonZero", since=9, exact=True)
-def nonzero(view: NodeView) -> str:
+def nonzero(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     if X.rank is None:
-        return f"rt.nonzero({X})"
+        return call("rt.nonzero", X)
     if X.rank == 0:  # numpy refuses nonzero of a scalar: shape (0, 1) or (0, 0)
-        return f"np.zeros((0, int({X} != 0)), dtype=np.int64)"
-    return f"np.array(np.nonzero({X}), dtype=np.int64)"
+        return call("np.zeros", tuple_of([0, call("int", binop("!=", X, 0))]), dtype=np.int64)
+    return call("np.array", call("np.nonzero", X), dtype=np.int64)
 
 
 @emitter("OneHot", since=9, exact=True)
-def onehot(view: NodeView) -> str:
+def onehot(view: NodeView) -> pyir.Expr:
     indices, depth, values = view.inputs[:3]
-    return f"rt.onehot({indices}, {depth}, {values}, axis={view.attr('axis', -1)})"
+    return call("rt.onehot", indices, depth, values, axis=view.attr("axis", -1))
 
 
 @emitter("Unique", since=11, exact=True)
-def unique(view: NodeView) -> list[str]:
+def unique(view: NodeView) -> list[pyir.Assign]:
+    """The kernel returns all four outputs; the ones the node does not list are bound to `_`."""
     X = view.inputs[0]
-    axis = view.attr("axis")
-    keywords = f"sorted={view.attr('sorted', 1)}"
-    if axis is not None:
-        keywords = f"axis={_axis(view)}, " + keywords
-    targets = [out.name if out is not None else "_" for out in view.outputs]
-    targets += ["_"] * (4 - len(targets))
-    return [f"{', '.join(targets)} = rt.unique({X}, {keywords})"]
+    keywords = {} if view.attr("axis") is None else {"axis": _axis(view)}
+    keywords["sorted"] = view.attr("sorted", 1)
+    targets = [out.name if out is not None else None for out in view.outputs]
+    targets += [None] * (4 - len(targets))
+    return [pyir.assign(targets, call("rt.unique", X, **keywords))]
 
 
 @emitter("ReverseSequence", since=10, exact=True)
-def reverse_sequence(view: NodeView) -> str:
+def reverse_sequence(view: NodeView) -> pyir.Expr:
     X, lengths = view.inputs[:2]
-    return (
-        f"rt.reverse_sequence({X}, {lengths}, batch_axis={view.attr('batch_axis', 1)}, "
-        f"time_axis={view.attr('time_axis', 0)})"
+    return call(
+        "rt.reverse_sequence",
+        X,
+        lengths,
+        batch_axis=view.attr("batch_axis", 1),
+        time_axis=view.attr("time_axis", 0),
     )
 
 
+_TFIDF_ATTRIBUTES = (
+    "max_gram_length",
+    "max_skip_count",
+    "min_gram_length",
+    "mode",
+    "ngram_counts",
+    "ngram_indexes",
+    "pool_int64s",
+    "weights",
+)
+
+
 @emitter("TfIdfVectorizer", since=9, exact=True)
-def tfidfvectorizer(view: NodeView) -> str:
+def tfidfvectorizer(view: NodeView) -> pyir.Expr:
     if view.attr("pool_strings"):
         raise UnsupportedError(f"{view.node.label}: string n-gram pools are not supported")
-    keywords = [
-        f"{name}={py(view.attr(name))}"
-        for name in (
-            "max_gram_length",
-            "max_skip_count",
-            "min_gram_length",
-            "mode",
-            "ngram_counts",
-            "ngram_indexes",
-            "pool_int64s",
-            "weights",
-        )
-        if view.attr(name) is not None
-    ]
-    return f"rt.tfidfvectorizer({view.inputs[0]}, {', '.join(keywords)})"
+    keywords = {name: view.attr(name) for name in _TFIDF_ATTRIBUTES if view.attr(name) is not None}
+    return call("rt.tfidfvectorizer", view.inputs[0], **keywords)

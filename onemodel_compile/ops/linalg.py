@@ -8,30 +8,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from onemodel_compile.ops.code import dtype_expr, element, py, scalar
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.common import exact_for_integers, is_float
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import attr, binop, call, index, method, scalar
 from onemodel_compile.ops.registry import emitter
 
 
+def _shape(view: NodeView, shape) -> pyir.Expr | None:
+    """`shape` as a tuple computed at run time (ints and the symbols the module read off .shape),
+    or None when a dim is not known to the module."""
+    dims = [view.dim(d) for d in shape]
+    return None if any(d is None for d in dims) else pyir.tuple_of(dims)
+
+
 @emitter("MatMul", since=1, exact=False)
-def matmul(view: NodeView) -> str:
+def matmul(view: NodeView) -> pyir.Expr:
     """A stack of rows times one matrix, (..., M, K) @ (K, N), is one 2-D product of
     (prod(...) * M, K) rows: numpy would run one BLAS call per matrix of the stack (a third
     slower for BERT's (8, 128, 256) activations, half again as long for (4, 14, 384) @ (384, 1536)
     at one thread). The result's shape is the output's dims as the module knows them (Python ints
     and the symbols it read off .shape), else A's leading dims read at run time."""
     A, B = view.inputs[:2]
-    product = f"np.matmul({A}, {B})"
+    product = call("np.matmul", A, B)
     k = _inner(A, B)
     if A.rank is not None and A.rank >= 3 and B.rank == 2 and k:
-        shape = view.shape_code(view.out.shape) if view.out.rank == A.rank else None
+        shape = _shape(view, view.out.shape) if view.out.rank == A.rank else None
         if shape is None:
-            n = B.shape[1] if isinstance(B.shape[1], int) else f"{B}.shape[1]"
-            shape = f"{A}.shape[:-1] + ({n},)"
-        product = f"np.matmul({A}.reshape(-1, {k}), {B}).reshape({shape})"
+            n = B.shape[1] if isinstance(B.shape[1], int) else index(attr(B, "shape"), 1)
+            leading = index(attr(A, "shape"), pyir.Slice(None, pyir.Lit(-1)))
+            shape = binop("+", leading, pyir.tuple_of([n]))
+        product = method(call("np.matmul", method(A, "reshape", -1, k), B), "reshape", shape)
     if A.dtype is not None and A.dtype.name == "bfloat16":  # numpy multiplies bfloat16 in float32
-        return f"{product}.astype({dtype_expr(A.dtype)})"
+        return method(product, "astype", A.dtype)
     return product
 
 
@@ -44,43 +53,48 @@ def _inner(A, B) -> int | None:
 
 
 @emitter("Gemm", since=7, exact=False)
-def gemm(view: NodeView) -> str:
+def gemm(view: NodeView) -> pyir.Expr:
     A, B, C = view.inputs[0], view.inputs[1], view.input(2)
-    a = f"{A}.T" if view.attr("transA") else str(A)
-    b = f"{B}.T" if view.attr("transB") else str(B)
+    a = attr(A, "T") if view.attr("transA") else A
+    b = attr(B, "T") if view.attr("transB") else B
     alpha, beta = float(view.attr("alpha")), float(view.attr("beta"))
-    product = f"({a} @ {b})"
+    product = binop("@", a, b)
     if alpha != 1.0:
-        product = f"{scalar(alpha, A.dtype)} * {product}"
+        product = binop("*", scalar(alpha, A.dtype), product)
     if C is None or beta == 0.0:
         return product
-    addend = str(C) if beta == 1.0 else f"{scalar(beta, A.dtype)} * {C}"
-    return f"{product} + {addend}"
+    addend = C if beta == 1.0 else binop("*", scalar(beta, A.dtype), C)
+    return binop("+", product, addend)
 
 
 @emitter("MatMul", since=1, variant="exact", exact=True)
-def matmul_exact(view: NodeView) -> str:
-    """Floats through rt.exact_matmul; integers are integer arithmetic already."""
+def matmul_exact(view: NodeView) -> pyir.Expr:
+    """Floats through rt.exact_matmul; integers are integer arithmetic already. (Not a twin of
+    the fast rule's np.matmul: that one is reshaped and cast around.)"""
     A, B = view.inputs[0], view.inputs[1]
     if is_float(A.dtype):
-        return f"rt.exact_matmul({A}, {B})"
+        return call("rt.exact_matmul", A, B)
     return matmul(view)
 
 
+def _float32(value) -> float:
+    """A float attribute as the shortest decimal that rounds to the same float32."""
+    return float(str(np.float32(value)))
+
+
 @emitter("Gemm", since=7, variant="exact", exact=True)
-def gemm_exact(view: NodeView) -> str:
+def gemm_exact(view: NodeView) -> pyir.Expr:
     """Floats through rt.exact_gemm (one rounding of alpha * A'B' + beta * C); integers as in the
     fast variant."""
     A, B, C = view.inputs[0], view.inputs[1], view.input(2)
     if not is_float(A.dtype):
         return gemm(view)
-    operands = [str(A), str(B)] + ([str(C)] if C is not None else [])
-    keywords = [
-        f"{name}={element(view.attr(name), np.float32)}"
-        for name in ("alpha", "beta")
-        if view.attr(name) != 1.0
-    ] + [f"{name}=1" for name in ("transA", "transB") if view.attr(name)]
-    return f"rt.exact_gemm({', '.join(operands + keywords)})"
+    operands = [A, B] + ([C] if C is not None else [])
+    keywords = {
+        name: _float32(view.attr(name)) for name in ("alpha", "beta") if view.attr(name) != 1.0
+    }
+    keywords.update({name: 1 for name in ("transA", "transB") if view.attr(name)})
+    return call("rt.exact_gemm", *operands, **keywords)
 
 
 def _half(dtype) -> bool:
@@ -91,47 +105,47 @@ _integers_only = exact_for_integers("BLAS sums in a machine-dependent order")
 
 
 @emitter("Einsum", since=12, exact=_integers_only)
-def einsum(view: NodeView) -> str:
+def einsum(view: NodeView) -> pyir.Expr:
     """numpy's einsum with its contraction-order optimizer (BLAS where it can); float16 and
     bfloat16 operands are computed in float32 and rounded back."""
     equation = view.attr("equation").replace(" ", "")
     dtype = view.inputs[0].dtype
-    operands = [str(x) for x in view.inputs]
+    operands = list(view.inputs)
     if _half(dtype):
-        operands = [f"{x}.astype(np.float32)" for x in operands]
-    call = f"np.einsum({py(equation)}, {', '.join(operands)}, optimize=True)"
-    return f"{call}.astype({dtype_expr(dtype)})" if _half(dtype) else call
+        operands = [method(x, "astype", np.float32) for x in operands]
+    result = call("np.einsum", equation, *operands, optimize=True)
+    return method(result, "astype", dtype) if _half(dtype) else result
 
 
 @emitter("Einsum", since=12, variant="exact", exact=True)
-def einsum_exact(view: NodeView) -> str:
+def einsum_exact(view: NodeView) -> pyir.Expr:
     """Floats through rt.exact_einsum (operands folded in from the left, each contraction an
     exact matrix product rounded to the type); integers as in the fast variant."""
     if not is_float(view.inputs[0].dtype):
         return einsum(view)
-    operands = ", ".join(str(x) for x in view.inputs)
-    return f"rt.exact_einsum({py(view.attr('equation').replace(' ', ''))}, {operands})"
+    return call("rt.exact_einsum", view.attr("equation").replace(" ", ""), *view.inputs)
 
 
 @emitter("Det", since=11, exact=False)
-def det(view: NodeView) -> str:
+def det(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     if _half(X.dtype):
-        return f"np.linalg.det({X}.astype(np.float32)).astype({dtype_expr(X.dtype)})"
-    return f"np.linalg.det({X})"
+        return method(call("np.linalg.det", method(X, "astype", np.float32)), "astype", X.dtype)
+    return call("np.linalg.det", X)
 
 
 @emitter("Det", since=11, variant="exact", exact=True)
-def det_exact(view: NodeView) -> str:
+def det_exact(view: NodeView) -> pyir.Expr:
     """Gaussian elimination with partial pivoting in float64, in a fixed order."""
-    return f"rt.exact_det({view.inputs[0]})"
+    return call("rt.exact_det", view.inputs[0])
 
 
 @emitter("MatMulInteger", since=10, exact=True)
-def matmul_integer(view: NodeView) -> str:
+def matmul_integer(view: NodeView) -> pyir.Expr:
     """Exact: the kernel's float64 products and sums stay integers below 2**53."""
-    args = [str(view.inputs[0]), str(view.inputs[1])]
-    for index, name in ((2, "a_zero_point"), (3, "b_zero_point")):
-        if view.input(index) is not None:
-            args.append(f"{name}={view.input(index)}")
-    return f"rt.matmul_integer({', '.join(args)})"
+    zero_points = {
+        name: view.input(position)
+        for position, name in ((2, "a_zero_point"), (3, "b_zero_point"))
+        if view.input(position) is not None
+    }
+    return call("rt.matmul_integer", view.inputs[0], view.inputs[1], **zero_points)

@@ -8,32 +8,34 @@ log-softmax first (exp and log): not exact, refused by the exact variant (the do
 from __future__ import annotations
 
 from onemodel_compile.errors import CompileError
-from onemodel_compile.ops.code import py
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import call, index
 from onemodel_compile.ops.registry import emitter
 
 REDUCTIONS = ("none", "sum", "mean")
 
 
-def _call(kernel: str, view: NodeView) -> str:
+def _call(kernel: str, view: NodeView) -> pyir.Call:
     reduction = view.attr("reduction")
     if reduction not in REDUCTIONS:
-        raise CompileError(f"{view.node.label}: unknown reduction {py(reduction)}")
-    operands = [str(view.inputs[0]), str(view.inputs[1])]
+        raise CompileError(f"{view.node.label}: unknown reduction {reduction!r}")
+    operands = [view.inputs[0], view.inputs[1]]
     if view.input(2) is not None:
-        operands.append(str(view.input(2)))
+        operands.append(view.input(2))  # the weights, the last parameter before the keywords
+    keywords = {}
     if view.attr("ignore_index") is not None:
-        operands.append(f"ignore_index={view.attr('ignore_index')}")
-    operands.append(f"reduction={py(reduction)}")
-    return f"rt.{kernel}({', '.join(operands)})"
+        keywords["ignore_index"] = view.attr("ignore_index")
+    return call(f"rt.{kernel}", *operands, **keywords, reduction=reduction)
 
 
 @emitter("NegativeLogLikelihoodLoss", since=12, exact=True)
-def negative_log_likelihood_loss(view: NodeView) -> str:
+def negative_log_likelihood_loss(view: NodeView) -> pyir.Expr:
     return _call("negative_log_likelihood_loss", view)
 
 
 @emitter("SoftmaxCrossEntropyLoss", since=12, exact=False)
-def softmax_cross_entropy_loss(view: NodeView) -> str:
-    call = _call("softmax_cross_entropy_loss", view)
-    return f"{call}[0]" if len(view.outputs) == 1 else call
+def softmax_cross_entropy_loss(view: NodeView) -> pyir.Expr:
+    """The kernel returns (loss, log_prob); the node may list the loss alone."""
+    results = _call("softmax_cross_entropy_loss", view)
+    return index(results, 0) if len(view.outputs) == 1 else results

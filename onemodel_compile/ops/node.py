@@ -180,14 +180,15 @@ def statements(view: NodeView, emitted) -> list[pyir.Assign]:
     """An emit rule's result as assignments. An expression is assigned to the node's outputs: it
     yields the single value when the node lists one output, else a tuple of as many values as the
     node lists outputs (absent ones are bound to `_`). A list of assignments is taken as is.
-    Source text (rules not yet building nodes) is read into nodes first."""
-    if isinstance(emitted, (str, *pyir.NODES)):
-        value = pyir.parse(emitted) if isinstance(emitted, str) else emitted
-        if isinstance(value, pyir.Assign):
-            return [value]
+    Rules build nodes, never source text (ops/pyir.py)."""
+    if isinstance(emitted, pyir.NODES):
         targets = tuple(out.name if out is not None else None for out in view.outputs)
-        return [pyir.Assign(targets, value)]
-    found = [pyir.parse(e) if isinstance(e, str) else e for e in emitted]
-    if not all(isinstance(e, pyir.Assign) for e in found):
-        raise CompileError(f"{view.node.label}: internal error: an emit rule's list holds a non-assignment")
-    return found
+        return [pyir.Assign(targets, emitted)]
+    if isinstance(emitted, pyir.Assign):
+        return [emitted]
+    if isinstance(emitted, list) and all(isinstance(e, pyir.Assign) for e in emitted):
+        return emitted
+    raise CompileError(
+        f"{view.node.label}: internal error: its emit rule returned {type(emitted).__name__}, "
+        f"not code nodes"
+    )

@@ -10,11 +10,11 @@ MeanVarianceNormalization and LRN (not float64) through the kernels' exact twins
 
 from __future__ import annotations
 
-
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops.code import py
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.common import axes_of, axis_of, code_of
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import attr, binop, call, index
 from onemodel_compile.ops.registry import emitter
 
 # The element types a `stash_type` attribute may name (TensorProto numbers): float32, float16,
@@ -31,145 +31,111 @@ def _stash_type(view: NodeView) -> int:
     return stash_type
 
 
-def _operands(view: NodeView) -> str:
-    """The node's inputs as call arguments (an absent optional input is None)."""
-    operands = [str(o) if o is not None else "None" for o in view.inputs]
-    while operands and operands[-1] == "None":
+def _operands(view: NodeView) -> list:
+    """The node's inputs as call arguments: every one but a trailing optional one (B of
+    LayerNormalization) is required."""
+    operands = list(view.inputs)
+    while operands and operands[-1] is None:
         operands.pop()
-    return ", ".join(operands)
+    return operands
+
+
+def _code(value) -> pyir.Expr:
+    """An axis or axes from common.py's axis_of / axes_of as a node."""
+    return pyir.expr(value)
 
 
 @emitter("BatchNormalization", since=7, exact=True)
-def batch_normalization(view: NodeView) -> str:
+def batch_normalization(view: NodeView) -> pyir.Expr:
     if view.attr("training_mode", 0) or any(o is not None for o in view.outputs[1:]):
         raise UnsupportedError(
             f"{view.node.label}: BatchNormalization in training mode is not supported"
         )
-    return f"rt.batch_normalization({_operands(view)}, epsilon={py(view.attr('epsilon'))})"
+    return call("rt.batch_normalization", *_operands(view), epsilon=view.attr("epsilon"))
 
 
-# Each rule emits a call of `rt.<prefix><kernel>`; the exact variant's prefix "exact_" names the
-# kernels' exact twins (statistics by exact_standardize or exact_mean: float64 sums in a fixed
-# order, one rounding each; the rest elementwise IEEE operations in a fixed order).
+# Exact through the kernels' exact twins (runtime_support/normalization.py: statistics by
+# exact_standardize or exact_mean, float64 sums in a fixed order, one rounding each; the rest
+# elementwise IEEE operations in a fixed order).
 
 
-def _instance_normalization(prefix: str):
-    def emit(view: NodeView) -> str:
-        return (
-            f"rt.{prefix}instance_normalization({_operands(view)}, "
-            f"epsilon={py(view.attr('epsilon'))})"
-        )
-
-    return emit
+@emitter("InstanceNormalization", since=6, exact=True)
+def instance_normalization(view: NodeView) -> pyir.Expr:
+    return call("rt.instance_normalization", *_operands(view), epsilon=view.attr("epsilon"))
 
 
-def _group_normalization_18(prefix: str):
-    def emit(view: NodeView) -> str:
-        """Opset 18: scale and bias hold one value per group, repeated here over its channels."""
-        X, scale, bias = view.inputs
-        groups = view.attr("num_groups")
-        channels = X.shape[1] if X.shape is not None and isinstance(X.shape[1], int) else None
-        per_group = py(channels // groups) if channels is not None else f"{X}.shape[1] // {groups}"
-        return (
-            f"rt.{prefix}group_normalization({X}, np.repeat({scale}, {per_group}), "
-            f"np.repeat({bias}, {per_group}), num_groups={groups}, "
-            f"epsilon={py(view.attr('epsilon'))})"
-        )
-
-    return emit
-
-
-def _group_normalization(prefix: str):
-    def emit(view: NodeView) -> str:
-        """Opset 21: scale and bias per channel; statistics in the stash type."""
-        return (
-            f"rt.{prefix}group_normalization({_operands(view)}, "
-            f"num_groups={view.attr('num_groups')}, epsilon={py(view.attr('epsilon'))}, "
-            f"stash_type={_stash_type(view)})"
-        )
-
-    return emit
-
-
-def _axis_keywords(view: NodeView) -> str:
-    axis = axis_of(view, view.attr("axis"))
-    return f"axis={axis}, epsilon={py(view.attr('epsilon'))}, stash_type={_stash_type(view)}"
-
-
-def _layer_normalization(prefix: str):
-    def emit(view: NodeView) -> str:
-        """The kernel returns (Y, Mean, InvStdDev); the node may list fewer outputs. The fast
-        kernel computes Y alone with stats=False (no statistics arrays for a node without them)."""
-        call = f"rt.{prefix}layer_normalization({_operands(view)}, {_axis_keywords(view)}"
-        count = len(view.outputs)
-        if not prefix and all(o is None for o in view.outputs[1:]):
-            y_alone = f"{call}, stats=False)"
-            return y_alone if count == 1 else [f"{view.outputs[0]} = {y_alone}"]
-        return f"{call})[0]" if count == 1 else f"{call})" if count == 3 else f"{call})[:{count}]"
-
-    return emit
-
-
-def _rms_normalization(prefix: str):
-    def emit(view: NodeView) -> str:
-        return f"rt.{prefix}rms_normalization({_operands(view)}, {_axis_keywords(view)})"
-
-    return emit
-
-
-for _prefix, _variant, _exact in (("", None, False), ("exact_", "exact", True)):
-    emitter("InstanceNormalization", since=6, variant=_variant, exact=_exact)(
-        _instance_normalization(_prefix)
+@emitter("GroupNormalization", since=18, until=20, exact=True)
+def group_normalization_18(view: NodeView) -> pyir.Expr:
+    """Opset 18: scale and bias hold one value per group, repeated here over its channels."""
+    X, scale, bias = view.inputs
+    groups = view.attr("num_groups")
+    channels = X.shape[1] if X.shape is not None and isinstance(X.shape[1], int) else None
+    per_group = (
+        channels // groups
+        if channels is not None
+        else binop("//", index(attr(X, "shape"), 1), groups)
     )
-    emitter("GroupNormalization", since=18, until=20, variant=_variant, exact=_exact)(
-        _group_normalization_18(_prefix)
-    )
-    emitter("GroupNormalization", since=21, variant=_variant, exact=_exact)(
-        _group_normalization(_prefix)
-    )
-    emitter("LayerNormalization", since=17, variant=_variant, exact=_exact)(
-        _layer_normalization(_prefix)
-    )
-    emitter("RMSNormalization", since=23, variant=_variant, exact=_exact)(
-        _rms_normalization(_prefix)
+    return call(
+        "rt.group_normalization",
+        X,
+        call("np.repeat", scale, per_group),
+        call("np.repeat", bias, per_group),
+        num_groups=groups,
+        epsilon=view.attr("epsilon"),
     )
 
 
-def _lp_normalization(prefix: str):
-    def emit(view: NodeView) -> str:
-        p = view.attr("p")
-        if p not in (1, 2):
-            raise CompileError(f"{view.node.label}: LpNormalization supports p 1 and 2, not {p}")
-        axis = axis_of(view, view.attr("axis"))
-        return f"rt.{prefix}lp_normalization({view.inputs[0]}, axis={axis}, p={p})"
-
-    return emit
-
-
-def _mean_variance_normalization(prefix: str):
-    def emit(view: NodeView) -> str:
-        axes = code_of(axes_of(view, view.attr("axes")))
-        return f"rt.{prefix}mean_variance_normalization({view.inputs[0]}, axes={axes})"
-
-    return emit
-
-
-for _prefix, _variant, _exact in (("", None, False), ("exact_", "exact", True)):
-    emitter("LpNormalization", since=1, variant=_variant, exact=_exact)(_lp_normalization(_prefix))
-    emitter("MeanVarianceNormalization", since=9, variant=_variant, exact=_exact)(
-        _mean_variance_normalization(_prefix)
+@emitter("GroupNormalization", since=21, exact=True)
+def group_normalization(view: NodeView) -> pyir.Expr:
+    """Opset 21: scale and bias per channel; statistics in the stash type."""
+    return call(
+        "rt.group_normalization",
+        *_operands(view),
+        num_groups=view.attr("num_groups"),
+        epsilon=view.attr("epsilon"),
+        stash_type=_stash_type(view),
     )
 
 
-def _lrn(prefix: str):
-    def emit(view: NodeView) -> str:
-        keywords = ", ".join(
-            f"{name}={py(view.attr(name))}" for name in ("size", "alpha", "beta", "bias")
-        )
-        return f"rt.{prefix}lrn({view.inputs[0]}, {keywords})"
-
-    return emit
+def _axis_keywords(view: NodeView) -> dict:
+    axis = _code(axis_of(view, view.attr("axis")))
+    return {"axis": axis, "epsilon": view.attr("epsilon"), "stash_type": _stash_type(view)}
 
 
-emitter("LRN", since=1, exact=False)(_lrn(""))
-emitter("LRN", since=1, variant="exact", exact=True)(_lrn("exact_"))
+@emitter("LayerNormalization", since=17, exact=True)
+def layer_normalization(view: NodeView):
+    """The kernel returns (Y, Mean, InvStdDev); the node may list fewer outputs. A node without
+    the statistics computes Y alone with stats=False (no statistics arrays)."""
+    operands, keywords = _operands(view), _axis_keywords(view)
+    count = len(view.outputs)
+    if all(o is None for o in view.outputs[1:]):
+        y_alone = call("rt.layer_normalization", *operands, **keywords, stats=False)
+        return y_alone if count == 1 else [pyir.assign((view.outputs[0].name,), y_alone)]
+    results = call("rt.layer_normalization", *operands, **keywords)
+    return results if count == 3 else index(results, pyir.Slice(None, pyir.Lit(count)))
+
+
+@emitter("RMSNormalization", since=23, exact=True)
+def rms_normalization(view: NodeView) -> pyir.Expr:
+    return call("rt.rms_normalization", *_operands(view), **_axis_keywords(view))
+
+
+@emitter("LpNormalization", since=1, exact=True)
+def lp_normalization(view: NodeView) -> pyir.Expr:
+    p = view.attr("p")
+    if p not in (1, 2):
+        raise CompileError(f"{view.node.label}: LpNormalization supports p 1 and 2, not {p}")
+    axis = _code(axis_of(view, view.attr("axis")))
+    return call("rt.lp_normalization", view.inputs[0], axis=axis, p=p)
+
+
+@emitter("MeanVarianceNormalization", since=9, exact=True)
+def mean_variance_normalization(view: NodeView) -> pyir.Expr:
+    axes = _code(code_of(axes_of(view, view.attr("axes"))))
+    return call("rt.mean_variance_normalization", view.inputs[0], axes=axes)
+
+
+@emitter("LRN", since=1, exact=True)
+def lrn(view: NodeView) -> pyir.Expr:
+    keywords = {name: view.attr(name) for name in ("size", "alpha", "beta", "bias")}
+    return call("rt.lrn", view.inputs[0], **keywords)

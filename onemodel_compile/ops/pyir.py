@@ -127,7 +127,21 @@ class List:
 
 
 Expr = Union[
-    Ref, Const, Lit, DType, Scalar, Call, Method, Attr, Slice, Index, BinOp, Unary, IfExp, Tuple, List
+    Ref,
+    Const,
+    Lit,
+    DType,
+    Scalar,
+    Call,
+    Method,
+    Attr,
+    Slice,
+    Index,
+    BinOp,
+    Unary,
+    IfExp,
+    Tuple,
+    List,
 ]
 NODES = (
     Ref, Const, Lit, DType, Scalar, Call, Method, Attr, Slice, Index, BinOp, Unary, IfExp, Tuple, List
@@ -164,6 +178,10 @@ def expr(value) -> Expr:
 
 
 def _is_code(value) -> bool:
+    """Whether `value` needs a node of its own (a literal cannot hold it): a node, an operand,
+    or a dtype."""
+    if isinstance(value, (np.dtype, type)):
+        return True
     return isinstance(value, NODES) or isinstance(getattr(value, "node", None), NODES)
 
 
@@ -213,6 +231,21 @@ def tuple_of(items) -> Tuple:
 
 def assign(targets, value, unpack: bool = False) -> Assign:
     return Assign(tuple(targets), expr(value), unpack)
+
+
+def optional_arguments(names, operands) -> tuple[list, dict]:
+    """Operands of a node with optional inputs as a kernel's arguments: positionally up to the
+    first absent one (None), the present ones after it as keywords named by `names` (the kernel's
+    parameter names, in order), so that no absent input is passed as a positional None."""
+    args, kwargs = [], {}
+    for position, (name, operand) in enumerate(zip(names, operands)):
+        if operand is None:
+            continue
+        if position == len(args):  # every operand before it is present
+            args.append(operand)
+        else:
+            kwargs[name] = operand
+    return args, kwargs
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -306,7 +339,8 @@ class Printer:
         if isinstance(node, Index):
             key = node.key
             inner = (
-                ", ".join(self._subscript(k) for k in key.items) + ("," if len(key.items) == 1 else "")
+                ", ".join(self._subscript(k) for k in key.items)
+                + ("," if len(key.items) == 1 else "")
                 if isinstance(key, Tuple) and key.items
                 else self._subscript(key)
             )
@@ -315,8 +349,8 @@ class Printer:
             return self._binop(node)
         if isinstance(node, Unary):
             strength = _PRECEDENCE["not "] if node.op == "not " else _PRECEDENCE["unary"]
-            text, inner = self._print(node.operand)
-            if inner <= strength or isinstance(node.operand, BinOp):
+            text, bound = self._print(node.operand)
+            if bound <= strength or isinstance(node.operand, BinOp):
                 text = f"({text})"
             return f"{node.op}{text}", strength
         if isinstance(node, IfExp):
@@ -335,8 +369,10 @@ class Printer:
         arithmetic = strength >= _PRECEDENCE["+"]
         left, left_strength = self._print(node.left)
         right, right_strength = self._print(node.right)
-        if left_strength < strength or (arithmetic and isinstance(node.left, BinOp)) or (
-            node.op == "**" and left_strength <= strength
+        if (
+            left_strength < strength
+            or (arithmetic and isinstance(node.left, BinOp))
+            or (node.op == "**" and left_strength <= strength)
         ):
             left = f"({left})"
         if right_strength <= strength or (arithmetic and isinstance(node.right, BinOp)):
@@ -351,7 +387,9 @@ class Printer:
 
     def _subscript(self, node) -> str:
         if isinstance(node, Slice):
-            parts = ["" if p is None else self.source(p) for p in (node.start, node.stop, node.step)]
+            parts = [
+                "" if p is None else self.source(p) for p in (node.start, node.stop, node.step)
+            ]
             return ":".join(parts[:2]) + (f":{parts[2]}" if node.step is not None else "")
         return self.source(node)
 
@@ -372,7 +410,7 @@ def source(node) -> str:
     return Printer().statement(node)
 
 
-# --- reading text: emit rules not yet building nodes ----------------------------------------
+# --- reading text: the symbolic dims' arithmetic (symbolic.code) -----------------------------
 
 _OPERATORS = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
@@ -384,20 +422,28 @@ _OPERATORS = {
 
 
 def parse(text: str):
-    """An emit rule's source text (an expression or one assignment) as nodes. The bridge for
-    rules that still return text: their code is the compiler's own, never the model's."""
+    """Source text (an expression or one assignment) as nodes: the arithmetic of symbolic dims
+    that symbolic.code prints (`batch * 12`). Only ever the compiler's own code, never the
+    model's."""
     (statement,) = ast.parse(text).body
     if isinstance(statement, ast.Assign):
         (target,) = statement.targets
         if isinstance(target, ast.Tuple):
-            names = tuple(None if t.id == "_" else t.id for t in target.elts)
+            identifiers = [_identifier(t) for t in target.elts]
+            names = tuple(None if n == "_" else n for n in identifiers)
             unpack = len(names) == 1
         else:
-            names, unpack = (target.id,), False
+            names, unpack = (_identifier(target),), False
         return Assign(names, _node(statement.value), unpack)
     if isinstance(statement, ast.Expr):
         return _node(statement.value)
     raise ValueError(f"not an expression or an assignment: {text!r}")
+
+
+def _identifier(node: ast.expr) -> str:
+    if not isinstance(node, ast.Name):
+        raise ValueError(f"not a plain assignment target: {ast.unparse(node)}")
+    return node.id
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -455,16 +501,20 @@ def _node(node: ast.expr) -> Expr:
         return BinOp(_OPERATORS[type(node.ops[0])], _node(node.left), _node(node.comparators[0]))
     if isinstance(node, ast.UnaryOp):
         operand = _node(node.operand)
-        if isinstance(node.op, ast.USub) and isinstance(operand, Lit) and not isinstance(operand.value, (str, bool)):
+        if (
+            isinstance(node.op, ast.USub)
+            and isinstance(operand, Lit)
+            and isinstance(operand.value, (int, float))
+            and not isinstance(operand.value, bool)
+        ):
             return Lit(-operand.value)
         return Unary(_OPERATORS[type(node.op)], operand)
     if isinstance(node, ast.IfExp):
         return IfExp(_node(node.test), _node(node.body), _node(node.orelse))
     if isinstance(node, ast.Tuple):
         items = tuple(_node(e) for e in node.elts)
-        if all(isinstance(i, Lit) for i in items):
-            return Lit(tuple(i.value for i in items))
-        return Tuple(items)
+        values = [i.value for i in items if isinstance(i, Lit)]
+        return Lit(tuple(values)) if len(values) == len(items) else Tuple(items)
     if isinstance(node, ast.List):
         return List(tuple(_node(e) for e in node.elts))
     raise ValueError(f"unsupported expression: {ast.unparse(node)}")

@@ -17,8 +17,10 @@ import numpy as np
 
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops.code import dtype_expr
+from onemodel_compile.ops import pyir
+from onemodel_compile.ops.common import optional_arguments
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import call
 from onemodel_compile.ops.registry import emitter
 from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
 
@@ -35,15 +37,15 @@ def _refuse_blocked(view: NodeView, scale_index: int) -> None:
         )
 
 
-def _axis_keyword(view: NodeView) -> str:
+def _axis_keyword(view: NodeView) -> dict:
     """`axis=` when the opset has the attribute (13 on) and a scale could be per axis."""
     axis = view.attr("axis")
-    return "" if axis is None else f", axis={axis}"
+    return {} if axis is None else {"axis": axis}
 
 
 @emitter("QuantizeLinear", since=10, exact=True)
-def quantize_linear(view: NodeView) -> str:
-    X, scale, zero_point = view.inputs[0], view.inputs[1], view.input(2)
+def quantize_linear(view: NodeView) -> pyir.Expr:
+    zero_point = view.input(2)
     _refuse_blocked(view, 1)
     code = view.attr("output_dtype") or 0
     if code:
@@ -59,17 +61,17 @@ def quantize_linear(view: NodeView) -> str:
             f"{view.node.label}: quantization to {target.name} is not supported "
             f"(only {', '.join(QUANTIZED)})"
         )
-    args = [str(X), str(scale)] + ([str(zero_point)] if zero_point is not None else [])
-    keywords = f"{_axis_keyword(view)}, output_dtype={dtype_expr(target)}"
+    keywords = {**_axis_keyword(view), "output_dtype": target}
     precision = view.attr("precision") or 0
     if precision:
-        keywords += f", precision={dtype_expr(ir.element_dtype(precision, view.node.label))}"
-    return f"rt.quantize_linear({', '.join(args)}{keywords})"
+        keywords["precision"] = ir.element_dtype(precision, view.node.label)
+    args, zero_point_keyword = optional_arguments(view, {2: "y_zero_point"})
+    return call("rt.quantize_linear", *args, **zero_point_keyword, **keywords)
 
 
 @emitter("DequantizeLinear", since=10, exact=True)
-def dequantize_linear(view: NodeView) -> str:
-    X, scale, zero_point = view.inputs[0], view.inputs[1], view.input(2)
+def dequantize_linear(view: NodeView) -> pyir.Expr:
+    X, scale = view.inputs[0], view.inputs[1]
     _refuse_blocked(view, 1)
     if X.dtype is not None and X.dtype.name not in QUANTIZED + ("int32",):
         raise UnsupportedError(
@@ -82,44 +84,36 @@ def dequantize_linear(view: NodeView) -> str:
         target = scale.dtype
     else:
         raise CompileError(f"{view.node.label}: the type of x_scale is unknown")
-    args = [str(X), str(scale)] + ([str(zero_point)] if zero_point is not None else [])
-    return (
-        f"rt.dequantize_linear({', '.join(args)}{_axis_keyword(view)}, "
-        f"output_dtype={dtype_expr(target)})"
-    )
+    args, zero_point_keyword = optional_arguments(view, {2: "x_zero_point"})
+    keywords = {**zero_point_keyword, **_axis_keyword(view), "output_dtype": target}
+    return call("rt.dequantize_linear", *args, **keywords)
 
 
 @emitter("DynamicQuantizeLinear", since=11, exact=True)
-def dynamic_quantize_linear(view: NodeView) -> str:
-    return f"rt.dynamic_quantize_linear({view.inputs[0]})"
+def dynamic_quantize_linear(view: NodeView) -> pyir.Expr:
+    return call("rt.dynamic_quantize_linear", view.inputs[0])
 
 
 @emitter("QLinearMatMul", since=10, exact=True)
-def qlinear_matmul(view: NodeView) -> str:
-    return f"rt.qlinear_matmul({', '.join(str(operand) for operand in view.inputs)})"
+def qlinear_matmul(view: NodeView) -> pyir.Expr:
+    args, _ = optional_arguments(view, {})
+    return call("rt.qlinear_matmul", *args)
 
 
-def _conv_keywords(view: NodeView, weights: int) -> str:
+def _conv_keywords(view: NodeView, weights: int) -> dict:
     """The geometry as Conv's (ops.spatial.window_keywords: settled at compile time when it can
     be, else at run time from the weights and input), and the group."""
     keywords = window_keywords(view, kernel_shape_of(view, weights), weights)
-    return f"{keywords}, group={view.attr('group', 1)}"
-
-
-def _arguments(view: NodeView) -> list[str]:
-    """The node's inputs as positional arguments, an absent optional one as None (trailing
-    absent ones dropped)."""
-    args = [str(operand) if operand is not None else "None" for operand in view.inputs]
-    while args and args[-1] == "None":
-        args.pop()
-    return args
+    return {**keywords, "group": view.attr("group", 1)}
 
 
 @emitter("ConvInteger", since=10, exact=True)
-def conv_integer(view: NodeView) -> str:
-    return f"rt.conv_integer({', '.join(_arguments(view))}, {_conv_keywords(view, 1)})"
+def conv_integer(view: NodeView) -> pyir.Expr:
+    args, keywords = optional_arguments(view, {2: "x_zero_point", 3: "w_zero_point"})
+    return call("rt.conv_integer", *args, **keywords, **_conv_keywords(view, 1))
 
 
 @emitter("QLinearConv", since=10, exact=True)
-def qlinear_conv(view: NodeView) -> str:
-    return f"rt.qlinear_conv({', '.join(_arguments(view))}, {_conv_keywords(view, 3)})"
+def qlinear_conv(view: NodeView) -> pyir.Expr:
+    args, keywords = optional_arguments(view, {8: "B"})
+    return call("rt.qlinear_conv", *args, **keywords, **_conv_keywords(view, 3))

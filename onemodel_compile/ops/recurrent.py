@@ -3,21 +3,24 @@ runtime_support/recurrent.py, which documents their semantics.
 
 The emitter checks at compile time what the model fixes: the direction, the activation functions
 (names normalized to their canonical spelling) and their count, hidden_size against R's shape.
-The fast kernels use BLAS and numpy's exp and tanh; the exact variant calls their exact twins
-(rt.exact_rnn, rt.exact_gru, rt.exact_lstm: the same arithmetic in the same order, with
+The fast kernels use BLAS and numpy's exp and tanh; the exact variant calls the exact twins they
+declare (rt.exact_rnn, rt.exact_gru, rt.exact_lstm: the same arithmetic in the same order, with
 exact_matmul's products and the library's own sigmoid, tanh, expm1 and softplus).
 """
 
 from __future__ import annotations
 
 from onemodel_compile.errors import CompileError
-from onemodel_compile.ops.code import py
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import call, index
 from onemodel_compile.ops.registry import emitter
 from runtime_support.recurrent import ACTIVATIONS
 
 _CANONICAL = {name.lower(): name for name in ACTIVATIONS}
 
+# The kernels' tensor parameters, in order (the nodes' inputs; RNN and GRU take the first six)
+_INPUTS = ("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P")
 # op type: (kernel, its default activation functions of one direction, outputs, its own flag)
 _LAYERS = {
     "RNN": ("rnn", ("Tanh",), 2, None),
@@ -57,19 +60,11 @@ def _check_hidden_size(view: NodeView) -> None:
         )
 
 
-@emitter("RNN", "GRU", "LSTM", since=7, exact=False)
-def recurrent(view: NodeView) -> str:
-    return _call(view, "")
-
-
-@emitter("RNN", "GRU", "LSTM", since=7, variant="exact", exact=True)
-def exact_recurrent(view: NodeView) -> str:
-    return _call(view, "exact_")
-
-
-def _call(view: NodeView, prefix: str) -> str:
-    """The kernel's call (`prefix` names the variant's kernel) with the attributes that differ
-    from its defaults, indexed down to the outputs the node lists."""
+# Exact through the kernels' twins rt.exact_rnn, rt.exact_gru and rt.exact_lstm.
+@emitter("RNN", "GRU", "LSTM", since=7, exact=True)
+def recurrent(view: NodeView) -> pyir.Expr:
+    """The kernel's call with the attributes that differ from its defaults, indexed down to the
+    outputs the node lists."""
     kernel, defaults, total, flag = _LAYERS[view.op_type]
     direction = view.attr("direction")
     if direction not in _DIRECTIONS:
@@ -77,21 +72,21 @@ def _call(view: NodeView, prefix: str) -> str:
             f"{view.node.label}: direction {direction!r} is not one of {', '.join(_DIRECTIONS)}"
         )
     _check_hidden_size(view)
-    keywords = [f"direction={py(direction)}"]
+    keywords = {"direction": direction}
     if view.attr("activations") is not None:
         directions = 2 if direction == "bidirectional" else 1
         activations = _activations(view, len(defaults), directions)
         if activations not in (defaults, defaults * directions):
-            keywords.append(f"activations={py(activations)}")
+            keywords["activations"] = activations
     for name in ("activation_alpha", "activation_beta", "clip"):
         if view.attr(name) is not None:
-            keywords.append(f"{name}={py(view.attr(name))}")
+            keywords[name] = view.attr(name)
     for name in ("layout", flag):
         if name is not None and view.attr(name, 0):
-            keywords.append(f"{name}={py(view.attr(name))}")
-    operands = [str(o) if o is not None else "None" for o in view.inputs]
-    while operands[-1] == "None":
-        operands.pop()
-    call = f"rt.{prefix}{kernel}({', '.join(operands + keywords)})"
+            keywords[name] = view.attr(name)
+    args, tensors = pyir.optional_arguments(_INPUTS, view.inputs)
+    results = call(f"rt.{kernel}", *args, **tensors, **keywords)
     count = len(view.outputs)
-    return f"{call}[0]" if count == 1 else call if count == total else f"{call}[:{count}]"
+    if count == 1:
+        return index(results, 0)
+    return results if count == total else index(results, pyir.Slice(None, pyir.Lit(count)))

@@ -21,21 +21,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from runtime_support.reduction import highest, lowest
-
-from onemodel_compile.ops.code import dtype_expr, number
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.common import (
     RunTime,
     axes_of,
     axis_of,
-    code_of,
     exact_for_integers,
     ints_from,
     is_float,
     normalize_axis,
 )
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import call, method
 from onemodel_compile.ops.registry import emitter
+from runtime_support.reduction import highest, lowest
 
 
 @dataclass(frozen=True)
@@ -107,9 +106,14 @@ REDUCTIONS = {
 }
 
 
+def _code(value) -> pyir.Expr:
+    """An axis or axes from common.py's axis_of / axes_of / RunTime as a node."""
+    return pyir.expr(value)
+
+
 def reduce_axes(view: NodeView, axes_input_since: int):
     """The normalized axes to reduce, None to reduce all, () for a no-op, or RunTime. Axes known
-    for an input of unknown rank come as the code normalizing them at run time (a str)."""
+    for an input of unknown rank come as the code normalizing them at run time (axes_of)."""
     rank = view.inputs[0].rank
     axes = ints_from(view, "axes", 1, since=axes_input_since)
     if isinstance(axes, RunTime):
@@ -126,7 +130,7 @@ def _is_half(dtype) -> bool:
 
 
 def _may_be_empty(shape, axes) -> bool:
-    if shape is None or isinstance(axes, str):
+    if shape is None or not (axes is None or isinstance(axes, tuple)):  # axes computed at run time
         return True
     selected = range(len(shape)) if axes is None else axes
     return any(not isinstance(shape[a], int) or shape[a] == 0 for a in selected)
@@ -145,25 +149,25 @@ def _exactness(spec: Reduction):
     return refusal
 
 
-def _kernel_call(kernel: str, view: NodeView, axes) -> str:
+def _kernel_call(kernel: str, view: NodeView, axes) -> pyir.Expr:
     X = view.inputs[0]
     keepdims = view.attr("keepdims", 1)
     if isinstance(axes, RunTime):
         noop = view.attr("noop_with_empty_axes", 0)
-        return f"{kernel}({X}, {axes}, keepdims={keepdims}, noop_with_empty_axes={noop})"
+        return call(kernel, X, _code(axes), keepdims=keepdims, noop_with_empty_axes=noop)
     if axes == ():
-        return f"{kernel}({X}, keepdims={keepdims}, noop_with_empty_axes=1)"
+        return call(kernel, X, keepdims=keepdims, noop_with_empty_axes=1)
     if axes is None:
-        return f"{kernel}({X}, keepdims={keepdims})"
-    return f"{kernel}({X}, {code_of(axes)}, keepdims={keepdims})"
+        return call(kernel, X, keepdims=keepdims)
+    return call(kernel, X, _code(axes), keepdims=keepdims)
 
 
 def _rule(spec: Reduction):
-    def emit(view: NodeView) -> str:
+    def emit(view: NodeView) -> pyir.Expr:
         X = view.inputs[0]
         axes = reduce_axes(view, spec.axes_input_since)
         if axes == () and spec.before is None and spec.after is None:
-            return f"{X}.copy()"
+            return method(X, "copy")
         if (
             isinstance(axes, RunTime)
             or spec.reduce is None
@@ -172,25 +176,24 @@ def _rule(spec: Reduction):
             return _kernel_call(spec.kernel, view, axes)
         integer = not is_float(X.dtype)
         widen = _is_half(X.dtype) and spec.reduce not in ("np.max", "np.min")
-        data = f"{X}.astype(np.float32)" if widen else str(X)
+        data = method(X, "astype", np.float32) if widen else pyir.expr(X)
         if spec.before:
-            data = f"{spec.before}({data})"
+            data = call(spec.before, data)
         if axes == ():  # noop_with_empty_axes: only the elementwise part
             result = data
         else:
-            extra = ""
+            extra = {}
             if integer and spec.reduce in ("np.sum", "np.prod"):
-                extra = f", dtype={dtype_expr(X.dtype)}"  # numpy widens small integers
+                extra["dtype"] = X.dtype  # numpy widens small integers
             elif spec.reduce in ("np.max", "np.min") and _may_be_empty(X.shape, axes):
                 identity = lowest if spec.reduce == "np.max" else highest
-                extra = f", initial={number(identity(np.dtype(X.dtype)))}"
+                extra["initial"] = identity(np.dtype(X.dtype))
             keepdims = bool(view.attr("keepdims", 1))
-            axis = code_of(axes)
-            result = f"{spec.reduce}({data}, axis={axis}, keepdims={keepdims}{extra})"
+            result = call(spec.reduce, data, axis=_code(axes), keepdims=keepdims, **extra)
         if spec.after:
-            result = f"{spec.after}({result})"
+            result = call(spec.after, result)
         if widen or (integer and (spec.after or spec.reduce == "np.mean")):
-            result = f"{result}.astype({dtype_expr(X.dtype)})"
+            result = method(result, "astype", X.dtype)
         return result
 
     return emit
@@ -204,16 +207,17 @@ def _uses_exact_kernel(spec: Reduction, dtype) -> bool:
 
 def _exact_rule(spec: Reduction):
     """The exact variant: floats (and, for ReduceMean, integers) through the exact kernel, other
-    types as in the fast variant."""
+    types as in the fast variant. Not the fast kernels' twins: the fast rule reduces known axes
+    with numpy inline, which has none."""
     fast = _rule(spec)
 
-    def emit(view: NodeView) -> str:
+    def emit(view: NodeView) -> pyir.Expr:
         X = view.inputs[0]
         if not _uses_exact_kernel(spec, X.dtype):
             return fast(view)
         axes = reduce_axes(view, spec.axes_input_since)
         if axes == () and spec.before is None and spec.after is None:
-            return f"{X}.copy()"
+            return method(X, "copy")
         return _kernel_call(spec.exact_kernel, view, axes)
 
     return emit
@@ -241,14 +245,14 @@ for _op, _spec in REDUCTIONS.items():
 
 
 @emitter("ArgMax", "ArgMin", since=1, exact=True)
-def arg_extreme(view: NodeView) -> str:
+def arg_extreme(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
-    axis = axis_of(view, view.attr("axis", 0))
+    axis = _code(axis_of(view, view.attr("axis", 0)))
     keepdims = view.attr("keepdims", 1)
     function = view.op_type.lower()
     if view.attr("select_last_index", 0):
-        return f"rt.{function}({X}, axis={axis}, keepdims={keepdims}, select_last_index=1)"
-    return f"np.{function}({X}, axis={axis}, keepdims={bool(keepdims)})"
+        return call(f"rt.{function}", X, axis=axis, keepdims=keepdims, select_last_index=1)
+    return call(f"np.{function}", X, axis=axis, keepdims=bool(keepdims))
 
 
 # --- CumSum, CumProd -----------------------------------------------------------------------------
@@ -257,47 +261,51 @@ def arg_extreme(view: NodeView) -> str:
 _integers_only = exact_for_integers("float rounding depends on the machine's summation order")
 
 
+def _cumulative_axis(view: NodeView):
+    """The axis input: its normalized value when known at compile time, else the operand."""
+    axis = view.inputs[1]
+    if axis.const is None:
+        return axis
+    return _code(axis_of(view, int(np.asarray(axis.const).reshape(-1)[0])))
+
+
 @emitter("CumSum", since=11, exact=_integers_only)
 @emitter("CumProd", since=26, exact=_integers_only)
-def cumulative(view: NodeView) -> str:
-    X, axis = view.inputs[0], view.inputs[1]
+def cumulative(view: NodeView) -> pyir.Expr:
+    X, axis = view.inputs[0], _cumulative_axis(view)
     function = "cumsum" if view.op_type == "CumSum" else "cumprod"
     exclusive, reverse = view.attr("exclusive", 0), view.attr("reverse", 0)
-    if axis.const is not None:
-        axis = axis_of(view, int(np.asarray(axis.const).reshape(-1)[0]))
-        if not (exclusive or reverse or _is_half(X.dtype)):
-            dtype = "" if is_float(X.dtype) else f", dtype={dtype_expr(X.dtype)}"
-            return f"np.{function}({X}, axis={axis}{dtype})"
-    return f"rt.{function}({X}, {axis}, exclusive={exclusive}, reverse={reverse})"
+    if view.inputs[1].const is not None and not (exclusive or reverse or _is_half(X.dtype)):
+        dtype = {} if is_float(X.dtype) else {"dtype": X.dtype}
+        return call(f"np.{function}", X, axis=axis, **dtype)
+    return call(f"rt.{function}", X, axis, exclusive=exclusive, reverse=reverse)
 
 
 @emitter("CumSum", since=11, variant="exact", exact=True)
 @emitter("CumProd", since=26, variant="exact", exact=True)
-def cumulative_exact(view: NodeView) -> str:
+def cumulative_exact(view: NodeView) -> pyir.Expr:
     """Floats through rt.exact_cumsum (float64 doubling-step sums) or rt.exact_cumprod (float64
     sequential products), rounded once; integers as in the fast variant."""
-    X, axis = view.inputs[0], view.inputs[1]
+    X = view.inputs[0]
     if not is_float(X.dtype):
         return cumulative(view)
-    if axis.const is not None:
-        axis = axis_of(view, int(np.asarray(axis.const).reshape(-1)[0]))
     function = "exact_cumsum" if view.op_type == "CumSum" else "exact_cumprod"
-    keywords = [f"{name}=1" for name in ("exclusive", "reverse") if view.attr(name, 0)]
-    return f"rt.{function}({', '.join([str(X), str(axis)] + keywords)})"
+    keywords = {name: 1 for name in ("exclusive", "reverse") if view.attr(name, 0)}
+    return call(f"rt.{function}", X, _cumulative_axis(view), **keywords)
 
 
 # --- TopK ----------------------------------------------------------------------------------------
 
 
 @emitter("TopK", since=1, exact=True)
-def top_k(view: NodeView) -> str:
+def top_k(view: NodeView) -> pyir.Expr:
     """Values and indices, always sorted (`sorted`=0 allows any order); ties by lower index."""
     X = view.inputs[0]
-    axis = axis_of(view, view.attr("axis", -1))
+    axis = _code(axis_of(view, view.attr("axis", -1)))
     if view.opset < 10:
-        k = str(view.attr("k"))
+        k = view.attr("k")
     elif view.const(1) is not None:
-        k = str(int(np.asarray(view.const(1)).reshape(-1)[0]))
+        k = int(np.asarray(view.const(1)).reshape(-1)[0])
     else:
-        k = str(view.inputs[1])
-    return f"rt.top_k({X}, {k}, axis={axis}, largest={view.attr('largest', 1)})"
+        k = view.inputs[1]
+    return call("rt.top_k", X, k, axis=axis, largest=view.attr("largest", 1))

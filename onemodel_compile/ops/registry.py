@@ -13,11 +13,14 @@ variant; anything else is an error naming the operator, the opset and the varian
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import TYPE_CHECKING, Callable, Union
 
 from onemodel_compile.errors import UnsupportedError
 
-Exactness = Union[bool, Callable[["NodeView"], Union[str, None]]]  # noqa: F821
+if TYPE_CHECKING:
+    from onemodel_compile.ops.node import NodeView
+
+Exactness = Union[bool, Callable[["NodeView"], Union[str, None]]]
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ def emitter(
     foldable: bool = True,
 ):
     """Register the decorated emit rule for each of `op_types` over opsets since..until."""
+
     def register(emit: Callable) -> Callable:
         for op_type in op_types:
             entry = Emitter(

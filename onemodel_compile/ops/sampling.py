@@ -9,22 +9,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from onemodel_compile.ops.code import literal, py
+from onemodel_compile.ops import pyir
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import call, method
 from onemodel_compile.ops.registry import emitter
 
 # --- Resize and Upsample -----------------------------------------------------------------------
 
+# rt.resize's tensor parameters, in order (the node's inputs)
+_RESIZE_INPUTS = ("X", "roi", "scales", "sizes")
 
-def _optional(view: NodeView, index: int) -> str:
-    """An optional tensor input as code: None when absent or a constant empty tensor."""
+
+def _optional(view: NodeView, index: int):
+    """An optional tensor input: None when absent or a constant empty tensor."""
     operand = view.input(index)
     if operand is None or (operand.const is not None and operand.const.size == 0):
-        return "None"
-    return str(operand)
+        return None
+    return operand
 
 
-def _repeats(view: NodeView, scales) -> str | None:
+def _repeats(view: NodeView, scales) -> pyir.Expr | None:
     """Nearest upsampling by whole factors (the asymmetric, floor rule of Upsample and Resize-10)
     as numpy repeats; None when the scales are not all whole factors of at least 1."""
     scales = None if scales is None else np.asarray(scales, dtype=np.float32).reshape(-1)
@@ -32,109 +36,116 @@ def _repeats(view: NodeView, scales) -> str | None:
         return None
     if not all(s >= 1 and float(s).is_integer() for s in scales):
         return None
-    code = str(view.inputs[0])
+    code = pyir.expr(view.inputs[0])
     for axis, s in enumerate(scales):
         if s != 1:
-            code += f".repeat({int(s)}, axis={axis})"
+            code = method(code, "repeat", int(s), axis=axis)
     return code
 
 
-def _legacy(view: NodeView, scales, scales_code: str, nearest_mode: str) -> str:
+def _legacy(view: NodeView, scales, scales_code, nearest_mode: str) -> pyir.Expr:
     """Upsample and Resize-10: asymmetric coordinates, no other attribute than the mode."""
     repeated = _repeats(view, scales)
     if repeated is not None:
         return repeated
-    return (
-        f"rt.resize({view.inputs[0]}, None, {scales_code}, mode={py(view.attr('mode'))}, "
-        f"coordinate_transformation_mode='asymmetric', nearest_mode={py(nearest_mode)})"
+    return call(
+        "rt.resize",
+        view.inputs[0],
+        scales=scales_code,
+        mode=view.attr("mode"),
+        coordinate_transformation_mode="asymmetric",
+        nearest_mode=nearest_mode,
     )
 
 
 @emitter("Upsample", since=7, until=8, exact=True)
-def upsample_7(view: NodeView) -> str:
+def upsample_7(view: NodeView) -> pyir.Expr:
     scales = np.array(view.attr("scales"), dtype=np.float32)
-    return _legacy(view, scales, literal(scales), "floor")
+    return _legacy(view, scales, pyir.Const(scales, "scales"), "floor")
 
 
 @emitter("Upsample", since=9, exact=True)
-def upsample_9(view: NodeView) -> str:
-    return _legacy(view, view.const(1), str(view.inputs[1]), "floor")
+def upsample_9(view: NodeView) -> pyir.Expr:
+    return _legacy(view, view.const(1), view.inputs[1], "floor")
 
 
 @emitter("Resize", since=10, until=10, exact=True)
-def resize_10(view: NodeView) -> str:
-    return _legacy(view, view.const(1), str(view.inputs[1]), "opset10")
+def resize_10(view: NodeView) -> pyir.Expr:
+    return _legacy(view, view.const(1), view.inputs[1], "opset10")
 
 
 @emitter("Resize", since=11, exact=True)
-def resize(view: NodeView) -> str:
+def resize(view: NodeView) -> pyir.Expr:
     mode = view.attr("mode")
     transform = view.attr("coordinate_transformation_mode")
-    keywords = [f"mode={py(mode)}", f"coordinate_transformation_mode={py(transform)}"]
+    keywords = {"mode": mode, "coordinate_transformation_mode": transform}
     if mode == "nearest":
-        keywords.append(f"nearest_mode={py(view.attr('nearest_mode'))}")
+        keywords["nearest_mode"] = view.attr("nearest_mode")
     if mode == "cubic":
-        keywords.append(f"cubic_coeff_a={py(view.attr('cubic_coeff_a'))}")
+        keywords["cubic_coeff_a"] = view.attr("cubic_coeff_a")
     if mode != "nearest" and view.attr("exclude_outside", 0):
-        keywords.append("exclude_outside=1")
+        keywords["exclude_outside"] = 1
     if mode != "nearest" and view.attr("antialias", 0):
-        keywords.append("antialias=1")
+        keywords["antialias"] = 1
     if transform == "tf_crop_and_resize":
-        keywords.append(f"extrapolation_value={py(view.attr('extrapolation_value'))}")
+        keywords["extrapolation_value"] = view.attr("extrapolation_value")
     policy = view.attr("keep_aspect_ratio_policy", "stretch")
     if policy != "stretch":
-        keywords.append(f"keep_aspect_ratio_policy={py(policy)}")
+        keywords["keep_aspect_ratio_policy"] = policy
     if view.attr("axes") is not None:
-        keywords.append(f"axes={py(tuple(view.attr('axes')))}")
-    roi = _optional(view, 1) if transform == "tf_crop_and_resize" else "None"
-    inputs = [str(view.inputs[0]), roi, _optional(view, 2), _optional(view, 3)]
-    while inputs[-1] == "None":
-        inputs.pop()
-    return f"rt.resize({', '.join(inputs + keywords)})"
+        keywords["axes"] = tuple(view.attr("axes"))
+    roi = _optional(view, 1) if transform == "tf_crop_and_resize" else None
+    inputs = [view.inputs[0], roi, _optional(view, 2), _optional(view, 3)]
+    args, tensors = pyir.optional_arguments(_RESIZE_INPUTS, inputs)
+    return call("rt.resize", *args, **tensors, **keywords)
 
 
 # --- GridSample, AffineGrid -------------------------------------------------------------------
 
 
 @emitter("GridSample", since=16, exact=False)
-def grid_sample(view: NodeView) -> str:
+def grid_sample(view: NodeView) -> pyir.Expr:
     X, grid = view.inputs[0], view.inputs[1]
-    return (
-        f"rt.grid_sample({X}, {grid}, mode={py(view.attr('mode'))}, "
-        f"padding_mode={py(view.attr('padding_mode'))}, "
-        f"align_corners={py(view.attr('align_corners'))})"
-    )
+    keywords = {name: view.attr(name) for name in ("mode", "padding_mode", "align_corners")}
+    return call("rt.grid_sample", X, grid, **keywords)
 
 
 @emitter("AffineGrid", since=20, exact=True)
-def affine_grid(view: NodeView) -> str:
+def affine_grid(view: NodeView) -> pyir.Expr:
     theta, size = view.inputs[0], view.inputs[1]
-    return f"rt.affine_grid({theta}, {size}, align_corners={py(view.attr('align_corners'))})"
+    return call("rt.affine_grid", theta, size, align_corners=view.attr("align_corners"))
 
 
 # --- RoiAlign, NonMaxSuppression --------------------------------------------------------------
 
 
 @emitter("RoiAlign", since=10, exact=False)
-def roi_align(view: NodeView) -> str:
+def roi_align(view: NodeView) -> pyir.Expr:
     # The attribute exists from opset 16 (default half_pixel); before, output_half_pixel applies.
     transform = view.attr("coordinate_transformation_mode", "output_half_pixel")
     X, rois, batch_indices = view.inputs[:3]
-    return (
-        f"rt.roi_align({X}, {rois}, {batch_indices}, mode={py(view.attr('mode'))}, "
-        f"output_height={py(view.attr('output_height'))}, "
-        f"output_width={py(view.attr('output_width'))}, "
-        f"sampling_ratio={py(view.attr('sampling_ratio'))}, "
-        f"spatial_scale={py(view.attr('spatial_scale'))}, "
-        f"coordinate_transformation_mode={py(transform)})"
+    keywords = {
+        name: view.attr(name)
+        for name in ("mode", "output_height", "output_width", "sampling_ratio", "spatial_scale")
+    }
+    return call(
+        "rt.roi_align",
+        X,
+        rois,
+        batch_indices,
+        **keywords,
+        coordinate_transformation_mode=transform,
     )
 
 
+# rt.non_max_suppression's tensor parameters, in order (the node's inputs)
+_NMS_INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold", "score_threshold")
+
+
 @emitter("NonMaxSuppression", since=10, exact=True)
-def non_max_suppression(view: NodeView) -> str:
-    arguments = [str(view.inputs[0]), str(view.inputs[1])] + [_optional(view, i) for i in (2, 3, 4)]
-    while arguments[-1] == "None":
-        arguments.pop()
+def non_max_suppression(view: NodeView) -> pyir.Expr:
+    inputs = [view.inputs[0], view.inputs[1]] + [_optional(view, i) for i in (2, 3, 4)]
+    args, tensors = pyir.optional_arguments(_NMS_INPUTS, inputs)
     center = view.attr("center_point_box", 0)
-    keyword = f", center_point_box={center}" if center else ""
-    return f"rt.non_max_suppression({', '.join(arguments)}{keyword})"
+    keyword = {"center_point_box": center} if center else {}
+    return call("rt.non_max_suppression", *args, **tensors, **keyword)

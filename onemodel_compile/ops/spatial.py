@@ -13,7 +13,6 @@ ONNX defaults (0 and 1 along every spatial axis of the run-time input)."""
 from __future__ import annotations
 
 from onemodel_compile.errors import CompileError
-from onemodel_compile.ops.code import py
 from onemodel_compile.ops.node import NodeView
 from runtime_support._windows import SAME, same_pads
 
@@ -80,25 +79,25 @@ def spatial_geometry(view: NodeView, kernel_shape) -> tuple[list[int], list[int]
     return pads, strides, dilations
 
 
-def geometry_keywords(pads, strides, dilations) -> str:
-    return f"pads={py(pads)}, strides={py(strides)}, dilations={py(dilations)}"
+def geometry_keywords(pads, strides, dilations) -> dict:
+    return {"pads": pads, "strides": strides, "dilations": dilations}
 
 
-def window_keywords(view: NodeView, kernel_shape, weights: int = 1) -> str:
-    """`pads=..., strides=..., dilations=...` for a window kernel; `auto_pad=...` in place of
-    `pads` when auto_pad is SAME_* and the spatial dims or the kernel shape (None) are known only
-    at run time. With the number of spatial axes unknown as well (so the model gives no pads,
-    strides or dilations), `pads=None` or `auto_pad=...` alone: the kernels take the defaults
-    (see the module docstring)."""
+def window_keywords(view: NodeView, kernel_shape, weights: int = 1) -> dict:
+    """The keywords `pads`, `strides`, `dilations` of a window kernel (plain values, for a
+    builder's keywords); `auto_pad` in place of `pads` when auto_pad is SAME_* and the spatial
+    dims or the kernel shape (None) are known only at run time. With the number of spatial axes
+    unknown as well (so the model gives no pads, strides or dilations), `pads=None` or `auto_pad`
+    alone: the kernels take the defaults (see the module docstring)."""
     auto_pad = auto_pad_of(view)
     if kernel_shape is None:
         rank = spatial_rank(view, weights)
         if rank is None:  # no attribute gives pads, strides or dilations: all default
-            return f"auto_pad={py(auto_pad)}" if auto_pad in SAME else "pads=None"
+            return {"auto_pad": auto_pad} if auto_pad in SAME else {"pads": None}
     else:
         rank = len(kernel_shape)
     if auto_pad in SAME and (kernel_shape is None or _static_spatial(view) is None):
         strides, dilations = _strides_dilations(view, rank)
-        return f"auto_pad={py(auto_pad)}, strides={py(strides)}, dilations={py(dilations)}"
+        return {"auto_pad": auto_pad, "strides": strides, "dilations": dilations}
     # the kernel shape is known here, or auto_pad is NOTSET or VALID: only its length counts
     return geometry_keywords(*spatial_geometry(view, kernel_shape or [None] * rank))

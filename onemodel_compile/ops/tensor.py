@@ -7,9 +7,17 @@ import numpy as np
 
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops.code import dtype_expr, literal, number, py, scalar, tuple_code
-from onemodel_compile.ops.common import RunTime, ints_from, is_float, normalize_axis
+from onemodel_compile.ops import pyir
+from onemodel_compile.ops.common import (
+    RunTime,
+    ints_from,
+    is_float,
+    normalize_axis,
+    optional_arguments,
+    span,
+)
 from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import attr, binop, call, index, method, tuple_of
 from onemodel_compile.ops.registry import emitter
 from runtime_support.tensor import clamp_bound
 
@@ -38,8 +46,8 @@ def _constant_value(view: NodeView) -> np.ndarray:
 
 
 @emitter("Constant", since=1, exact=True, fold=lambda view: [_constant_value(view)])
-def constant(view: NodeView) -> str:
-    return literal(_constant_value(view))  # never reached: the fold rule always applies
+def constant(view: NodeView) -> pyir.Expr:
+    return pyir.Const(_constant_value(view), view.out.name)  # never reached: the fold applies
 
 
 def _fill_value(view: NodeView) -> np.ndarray:
@@ -57,28 +65,28 @@ def _fold_constant_of_shape(view: NodeView):
 
 
 @emitter("ConstantOfShape", since=9, exact=True, fold=_fold_constant_of_shape)
-def constant_of_shape(view: NodeView) -> str:
+def constant_of_shape(view: NodeView) -> pyir.Expr:
     value = _fill_value(view)
     shape = view.const(0)
     if shape is not None:
-        target = py(tuple(int(d) for d in shape))
+        target = tuple(int(d) for d in shape)
     else:
-        target = _values_tuple(view.inputs[0]) or f"tuple({view.inputs[0]})"
-    return f"np.full({target}, {number(value[0].item())}, dtype={dtype_expr(value.dtype)})"
+        target = _values_tuple(view.inputs[0]) or call("tuple", view.inputs[0])
+    return call("np.full", target, value[0].item(), dtype=value.dtype)
 
 
-def _values_tuple(operand) -> str | None:
-    """A shape value's elements as a tuple literal of Python ints (resolve's shape arithmetic),
-    or None when the operand is not one."""
-    return None if operand.values is None else tuple_code(operand.values)
+def _values_tuple(operand) -> pyir.Tuple | None:
+    """A shape value's elements as a tuple of Python ints (resolve's shape arithmetic), or None
+    when the operand is not one."""
+    return None if operand.values is None else tuple_of(operand.value_nodes)
 
 
 # --- identity, casts -------------------------------------------------------------------------
 
 
 @emitter("Identity", since=1, exact=True)
-def identity(view: NodeView) -> str:
-    return str(view.inputs[0])
+def identity(view: NodeView) -> pyir.Expr:
+    return pyir.expr(view.inputs[0])
 
 
 # `saturate` and `round_mode` only concern float8 targets, which are out of scope. A float to
@@ -87,49 +95,49 @@ def identity(view: NodeView) -> str:
 # defines it (rt.cast: truncation, NaN to 0, saturation) so that every machine agrees.
 
 
-def _cast(view: NodeView, target) -> str:
+def _cast(view: NodeView, target) -> pyir.Expr:
     X = view.inputs[0]
     if view.variant.exact and is_float(X.dtype) and target.kind in "iu":
-        return f"rt.cast({X}, to={dtype_expr(target)})"
-    return f"{X}.astype({dtype_expr(target)})"
+        return call("rt.cast", X, to=target)
+    return method(X, "astype", target)
 
 
 @emitter("Cast", since=6, exact=True)
-def cast(view: NodeView) -> str:
+def cast(view: NodeView) -> pyir.Expr:
     return _cast(view, ir.element_dtype(view.attr("to"), view.node.label))
 
 
 @emitter("CastLike", since=15, exact=True)
-def cast_like(view: NodeView) -> str:
+def cast_like(view: NodeView) -> pyir.Expr:
     return _cast(view, view.inputs[1].dtype)
 
 
 @emitter("BitCast", since=26, exact=True)
-def bit_cast(view: NodeView) -> str:
+def bit_cast(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     target = ir.element_dtype(view.attr("to"), view.node.label)
     if X.dtype is not None and X.dtype.itemsize != target.itemsize:
         raise CompileError(
             f"{view.node.label}: BitCast from {X.dtype} to {target} changes the element size"
         )
-    return f"{X}.view({dtype_expr(target)})"
+    return method(X, "view", target)
 
 
 @emitter("Dropout", since=7, exact=True, foldable=False)
-def dropout(view: NodeView) -> str:
-    X, ratio, training = view.inputs[0], view.input(1), view.input(2)
+def dropout(view: NodeView) -> pyir.Expr:
+    X, training = view.inputs[0], view.input(2)
     wants_mask = view.output(1) is not None
     if training is None or (training.const is not None and not bool(training.const)):
         if not wants_mask:
-            return str(X)  # inference: the identity
+            return pyir.expr(X)  # inference: the identity
         mask_dtype = view.outputs[1].dtype or np.dtype(bool)
-        return f"{X}, np.ones({X}.shape, dtype={dtype_expr(mask_dtype)})"
+        return tuple_of([X, call("np.ones", attr(X, "shape"), dtype=mask_dtype)])
     # Training mode (opset 12+): the mask comes from numpy's seeded legacy generator.
-    seed = view.attr("seed")
-    mask = ", with_mask=True" if wants_mask else ""
-    return (
-        f"rt.dropout({X}, {ratio if ratio is not None else 'None'}, {training}, seed={seed}{mask})"
-    )
+    args, keywords = optional_arguments(view, {1: "ratio", 2: "training_mode"})
+    keywords["seed"] = view.attr("seed")
+    if wants_mask:
+        keywords["with_mask"] = True
+    return call("rt.dropout", *args, **keywords)
 
 
 # --- shapes ------------------------------------------------------------------------------------
@@ -151,12 +159,13 @@ def _fold_shape(view: NodeView):
 
 
 @emitter("Shape", since=1, exact=True, fold=_fold_shape)
-def shape(view: NodeView) -> str:
+def shape(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     start, end = _shape_bounds(view)
+    dims = attr(X, "shape")
     if start == 0 and end is None:
-        return f"np.array({X}.shape, dtype=np.int64)"
-    return f"np.array({X}.shape[{start or ''}:{'' if end is None else end}], dtype=np.int64)"
+        return call("np.array", dims, dtype=np.int64)
+    return call("np.array", index(dims, span(start or None, end)), dtype=np.int64)
 
 
 def _fold_size(view: NodeView):
@@ -165,104 +174,111 @@ def _fold_size(view: NodeView):
 
 
 @emitter("Size", since=1, exact=True, fold=_fold_size)
-def size(view: NodeView) -> str:
-    return f"np.array({view.inputs[0]}.size, dtype=np.int64)"
+def size(view: NodeView) -> pyir.Expr:
+    return call("np.array", attr(view.inputs[0], "size"), dtype=np.int64)
 
 
 @emitter("Reshape", since=5, exact=True)
-def reshape(view: NodeView) -> str:
-    X = view.inputs[0]
+def reshape(view: NodeView) -> pyir.Expr:
+    X, target_operand = view.inputs[:2]
     allowzero = view.attr("allowzero", 0)
     target = view.const(1)
-    if target is None and view.inputs[1].values is not None:
+    if target is None and target_operand.values is not None:
         # elements computed from dims: a 0 element is the size 0, not a copy of X's dim
         # (docs/decisions.md); a literal 0 still copies
         dims = [
-            f"{X}.shape[{i}]" if d == 0 and not allowzero else str(d)
-            for i, d in enumerate(view.inputs[1].values)
+            index(attr(X, "shape"), i) if d == 0 and not allowzero else code
+            for i, (d, code) in enumerate(zip(target_operand.values, target_operand.value_nodes))
         ]
-        return f"{X}.reshape({tuple_code(dims)})"
+        return method(X, "reshape", tuple_of(dims))
     if target is None:
-        return f"rt.reshape({X}, {view.inputs[1]}, allowzero={allowzero})"
+        return call("rt.reshape", X, target_operand, allowzero=allowzero)
     dims = [int(d) for d in target]
     if not allowzero and 0 in dims:
-        if X.shape is None:
-            return f"rt.reshape({X}, {literal(target)}, allowzero=0)"
-        if len(dims) > len(X.shape):
-            return f"rt.reshape({X}, {literal(target)}, allowzero=0)"
+        if X.shape is None or len(dims) > len(X.shape):
+            return call("rt.reshape", X, target_operand, allowzero=0)
         dims = [X.shape[i] if d == 0 else d for i, d in enumerate(dims)]
         if not all(isinstance(d, int) for d in dims):  # copied dims read at run time
             codes = [
-                str(d) if isinstance(d, int) else view.dim_code(d) or f"{X}.shape[{i}]"
+                d if isinstance(d, int) else view.dim(d) or index(attr(X, "shape"), i)
                 for i, d in enumerate(dims)
             ]
-            return f"{X}.reshape({tuple_code(codes)})"
-    return f"{X}.reshape({py(tuple(dims))})"
+            return method(X, "reshape", tuple_of(codes))
+    return method(X, "reshape", tuple(dims))
 
 
 @emitter("Flatten", since=1, exact=True)
-def flatten(view: NodeView) -> str:
+def flatten(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     rank = X.rank
     axis = view.attr("axis", 1)
     if rank is None:  # the kernel normalizes the axis against the run-time rank
-        return f"rt.flatten({X}, axis={axis})"
+        return call("rt.flatten", X, axis=axis)
     axis = axis + rank if axis < 0 else axis
     outer, inner = X.shape[:axis], X.shape[axis:]
     if _static(outer) and _static(inner):
-        return f"{X}.reshape({int(np.prod(outer))}, {int(np.prod(inner))})"
+        return method(X, "reshape", int(np.prod(outer)), int(np.prod(inner)))
     if _static(inner) and np.prod(inner) > 0:  # -1 is only unambiguous for a non-empty side
-        return f"{X}.reshape(-1, {int(np.prod(inner))})"
+        return method(X, "reshape", -1, int(np.prod(inner)))
     if _static(outer) and np.prod(outer) > 0:
-        return f"{X}.reshape({int(np.prod(outer))}, -1)"
-    return f"{X}.reshape(int(np.prod({X}.shape[:{axis}])), int(np.prod({X}.shape[{axis}:])))"
+        return method(X, "reshape", int(np.prod(outer)), -1)
+    dims = attr(X, "shape")
+    outer_size = call("int", call("np.prod", index(dims, span(stop=axis))))
+    inner_size = call("int", call("np.prod", index(dims, span(start=axis))))
+    return method(X, "reshape", outer_size, inner_size)
 
 
 @emitter("Transpose", since=1, exact=True)
-def transpose(view: NodeView) -> str:
+def transpose(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     perm = view.attr("perm")
     if not perm and X.rank is None:
-        return f"{X}.transpose()"  # numpy's default, as ONNX's: the axes reversed
+        return method(X, "transpose")  # numpy's default, as ONNX's: the axes reversed
     perm = perm or list(reversed(range(X.rank)))
-    return f"{X}.transpose({py(tuple(int(p) for p in perm))})"
+    return method(X, "transpose", tuple(int(p) for p in perm))
 
 
 @emitter("Unsqueeze", since=1, exact=True)
-def unsqueeze(view: NodeView) -> str:
+def unsqueeze(view: NodeView) -> pyir.Expr:
     axes = ints_from(view, "axes", 1, since=13)  # a scalar axes input is one axis
     if isinstance(axes, RunTime):
-        return f"rt.unsqueeze({view.inputs[0]}, {axes})"
-    return f"np.expand_dims({view.inputs[0]}, {py(tuple(axes))})"
+        return call("rt.unsqueeze", view.inputs[0], axes)
+    return call("np.expand_dims", view.inputs[0], tuple(axes))
 
 
 @emitter("Squeeze", since=1, exact=True)
-def squeeze(view: NodeView) -> str:
+def squeeze(view: NodeView) -> pyir.Expr:
     axes = ints_from(view, "axes", 1, since=13)
     if isinstance(axes, RunTime):
-        return f"rt.squeeze({view.inputs[0]}, {axes})"
+        return call("rt.squeeze", view.inputs[0], axes)
     if not axes:
-        return f"np.squeeze({view.inputs[0]})"
-    return f"np.squeeze({view.inputs[0]}, {py(tuple(axes))})"
+        return call("np.squeeze", view.inputs[0])
+    return call("np.squeeze", view.inputs[0], tuple(axes))
+
+
+def _shape_nodes(view: NodeView, shape) -> pyir.Tuple | None:
+    """`shape` computed at run time (NodeView.dim for each dim), or None when a dim cannot be."""
+    dims = None if shape is None else [view.dim(d) for d in shape]
+    return None if dims is None or None in dims else tuple_of(dims)
 
 
 @emitter("Expand", since=8, exact=True)
-def expand(view: NodeView) -> str:
+def expand(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     target = view.const(1)
     if target is not None and _static(X.shape):
         out = np.broadcast_shapes(tuple(X.shape), tuple(int(d) for d in target))
-        return f"np.broadcast_to({X}, {py(out)}).copy()"
-    out = view.shape_code(view.out.shape) if view.inputs[1].values is not None else None
+        return method(call("np.broadcast_to", X, out), "copy")
+    out = _shape_nodes(view, view.out.shape) if view.inputs[1].values is not None else None
     if out is not None:  # the result's dims are known as symbols: no product with ones
-        return f"np.broadcast_to({X}, {out}).copy()"
-    return f"{X} * np.ones({view.inputs[1]}, dtype={dtype_expr(X.dtype)})"
+        return method(call("np.broadcast_to", X, out), "copy")
+    return binop("*", X, call("np.ones", view.inputs[1], dtype=X.dtype))
 
 
 @emitter("Concat", since=4, exact=True)
-def concat(view: NodeView) -> str:
-    parts = [str(x) for x in view.inputs if x is not None]
-    return f"np.concatenate(({', '.join(parts)},), axis={view.attr('axis')})"
+def concat(view: NodeView) -> pyir.Expr:
+    parts = [x for x in view.inputs if x is not None]
+    return call("np.concatenate", tuple_of(parts), axis=view.attr("axis"))
 
 
 def _split_sizes(view: NodeView, dim, count: int) -> list[int] | RunTime:
@@ -279,7 +295,7 @@ def _split_sizes(view: NodeView, dim, count: int) -> list[int] | RunTime:
     return [dim // count] * count
 
 
-def _split(view: NodeView, parts) -> str:
+def _split(view: NodeView, parts) -> pyir.Expr:
     """Split: a copy for one output, rt.split when the sizes are known only at run time, else
     `parts(X, axis, bounds)` with the static bounds between the parts."""
     X = view.inputs[0]
@@ -288,38 +304,43 @@ def _split(view: NodeView, parts) -> str:
         axis = normalize_axis(axis, X.rank, view)
     count = len(view.outputs)
     if count == 1:
-        return f"{X}.copy()"
+        return method(X, "copy")
     sizes = ints_from(view, "split", 1, since=13)
     dim = X.shape[axis] if X.shape is not None else None
     if isinstance(sizes, RunTime) or (not sizes and not isinstance(dim, int)):
-        split_sizes = f"{sizes}" if sizes else "None"
-        return f"rt.split({X}, {split_sizes}, axis={axis}, outputs={count})"
+        split_sizes = [sizes] if isinstance(sizes, RunTime) else []  # none: equal parts
+        return call("rt.split", X, *split_sizes, axis=axis, outputs=count)
     sizes = _split_sizes(view, dim, count)
     bounds = [int(b) for b in np.cumsum(sizes)[:-1]]
     return parts(X, axis, bounds)
 
 
-def _split_slices(X, axis: int, bounds: list[int]) -> str:
+def _split_slices(X, axis: int, bounds: list[int]) -> pyir.Expr:
     """The parts as basic slices, `X[:, 256:512]`: the same views np.split makes, without its
     Python-level set-up (about 7 us for three parts of a small tensor)."""
     if axis < 0:  # rank unknown: np.split counts the axis from the end
-        return f"np.split({X}, {py(bounds)}, axis={axis})"
+        return call("np.split", X, bounds, axis=axis)
     edges = [None, *bounds, None]
-    lead = ":, " * axis
-    return ", ".join(
-        f"{X}[{lead}{_bound(start)}:{_bound(stop)}]" for start, stop in zip(edges, edges[1:])
+    return tuple_of(
+        index(X, _subscript([span()] * axis + [span(start, stop)]))
+        for start, stop in zip(edges, edges[1:])
     )
 
 
+def _subscript(items: list) -> pyir.Expr:
+    """Subscript items as a key: one item alone (`X[1:3]`), more as a tuple (`X[:, 1:3]`)."""
+    return items[0] if len(items) == 1 else tuple_of(items)
+
+
 @emitter("Split", since=2, exact=True)
-def split(view: NodeView) -> str:
+def split(view: NodeView) -> pyir.Expr:
     return _split(view, _split_slices)
 
 
 @emitter("Split", since=2, variant="exact", exact=True)
-def split_exact(view: NodeView) -> str:
+def split_exact(view: NodeView) -> pyir.Expr:
     """The exact variant's code as it was (the same views as the fast variant's slices)."""
-    return _split(view, lambda X, axis, bounds: f"np.split({X}, {py(bounds)}, axis={axis})")
+    return _split(view, lambda X, axis, bounds: call("np.split", X, bounds, axis=axis))
 
 
 def _slice_parts(view: NodeView):
@@ -339,24 +360,18 @@ def _slice_parts(view: NodeView):
     return rank, list(zip(axes, starts, ends, steps))
 
 
-def _bound(value) -> str:
-    return "" if value is None else str(value)
-
-
 @emitter("Slice", since=1, exact=True)
-def slice_(view: NodeView) -> str:
+def slice_(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     found = _slice_parts(view) if X.rank is not None else None
     if found is None:  # bounds or rank known only at run time
         if view.opset < 10:
-            operands = [py(view.attr(name)) for name in ("starts", "ends", "axes")]
-        else:
-            operands = [str(view.input(i)) for i in range(1, 5)]
-        while operands[-1] == "None":
-            operands.pop()
-        return f"rt.slice_({X}, {', '.join(operands)})"
+            bounds = [view.attr(name) for name in ("starts", "ends", "axes")]
+            return call("rt.slice_", X, *[b for b in bounds if b is not None])
+        args, keywords = optional_arguments(view, {3: "axes", 4: "steps"})
+        return call("rt.slice_", *args, **keywords)
     rank, parts = found
-    items = [":"] * rank
+    items = [span()] * rank
     for axis, start, end, step in parts:
         if step == 0:
             raise CompileError(f"{view.node.label}: a slice step cannot be 0")
@@ -367,35 +382,34 @@ def slice_(view: NodeView) -> str:
                 start = None
             if step > 0 and end == dim:
                 end = None
-        text = f"{_bound(start)}:{_bound(end)}"
-        items[axis] = text + (f":{step}" if step != 1 else "")
-    while items and items[-1] == ":":
+        items[axis] = span(start, end, step if step != 1 else None)
+    while items and items[-1] == span():
         items.pop()
-    return f"{X}[{', '.join(items)}]" if items else f"{X}[...]"
+    return index(X, _subscript(items)) if items else index(X, pyir.ELLIPSIS)
 
 
-def _range(view: NodeView, stash) -> str:
+def _range(view: NodeView, stash) -> pyir.Expr:
     start, limit, delta = view.inputs[:3]
     dtype = start.dtype
     if not is_float(dtype) and all(x.rank == 0 for x in (start, limit, delta)):
         bounds = [
-            x.values[0] if x.values is not None else int(x.const) if x.const is not None else x
+            x.value_nodes[0] if x.values is not None else int(x.const) if x.const is not None else x
             for x in (start, limit, delta)
         ]
-        return f"np.arange({', '.join(map(str, bounds))}, dtype={dtype_expr(dtype)})"
+        return call("np.arange", *bounds, dtype=dtype)
     if stash is None:
-        return f"rt.range_({start}, {limit}, {delta})"
-    bounds = ", ".join(f"{x}.astype({dtype_expr(stash)})" for x in (start, limit, delta))
-    return f"rt.range_({bounds}).astype({dtype_expr(dtype)})"
+        return call("rt.range_", start, limit, delta)
+    bounds = [method(x, "astype", stash) for x in (start, limit, delta)]
+    return method(call("rt.range_", *bounds), "astype", dtype)
 
 
 @emitter("Range", since=11, until=26, exact=True)
-def range_(view: NodeView) -> str:
+def range_(view: NodeView) -> pyir.Expr:
     return _range(view, None)
 
 
 @emitter("Range", since=27, exact=True)
-def range_stashed(view: NodeView) -> str:
+def range_stashed(view: NodeView) -> pyir.Expr:
     """float16 and bfloat16 are computed in `stash_type` (float32 by default)."""
     low_precision = view.inputs[0].dtype.name in ("float16", "bfloat16")
     stash = ir.element_dtype(view.attr("stash_type"), view.node.label) if low_precision else None
@@ -406,11 +420,11 @@ def range_stashed(view: NodeView) -> str:
 
 
 @emitter("Tile", since=6, exact=True)
-def tile(view: NodeView) -> str:
+def tile(view: NodeView) -> pyir.Expr:
     X, repeats = view.inputs[:2]
     if repeats.const is not None:
-        return f"np.tile({X}, {py(tuple(int(r) for r in repeats.const.reshape(-1)))})"
-    return f"np.tile({X}, {_values_tuple(repeats) or repeats})"
+        return call("np.tile", X, tuple(int(r) for r in repeats.const.reshape(-1)))
+    return call("np.tile", X, _values_tuple(repeats) or repeats)
 
 
 def _pad_widths(pads: list[int], axes: list[int] | None, rank: int, view: NodeView):
@@ -425,73 +439,76 @@ def _pad_widths(pads: list[int], axes: list[int] | None, rank: int, view: NodeVi
 
 
 @emitter("Pad", since=2, exact=True)
-def pad(view: NodeView) -> str:
+def pad(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     mode = view.attr("mode", "constant")
     if view.opset < 11:
         pads, axes = list(view.attr("pads")), None
-        value = scalar(view.attr("value", 0.0), X.dtype)
+        value = pyir.scalar(view.attr("value", 0.0), X.dtype)
     else:
         pads = ints_from(view, "pads", 1, since=11)
         axes = ints_from(view, "axes", 3, since=18)
-        value = str(view.input(2)) if view.input(2) is not None else None
+        value = view.input(2)
     static = not isinstance(pads, RunTime) and not isinstance(axes, RunTime)
     widths = _pad_widths(pads, axes, X.rank, view) if static and X.rank is not None else None
     if widths is not None:
         if mode != "constant":
-            return f"np.pad({X}, {py(widths)}, mode={py(mode)})"
-        return f"np.pad({X}, {py(widths)}" + (f", constant_values={value})" if value else ")")
-    operands = [str(X), str(pads) if isinstance(pads, RunTime) else py(pads)]
-    if axes is not None:
-        operands += [value or "None", str(axes) if isinstance(axes, RunTime) else py(axes)]
-    elif value:
-        operands.append(value)
-    return f"rt.pad({', '.join(operands)}, mode={py(mode)})"
+            return call("np.pad", X, widths, mode=mode)
+        if value is None:
+            return call("np.pad", X, widths)
+        return call("np.pad", X, widths, constant_values=value)
+    args, keywords = [X, pads], {}
+    if value is not None:
+        args.append(value)
+    if axes is not None and value is None:
+        keywords["axes"] = axes  # no constant value before it: a keyword
+    elif axes is not None:
+        args.append(axes)
+    return call("rt.pad", *args, **keywords, mode=mode)
 
 
 @emitter("CenterCropPad", since=18, exact=True)
-def center_crop_pad(view: NodeView) -> str:
+def center_crop_pad(view: NodeView) -> pyir.Expr:
     X, shape = view.inputs[:2]
     axes = view.attr("axes")
-    keyword = f", axes={py(tuple(axes))}" if axes is not None else ""
-    return f"rt.center_crop_pad({X}, {shape}{keyword})"
+    keywords = {} if axes is None else {"axes": tuple(axes)}
+    return call("rt.center_crop_pad", X, shape, **keywords)
 
 
 # --- block rearrangements, triangles, identity matrices ----------------------------------------
 
 
 @emitter("DepthToSpace", since=1, exact=True)
-def depth_to_space(view: NodeView) -> str:
+def depth_to_space(view: NodeView) -> pyir.Expr:
     mode = view.attr("mode") or "DCR"
     blocksize = view.attr("blocksize")
-    return f"rt.depth_to_space({view.inputs[0]}, blocksize={blocksize}, mode={py(mode)})"
+    return call("rt.depth_to_space", view.inputs[0], blocksize=blocksize, mode=mode)
 
 
 @emitter("SpaceToDepth", since=1, exact=True)
-def space_to_depth(view: NodeView) -> str:
+def space_to_depth(view: NodeView) -> pyir.Expr:
     mode = view.attr("mode") or "DCR"  # an attribute from opset 28; DCR before
     blocksize = view.attr("blocksize")
-    return f"rt.space_to_depth({view.inputs[0]}, blocksize={blocksize}, mode={py(mode)})"
+    return call("rt.space_to_depth", view.inputs[0], blocksize=blocksize, mode=mode)
 
 
 @emitter("Trilu", since=14, exact=True)
-def trilu(view: NodeView) -> str:
+def trilu(view: NodeView) -> pyir.Expr:
     X, k = view.inputs[0], view.input(1)
     function = "np.triu" if view.attr("upper", 1) else "np.tril"
     if k is None:
-        return f"{function}({X})"
+        return call(function, X)
     if k.const is not None:
-        return f"{function}({X}, {int(k.const.reshape(-1)[0])})"
-    return f"{function}({X}, int({k}))"
+        return call(function, X, int(k.const.reshape(-1)[0]))
+    return call(function, X, call("int", k))
 
 
 @emitter("EyeLike", since=9, exact=True)
-def eye_like(view: NodeView) -> str:
+def eye_like(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     code = view.attr("dtype")
     dtype = X.dtype if code is None else ir.element_dtype(code, view.node.label)
-    shape = X.shape
-    rows, columns = (shape[0], shape[1]) if _static(shape) else (f"{X}.shape[0]", f"{X}.shape[1]")
+    shape = X.shape if _static(X.shape) else [index(attr(X, "shape"), i) for i in (0, 1)]
     k = view.attr("k", 0)
-    diagonal = f", k={k}" if k else ""
-    return f"np.eye({rows}, {columns}{diagonal}, dtype={dtype_expr(dtype)})"
+    keywords = {"k": k} if k else {}
+    return call("np.eye", shape[0], shape[1], **keywords, dtype=dtype)

@@ -1,0 +1,218 @@
+"""The thread count (runtime_support/_threads.py): set_num_threads reaches numpy's BLAS, threads()
+restores the count before it, the default is 1 unless the environment chose a count, a BLAS
+without a thread call is a quiet no-op, and results do not depend on the count (the fast variant
+within onnxruntime's tolerance at each count, the exact variant bit for bit).
+
+The BLAS count is read back here with this file's own ctypes lookup of the loaded OpenBLAS, not
+through the code under test."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import threading
+import warnings
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import helper
+
+import runtime_support as rt
+from onemodel_compile import compile_model
+from runtime_support import _threads
+from tests import models
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _openblas_get():
+    """The loaded OpenBLAS's get_num_threads, found in /proc/self/maps; skips the test on a numpy
+    without OpenBLAS (nothing to read back there)."""
+    np.ones((2, 2)) @ np.ones((2, 2))
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()})
+    except OSError:
+        paths = []
+    for path in paths:
+        library = ctypes.CDLL(path)
+        for name in (
+            "scipy_openblas_get_num_threads64_",
+            "scipy_openblas_get_num_threads",
+            "openblas_get_num_threads64_",
+            "openblas_get_num_threads",
+        ):
+            function = getattr(library, name, None)
+            if function is not None:
+                function.restype = ctypes.c_int
+                return function
+    pytest.skip("numpy's BLAS is not OpenBLAS here: no thread count to read back")
+
+
+@pytest.fixture
+def restore_count():
+    before = rt.get_num_threads()
+    yield
+    rt.set_num_threads(before)
+
+
+def test_set_num_threads_reaches_blas_and_reads_back(restore_count):
+    blas_threads = _openblas_get()
+    for count in (2, 1, 3, 1):
+        rt.set_num_threads(count)
+        assert blas_threads() == count
+        assert rt.get_num_threads() == count
+
+
+def test_threads_restores_the_count_before_it_even_after_an_error(restore_count):
+    blas_threads = _openblas_get()
+    rt.set_num_threads(1)
+    with rt.threads(2):
+        assert blas_threads() == 2 and rt.get_num_threads() == 2
+        with rt.threads(3):
+            assert blas_threads() == 3
+        assert blas_threads() == 2
+    assert blas_threads() == 1 and rt.get_num_threads() == 1
+    with pytest.raises(KeyError):
+        with rt.threads(2):
+            raise KeyError("inside")
+    assert blas_threads() == 1 and rt.get_num_threads() == 1
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, "2", None, True])
+def test_a_bad_count_is_refused_naming_it(value, restore_count):
+    with pytest.raises(ValueError, match=repr(value).replace("(", r"\(").replace(".", r"\.")):
+        rt.set_num_threads(value)
+
+
+def _fresh_process(environment: dict, code: str = "") -> list:
+    """[get_num_threads(), the BLAS count] in a new interpreter after `import runtime_support`
+    and `code`."""
+    script = (
+        "import json, runtime_support as rt\n"
+        "from tests.test_threads import _openblas_get\n"
+        f"{code}\n"
+        "print(json.dumps([rt.get_num_threads(), _openblas_get()()]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in _threads.THREAD_VARIABLES}
+    env.update(environment)
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, cwd=ROOT
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_the_default_is_one_thread_unless_the_environment_chose():
+    _openblas_get()  # skips without OpenBLAS
+    # numpy's OpenBLAS alone would start with every usable CPU (2 or more here)
+    assert _fresh_process({}) == [1, 1]
+    assert _fresh_process({"OPENBLAS_NUM_THREADS": "2"}) == [2, 2]
+    assert _fresh_process({"OMP_NUM_THREADS": "2"}) == [2, 2]
+
+
+def test_zero_returns_to_the_default():
+    _openblas_get()
+    assert _fresh_process({}, "rt.set_num_threads(2); rt.set_num_threads(0)") == [1, 1]
+    two = {"OPENBLAS_NUM_THREADS": "2"}
+    assert _fresh_process(two, "rt.set_num_threads(1); rt.set_num_threads(0)") == [2, 2]
+
+
+def test_without_a_controllable_blas_the_count_is_kept_quietly(restore_count, monkeypatch):
+    monkeypatch.setattr(_threads, "_loaded_libraries", lambda: [])
+    monkeypatch.setitem(_threads._state, "blas", None)  # found again, from no library
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rt.set_num_threads(3)
+        with rt.threads(2):
+            assert rt.get_num_threads() == 2
+    assert rt.get_num_threads() == 3
+    assert not _threads._blas().found and _threads._blas().get() is None
+    monkeypatch.setitem(_threads._state, "blas", None)  # the real BLAS for the fixture's reset
+
+
+def test_run_parts_runs_every_part_on_the_pool_and_raises_their_errors(restore_count):
+    seen = {}
+
+    def part(index):
+        seen[index] = threading.get_ident()
+
+    rt.set_num_threads(2)
+    _threads.run_parts(part, 5)
+    assert sorted(seen) == [0, 1, 2, 3, 4]
+    assert seen[0] == threading.get_ident() and len(set(seen.values())) == 2
+    rt.set_num_threads(1)
+    seen.clear()
+    _threads.run_parts(part, 3)
+    assert sorted(seen) == [0, 1, 2] and set(seen.values()) == {threading.get_ident()}
+
+    def failing(index):
+        if index == 2:
+            raise ArithmeticError("part 2")
+
+    rt.set_num_threads(2)
+    with pytest.raises(ArithmeticError, match="part 2"):
+        _threads.run_parts(failing, 3)
+
+
+def _conv_model():
+    """Conv (3x3, bias), Relu, a 1x1 Conv and a MatMul: BLAS products of several sizes."""
+    rng = np.random.default_rng(4)
+    weights = {
+        "w1": rng.standard_normal((32, 8, 3, 3)).astype(np.float32) * 0.2,
+        "b1": rng.standard_normal(32).astype(np.float32),
+        "w2": rng.standard_normal((16, 32, 1, 1)).astype(np.float32) * 0.2,
+        "m": rng.standard_normal((20, 24)).astype(np.float32) * 0.2,
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"]),
+        helper.make_node("MatMul", ["c2", "m"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "threads",
+        [models.tensor("x", [2, 8, 20, 20])],
+        [models.tensor("y", [2, 16, 20, 24])],
+        [models.init(name, value) for name, value in weights.items()],
+    )
+    feeds = {"x": rng.standard_normal((2, 8, 20, 20)).astype(np.float32)}
+    return models.finish(graph, opset=17), feeds
+
+
+def test_results_do_not_depend_on_the_thread_count(tmp_path, restore_count):
+    model, feeds = _conv_model()
+    expected = onnxruntime.InferenceSession(
+        model.SerializeToString(), providers=["CPUExecutionProvider"]
+    ).run(None, feeds)[0]
+    fast = models.import_module(compile_model(model, tmp_path / "fast.py"))
+    exact = models.import_module(compile_model(model, tmp_path / "exact.py", variant="exact"))
+    exact_bits = []
+    for count in (1, 2, 3):
+        with rt.threads(count):
+            got = fast.run(feeds["x"]).y
+            exact_bits.append(exact.run(feeds["x"]).y.tobytes())
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert exact_bits[0] == exact_bits[1] == exact_bits[2]
+
+
+def test_the_sessions_intra_op_num_threads_sets_the_count(tmp_path, restore_count):
+    blas_threads = _openblas_get()
+    model, feeds = _conv_model()
+    module = models.import_module(compile_model(model, tmp_path / "session.py"))
+    rt.set_num_threads(1)
+    options = rt.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = rt.InferenceSession(module, sess_options=options)
+    assert blas_threads() == 2 and rt.get_num_threads() == 2
+    session.run(None, feeds)
+    default = rt.InferenceSession(module)  # 0: the count in effect stays
+    assert blas_threads() == 2
+    default.run(None, feeds)

@@ -426,6 +426,16 @@ def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return s, e
 
 
+_SIGNS = np.array([1.0, -1.0])
+
+
+def _signs(negative: np.ndarray) -> np.ndarray:
+    """-1.0 where `negative` (a boolean array), else 1.0: multiplying by it negates exactly. A
+    lookup, since np.where and a masked np.negative mispredict their branches on mixed masks and
+    cost several times as much for the same bits."""
+    return np.take(_SIGNS, negative.view(np.int8))
+
+
 def _divide(
     n_hi: np.ndarray, n_lo: np.ndarray, d_hi: np.ndarray, d_lo: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -527,8 +537,9 @@ def _payne_hanek(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r_lo += f_hi * _PIO2_LO + f_lo * _PIO2_HI
     r_hi, r_lo = _fast_two_sum(r_hi, r_lo)
     negative = upper.astype(bool)
-    np.negative(r_hi, out=r_hi, where=negative)
-    np.negative(r_lo, out=r_lo, where=negative)
+    sign = _signs(negative)
+    r_hi *= sign
+    r_lo *= sign
     return q, r_hi, r_lo
 
 
@@ -599,21 +610,22 @@ def _trig_parts(x: np.ndarray, wide: bool):
 def _finish(y: np.ndarray, x: np.ndarray, nan: np.ndarray, odd: bool) -> np.ndarray:
     """NaN for infinite and NaN x; for an odd function the sign of x (-0 included)."""
     if odd:
-        np.negative(y, out=y, where=np.signbit(x))
+        y *= np.copysign(1.0, x)
     y[nan] = np.nan
     return y
 
 
 def _select(
-    choose: np.ndarray, negate: np.ndarray, first, second
+    choose: np.ndarray, negate: np.ndarray | None, first, second
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """second where `choose`, else first (pairs hi, lo), negated where `negate`."""
+    """second where `choose`, else first (pairs hi, lo), negated where `negate` (None: nowhere)."""
     hi = np.where(choose, second[0], first[0])
-    np.negative(hi, out=hi, where=negate)
-    if first[1] is None:
-        return hi, None
-    lo = np.where(choose, second[1], first[1])
-    np.negative(lo, out=lo, where=negate)
+    lo = None if first[1] is None else np.where(choose, second[1], first[1])
+    if negate is not None:
+        sign = _signs(negate)
+        hi *= sign
+        if lo is not None:
+            lo *= sign
     return hi, lo
 
 
@@ -642,7 +654,7 @@ def _tan_block(x: np.ndarray, wide: bool) -> np.ndarray:
     q, s_hi, s_lo, c_hi, c_lo, nan = _trig_parts(x, wide)
     odd = (q & _U(1)) != 0
     n_hi, n_lo = _select(odd, odd, (s_hi, s_lo), (c_hi, c_lo))
-    d_hi, d_lo = _select(odd, np.zeros_like(odd), (c_hi, c_lo), (s_hi, s_lo))
+    d_hi, d_lo = _select(odd, None, (c_hi, c_lo), (s_hi, s_lo))
     if n_lo is None:
         return _finish(n_hi / d_hi, x, nan, odd=True)
     y, y_lo = _divide(n_hi, n_lo, d_hi, d_lo)
@@ -680,7 +692,7 @@ def _atan_block(x: np.ndarray, wide: bool) -> np.ndarray:
         t = _horner(_ATAN_POLY, t) * t
         t *= n
         t += n
-        np.negative(t, out=t, where=big)
+        t *= _signs(big)
         t += np.take(_ATAN_TAILS, index)
         t += head
         return _finish(t, x, np.zeros_like(big), odd=True)
@@ -697,8 +709,9 @@ def _atan_block(x: np.ndarray, wide: bool) -> np.ndarray:
     t = _horner(_ATAN_POLY, w) * w
     t *= u
     t += u_lo
-    np.negative(u, out=u, where=big)
-    np.negative(t, out=t, where=big)
+    sign = _signs(big)
+    u *= sign
+    t *= sign
     s, err = _fast_two_sum(head, u)
     err += np.take(_ATAN_TAILS, index)
     err += t
@@ -742,15 +755,27 @@ def _combine(base_hi, base_lo, m, m_tail) -> np.ndarray:
     return h
 
 
+# Per element (|x| > 1/2, |x| <= 1/2), asin|x| = base - f v - f tail: the base pi/2 or 0 as head
+# and tail, the factor 2 or -1 (exact products); lookups rather than selections (see _signs).
+_ASIN_BASE_HI = np.array([_PIO2_HI, 0.0])
+_ASIN_BASE_LO = np.array([_PIO2_LO, 0.0])
+_ASIN_FACTOR = np.array([2.0, -1.0])
+# acos x likewise, by 2 * (|x| <= 1/2) + (x < 0): 2 (v + tail) for x > 1/2, pi - 2 (v + tail) for
+# x < -1/2, pi/2 - x - x z Q(z) (v = |x|, f = ±1) for |x| <= 1/2.
+_ACOS_BASE_HI = np.array([0.0, _PI_HI, _PIO2_HI, _PIO2_HI])
+_ACOS_BASE_LO = np.array([0.0, _PI_LO, _PIO2_LO, _PIO2_LO])
+_ACOS_FACTOR = np.array([-2.0, 2.0, 1.0, -1.0])
+
+
 def _asin_block(x: np.ndarray, wide: bool) -> np.ndarray:
     """asin|x| = |x| + tail for |x| <= 1/2, pi/2 - 2v - 2 tail above (see _arcsine_parts); x's
     sign. ±1 gives ±pi/2 (v = 0)."""
     small, v, tail = _arcsine_parts(np.abs(x), wide)
-    base_hi = np.where(small, 0.0, _PIO2_HI)
-    base_lo = np.where(small, 0.0, _PIO2_LO)
-    v = np.where(small, -v, v + v)
-    tail = np.where(small, -tail, tail + tail)
-    y = _combine(base_hi, base_lo, v, tail)
+    row = small.view(np.int8)
+    factor = np.take(_ASIN_FACTOR, row)
+    v *= factor
+    tail *= factor
+    y = _combine(np.take(_ASIN_BASE_HI, row), np.take(_ASIN_BASE_LO, row), v, tail)
     return _finish(y, x, np.zeros_like(small), odd=True)
 
 
@@ -758,13 +783,12 @@ def _acos_block(x: np.ndarray, wide: bool) -> np.ndarray:
     """acos x = pi/2 - x - x*z*Q(z) for |x| <= 1/2; 2 (v + tail) for x > 1/2 and
     pi - 2 (v + tail) for x < -1/2 (see _arcsine_parts). acos(1) = +0, acos(-1) = pi."""
     small, v, tail = _arcsine_parts(np.abs(x), wide)
-    negative = x < 0.0
-    base_hi = np.where(small, _PIO2_HI, np.where(negative, _PI_HI, 0.0))
-    base_lo = np.where(small, _PIO2_LO, np.where(negative, _PI_LO, 0.0))
-    sign = np.where(negative, -1.0, 1.0)  # for |x| <= 1/2: x*z*Q(z) = sign * tail
-    m = np.where(small, x, -sign * (v + v))
-    m_tail = sign * np.where(small, tail, -(tail + tail))
-    return _combine(base_hi, base_lo, m, m_tail)
+    row = small.view(np.int8) * np.int8(2)
+    row += (x < 0.0).view(np.int8)
+    factor = np.take(_ACOS_FACTOR, row)
+    v *= factor
+    tail *= factor
+    return _combine(np.take(_ACOS_BASE_HI, row), np.take(_ACOS_BASE_LO, row), v, tail)
 
 
 # --- sines and cosines of rational multiples of a turn (twiddles, windows) ------------------------
@@ -799,8 +823,8 @@ def cos_sin_of_turns(m, n: int) -> tuple[np.ndarray, np.ndarray]:
     swap = ((octant + 1) & 2) != 0  # octants 1, 2, 5, 6: cos and sin change places
     cosine = np.where(swap, s_hi, c_hi)
     sine = np.where(swap, c_hi, s_hi)
-    np.negative(cosine, out=cosine, where=((octant + 2) & 4) != 0)  # octants 2 to 5
-    np.negative(sine, out=sine, where=octant >= 4)
+    cosine *= _signs(((octant + 2) & 4) != 0)  # octants 2 to 5
+    sine *= _signs(octant >= 4)
     cosine += 0.0  # -0 becomes +0
     sine += 0.0
     return cosine, sine

@@ -87,12 +87,12 @@ FLOAT64_BOUND = {
     "acosh": 2.0,
     "atanh": 2.0,
     "pow": 0.75,
-    "sin": 1.0,
-    "cos": 1.0,
+    "sin": 0.85,
+    "cos": 0.85,
     "tan": 1.0,
-    "asin": 0.75,
-    "acos": 0.75,
-    "atan": 0.6,
+    "asin": 0.7,
+    "acos": 0.7,
+    "atan": 0.52,
 }
 
 

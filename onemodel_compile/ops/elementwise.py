@@ -90,9 +90,10 @@ def _exact_twin(function: str) -> str | None:
 
 # A function that is not exact itself but declares an exact twin (numpy's in _kernels.NUMPY, a
 # kernel's with @kernel) is exact through it: the exact variant calls the library's own
-# polynomials of runtime_support/exact_math.py, computed in float64 from + - * / and rounded once
-# to the input's type (each kernel's docstring gives its order of operations). Exp, Log, Tanh,
-# Erf, Sigmoid, Sinh, Cosh, Asinh, Acosh and Atanh have one; a new twin needs no line here.
+# polynomials of runtime_support/exact_math.py and exact_trig.py, computed in float64 from + - * /
+# and rounded once to the input's type (each kernel's docstring gives its order of operations).
+# Exp, Log, Tanh, Erf, Sigmoid, Sinh, Cosh, Asinh, Acosh, Atanh, Sin, Cos, Tan, Asin, Acos and
+# Atan have one; a new twin needs no line here.
 for _op, (_function, _exact, _since) in UNARY.items():
     _exact = _exact or _exact_twin(_function) is not None
     emitter(_op, since=_since, exact=_exact)(_unary_rule(_function))

@@ -3,8 +3,8 @@ Kernels in runtime_support/signal.py.
 
 The fast kernels are not exact (numpy's FFT and cos/log10/power give machine-dependent bits); STFT,
 the windows and MelWeightMatrix are exact through their kernels' exact twins, which compute the
-same definitions with the library's own twiddles, cosines, log and pow and exact_matmul's
-fixed-order product. DFT stays refused (docs/exact-variant.md says why). Lengths, sizes and axes
+same definitions with the library's own FFT (its order of operations part of its definition),
+twiddles, cosines, log and pow. DFT stays refused (docs/exact-variant.md says why). Lengths, sizes and axes
 known at compile time are written as literals; otherwise the kernels read them at run time.
 """
 

@@ -34,6 +34,17 @@ ELEMENT_TYPES = {
     onnx.TensorProto.UINT32: "uint32",
     onnx.TensorProto.UINT64: "uint64",
     onnx.TensorProto.BFLOAT16: "bfloat16",
+    # The small types, as ml_dtypes arrays of one element per byte (runtime_support/_dtypes.py).
+    onnx.TensorProto.FLOAT8E4M3FN: "float8_e4m3fn",
+    onnx.TensorProto.FLOAT8E4M3FNUZ: "float8_e4m3fnuz",
+    onnx.TensorProto.FLOAT8E5M2: "float8_e5m2",
+    onnx.TensorProto.FLOAT8E5M2FNUZ: "float8_e5m2fnuz",
+    onnx.TensorProto.FLOAT8E8M0: "float8_e8m0fnu",
+    onnx.TensorProto.FLOAT4E2M1: "float4_e2m1fn",
+    onnx.TensorProto.UINT4: "uint4",
+    onnx.TensorProto.INT4: "int4",
+    onnx.TensorProto.UINT2: "uint2",
+    onnx.TensorProto.INT2: "int2",
     # String tensors are numpy object arrays of Python str (docs/ml-domain.md).
     onnx.TensorProto.STRING: "object",
 }

@@ -1,5 +1,6 @@
-"""Quantization kernels: linear (de)quantization to and from 8- and 16-bit integers, and the
-integer and quantized matrix products and convolutions.
+"""Quantization kernels: linear (de)quantization to and from 8- and 16-bit integers, the 4- and
+2-bit integers and the float8 and float4 types; the casts to those small types (Cast, CastLike);
+the integer and quantized matrix products and convolutions.
 
 Every kernel is exact, the same bits on every machine:
 - a quotient or product is one IEEE operation in the type the specification names (the scale's
@@ -11,17 +12,27 @@ Every kernel is exact, the same bits on every machine:
   most 255 * 255, so every partial sum is an integer below 2**53 (for reductions shorter than
   10**11 terms) and exact in any summation order. Sums wrap to int32 as integer arithmetic does.
 
-Scales and zero points are per tensor (a scalar or a one-element vector) or per axis (a vector
-along `axis`). Blocked quantization (scales of rank 2 and more) is out of scope.
+Scales and zero points are per tensor (a scalar or a one-element vector), per axis (a vector
+along `axis`) or blocked (`block_size` > 0: the input's rank, each element covering `block_size`
+consecutive elements along `axis`).
+
+The small types are ml_dtypes' (runtime_support/_dtypes.py). A conversion to one of them is
+ml_dtypes' round to nearest even, which the backend data follow, with ONNX's saturation added
+(`saturate`, float8 targets only: an out-of-range value or infinity becomes the largest finite
+value of its sign instead of infinity or NaN); float8 E8M0, a power of two, rounds as
+`round_mode` says.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from runtime_support._dtypes import is_float_dtype
+from runtime_support._kernels import kernel
 from runtime_support.conv import conv
 
 __all__ = [
+    "cast_small",
     "conv_integer",
     "dequantize_linear",
     "dynamic_quantize_linear",
@@ -31,15 +42,29 @@ __all__ = [
 ]
 
 
-def _along(value, axis: int, rank: int) -> np.ndarray:
+def _along(value, axis: int, rank: int, block_size: int = 0, length: int = 0) -> np.ndarray:
     """A scale or zero point shaped to broadcast against a rank-`rank` tensor: a scalar as is,
-    a one-element vector as a scalar, a vector along `axis`."""
+    a one-element vector as a scalar, a vector along `axis`; with `block_size`, a tensor of the
+    input's rank repeated `block_size` times along `axis` and cut to the input's `length`."""
     value = np.asarray(value)
+    if block_size > 0:
+        if value.ndim != rank:
+            raise ValueError(
+                f"blocked quantization: a scale or zero point of rank {value.ndim} for an input "
+                f"of rank {rank}"
+            )
+        axis %= rank
+        if -(-length // block_size) != value.shape[axis]:
+            raise ValueError(
+                f"blocked quantization: {value.shape[axis]} blocks of {block_size} along axis "
+                f"{axis} cannot cover {length} elements"
+            )
+        return np.repeat(value, block_size, axis=axis)[(slice(None),) * axis + (slice(0, length),)]
     if value.ndim == 0:
         return value
     if value.ndim > 1:
         raise ValueError(
-            f"blocked quantization (a scale or zero point of shape {value.shape}) is not supported"
+            f"a scale or zero point of shape {value.shape} needs block_size (blocked quantization)"
         )
     if value.size == 1:
         return value.reshape(())
@@ -50,35 +75,110 @@ def _along(value, axis: int, rank: int) -> np.ndarray:
     return value.reshape(shape)
 
 
+def _integer_range(dtype) -> tuple[int, int]:
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+    else:
+        import ml_dtypes  # int4, uint4, int2, uint2
+
+        info = ml_dtypes.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
 def _saturate(values: np.ndarray, dtype) -> np.ndarray:
     """Integer-valued float64 `values` into `dtype`, clamped to its range; NaN to its minimum."""
-    info = np.iinfo(dtype)
-    return np.fmin(np.fmax(values, float(info.min)), float(info.max)).astype(dtype)
+    low, high = _integer_range(dtype)
+    return np.fmin(np.fmax(values, float(low)), float(high)).astype(dtype)
 
 
-def _zero(zero_point, axis: int, rank: int) -> np.ndarray | float:
-    return 0.0 if zero_point is None else _along(zero_point, axis, rank).astype(np.float64)
+_E8M0_ROUNDING = ("up", "down", "nearest")
 
 
+def _to_e8m0(x: np.ndarray, saturate: bool, round_mode: str) -> np.ndarray:
+    """float8 E8M0 (2**(e - 127), e = 0..254; 255 is NaN) of |x|: float32's biased exponent,
+    plus one when rounding up a value that is not a power of two (`up`), or past the midpoint
+    1.5 * 2**e (`nearest`, ties up). Beyond 2**127 saturates to it, or gives NaN."""
+    import ml_dtypes
+
+    if round_mode not in _E8M0_ROUNDING:
+        raise ValueError(f"round_mode {round_mode!r} is not one of {', '.join(_E8M0_ROUNDING)}")
+    bits = np.abs(x.astype(np.float32)).view(np.uint32)
+    exponent = (bits >> 23).astype(np.int64)
+    mantissa = bits & 0x7FFFFF
+    nan = (exponent == 255) & (mantissa != 0)
+    if round_mode == "up":
+        exponent += (mantissa != 0) & (exponent < 255)
+    elif round_mode == "nearest":
+        exponent += (mantissa >= 0x400000) & (exponent < 255)
+    limit = 254 if saturate else 255
+    code = np.where(nan, 255, np.minimum(exponent, limit)).astype(np.uint8)
+    return code.view(ml_dtypes.float8_e8m0fnu)
+
+
+@kernel(exact=True)
+def cast_small(x, *, to, saturate=True, round_mode="up"):
+    """ONNX Cast to or from the small types (float8, float4, 4- and 2-bit integers): ml_dtypes'
+    conversion, with saturation for float8 targets (`saturate`) and E8M0's `round_mode`."""
+    to = np.dtype(to)
+    if to.name == "float8_e8m0fnu" and x.dtype != to:
+        return _to_e8m0(x, bool(saturate), round_mode)
+    if saturate and to.name.startswith("float8") and is_float_dtype(x.dtype):
+        import ml_dtypes
+
+        largest = float(ml_dtypes.finfo(to).max)
+        x = np.clip(x.astype(np.float32) if x.dtype.itemsize < 4 else x, -largest, largest)
+    return x.astype(to)
+
+
+@kernel(exact=True)
 def quantize_linear(
-    x, y_scale, y_zero_point=None, *, axis=1, output_dtype=np.uint8, precision=None
+    x,
+    y_scale,
+    y_zero_point=None,
+    *,
+    axis=1,
+    block_size=0,
+    output_dtype=np.uint8,
+    precision=None,
+    saturate=True,
 ):
-    """ONNX QuantizeLinear to an integer type: saturate(rint(x / y_scale) + y_zero_point), the
-    division in `precision` (by default the scale's type)."""
+    """ONNX QuantizeLinear. To an integer type: saturate(rint(x / y_scale) + y_zero_point); to a
+    float8 or float4 type: cast(x / y_scale + y_zero_point) with the cast's rounding and
+    `saturate`. The division in `precision` (by default the scale's type)."""
+    output_dtype = np.dtype(output_dtype)
     precision = y_scale.dtype if precision is None else np.dtype(precision)
-    scale = _along(y_scale, axis, x.ndim).astype(precision)
-    quotient = np.rint(x.astype(precision) / scale)
-    return _saturate(quotient.astype(np.float64) + _zero(y_zero_point, axis, x.ndim), output_dtype)
+    length = x.shape[axis] if block_size > 0 else 0
+    scale = _along(y_scale, axis, x.ndim, block_size, length).astype(precision)
+    quotient = x.astype(precision) / scale
+    if is_float_dtype(output_dtype):
+        if y_zero_point is not None:
+            zero = _along(y_zero_point, axis, x.ndim, block_size, length).astype(np.float32)
+            quotient = quotient.astype(np.float32) + zero
+        return cast_small(quotient, to=output_dtype, saturate=saturate)
+    zero = (
+        0.0
+        if y_zero_point is None
+        else _along(y_zero_point, axis, x.ndim, block_size, length).astype(np.float64)
+    )
+    return _saturate(np.rint(quotient).astype(np.float64) + zero, output_dtype)
 
 
-def dequantize_linear(x, x_scale, x_zero_point=None, *, axis=1, output_dtype=np.float32):
-    """ONNX DequantizeLinear from an integer type: (x - x_zero_point) * x_scale. The difference
-    is exact in int64, rounded once to float32; the product is one float32 multiplication, then
-    rounded to `output_dtype` (float16 and bfloat16 keep float32's product, as the reference)."""
-    shifted = x.astype(np.int64)
+@kernel(exact=True)
+def dequantize_linear(
+    x, x_scale, x_zero_point=None, *, axis=1, block_size=0, output_dtype=np.float32
+):
+    """ONNX DequantizeLinear: (x - x_zero_point) * x_scale. From an integer type the difference
+    is exact in int64, rounded once to float32; from a float8 or float4 type it is taken in
+    float32 (every such value and difference of two is exact there). The product is one float32
+    multiplication, then rounded to `output_dtype` (float16 and bfloat16 keep float32's product,
+    as the reference)."""
+    length = x.shape[axis] if block_size > 0 else 0
+    wide = np.float32 if is_float_dtype(x.dtype) else np.int64
+    shifted = x.astype(wide)
     if x_zero_point is not None:
-        shifted = shifted - _along(x_zero_point, axis, x.ndim).astype(np.int64)
-    scale = _along(x_scale, axis, x.ndim).astype(np.float32)
+        shifted = shifted - _along(x_zero_point, axis, x.ndim, block_size, length).astype(wide)
+    scale = _along(x_scale, axis, x.ndim, block_size, length).astype(np.float32)
     return (shifted.astype(np.float32) * scale).astype(output_dtype)
 
 

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from runtime_support._dtypes import ML_DTYPES, is_float_dtype
+
 _DTYPE_EXPR = {
     "bool": "np.bool_",
     "uint8": "np.uint8",
@@ -23,8 +25,9 @@ _DTYPE_EXPR = {
     "float16": "np.float16",
     "float32": "np.float32",
     "float64": "np.float64",
-    "bfloat16": 'rt.dtype_from_name("bfloat16")',
 }
+# numpy has no name for these: the module asks runtime_support (ml_dtypes) for them.
+_DTYPE_EXPR.update({name: f"rt.dtype_from_name({name!r})" for name in ML_DTYPES})
 
 
 def dtype_expr(dtype) -> str:
@@ -70,8 +73,7 @@ def element(value, dtype) -> str:
     decimal that turns back into the same bits when parsed as a float and cast to `dtype`
     (0.1 for float32's 0.100000001490116...), float64's repr otherwise."""
     dtype = np.dtype(dtype)
-    is_float = dtype.kind == "f" or dtype.name == "bfloat16"
-    if not is_float or dtype.itemsize == 8:
+    if not is_float_dtype(dtype) or dtype.itemsize == 8:
         return number(np.asarray(value).item())
     typed = np.asarray(value, dtype=dtype).reshape(())
     if not np.isfinite(typed.astype(np.float32)):

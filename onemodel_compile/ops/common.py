@@ -8,6 +8,7 @@ from onemodel_compile.errors import CompileError
 from onemodel_compile.ops import pyir
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import attr, call, index, method
+from runtime_support._dtypes import is_float_dtype
 
 
 def normalize_axis(axis: int, rank: int, view: NodeView) -> int:
@@ -89,7 +90,7 @@ def optional_arguments(view: NodeView, names: dict[int, str]) -> tuple[list, dic
 
 
 def is_float(dtype) -> bool:
-    return dtype is not None and (np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16")
+    return dtype is not None and is_float_dtype(dtype)
 
 
 def along_axis_rule(kernel: str):

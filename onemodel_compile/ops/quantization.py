@@ -5,10 +5,9 @@ All exact: IEEE divisions and products in a fixed order, half-to-even rounding, 
 comparison, and integer sums carried in float64 where every partial sum is an integer below 2**53
 (see the kernels' module).
 
-In scope: 8- and 16-bit integer targets (and int32 inputs of DequantizeLinear), per-tensor and
-per-axis scales. Out of scope and refused naming the node: blocked quantization (`block_size` > 0
-or scales of rank 2 and more) and the float8, float4 and 4-/2-bit integer types. `saturate` only
-concerns float8 targets, so it has no effect here.
+Targets and sources: 8- and 16-bit integers (and int32 inputs of DequantizeLinear), 4- and 2-bit
+integers, float8 (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ) and float4 E2M1; per-tensor, per-axis and
+blocked scales (`block_size`). `saturate` concerns the float8 targets.
 """
 
 from __future__ import annotations
@@ -24,29 +23,34 @@ from onemodel_compile.ops.pyir import call
 from onemodel_compile.ops.registry import emitter
 from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
 
-QUANTIZED = ("uint8", "int8", "uint16", "int16")
+QUANTIZED = (
+    "uint8",
+    "int8",
+    "uint16",
+    "int16",
+    "uint4",
+    "int4",
+    "uint2",
+    "int2",
+    "float8_e4m3fn",
+    "float8_e4m3fnuz",
+    "float8_e5m2",
+    "float8_e5m2fnuz",
+    "float4_e2m1fn",
+)
 
 
-def _refuse_blocked(view: NodeView, scale_index: int) -> None:
-    block_size = view.attr("block_size") or 0
-    scale = view.input(scale_index)
-    if block_size > 0 or (scale.rank is not None and scale.rank > 1):
-        raise UnsupportedError(
-            f"{view.node.label}: blocked quantization (block_size {block_size}, scale of rank "
-            f"{scale.rank}) is not supported"
-        )
-
-
-def _axis_keyword(view: NodeView) -> dict:
-    """`axis=` when the opset has the attribute (13 on) and a scale could be per axis."""
-    axis = view.attr("axis")
-    return {} if axis is None else {"axis": axis}
+def _axis_keywords(view: NodeView) -> dict:
+    """`axis=` when the opset has the attribute (13 on) and a scale could be per axis;
+    `block_size=` when the quantization is blocked (21 on)."""
+    axis, block_size = view.attr("axis"), view.attr("block_size") or 0
+    keywords = {} if axis is None else {"axis": axis}
+    return {**keywords, "block_size": block_size} if block_size > 0 else keywords
 
 
 @emitter("QuantizeLinear", since=10, exact=True)
 def quantize_linear(view: NodeView) -> pyir.Expr:
     zero_point = view.input(2)
-    _refuse_blocked(view, 1)
     code = view.attr("output_dtype") or 0
     if code:
         target = ir.element_dtype(code, view.node.label)
@@ -61,7 +65,9 @@ def quantize_linear(view: NodeView) -> pyir.Expr:
             f"{view.node.label}: quantization to {target.name} is not supported "
             f"(only {', '.join(QUANTIZED)})"
         )
-    keywords = {**_axis_keyword(view), "output_dtype": target}
+    keywords = {**_axis_keywords(view), "output_dtype": target}
+    if target.name.startswith("float8") and not view.attr("saturate", 1):
+        keywords["saturate"] = False
     precision = view.attr("precision") or 0
     if precision:
         keywords["precision"] = ir.element_dtype(precision, view.node.label)
@@ -72,7 +78,6 @@ def quantize_linear(view: NodeView) -> pyir.Expr:
 @emitter("DequantizeLinear", since=10, exact=True)
 def dequantize_linear(view: NodeView) -> pyir.Expr:
     X, scale = view.inputs[0], view.inputs[1]
-    _refuse_blocked(view, 1)
     if X.dtype is not None and X.dtype.name not in QUANTIZED + ("int32",):
         raise UnsupportedError(
             f"{view.node.label}: dequantization of {X.dtype.name} is not supported"
@@ -85,7 +90,7 @@ def dequantize_linear(view: NodeView) -> pyir.Expr:
     else:
         raise CompileError(f"{view.node.label}: the type of x_scale is unknown")
     args, zero_point_keyword = optional_arguments(view, {2: "x_zero_point"})
-    keywords = {**zero_point_keyword, **_axis_keyword(view), "output_dtype": target}
+    keywords = {**zero_point_keyword, **_axis_keywords(view), "output_dtype": target}
     return call("rt.dequantize_linear", *args, **keywords)
 
 

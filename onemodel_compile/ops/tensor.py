@@ -19,6 +19,7 @@ from onemodel_compile.ops.common import (
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import attr, call, index, method, tuple_of
 from onemodel_compile.ops.registry import emitter
+from runtime_support._dtypes import ML_DTYPES
 from runtime_support.tensor import clamp_bound
 
 
@@ -89,14 +90,23 @@ def identity(view: NodeView) -> pyir.Expr:
     return pyir.expr(view.inputs[0])
 
 
-# `saturate` and `round_mode` only concern float8 targets, which are out of scope. A float to
-# integer conversion out of the target's range (NaN and infinities included) is undefined in
-# ONNX: the fast variant gives numpy's (on x86-64 what onnxruntime gives too), the exact variant
-# defines it (rt.cast: truncation, NaN to 0, saturation) so that every machine agrees.
+# A float to integer conversion out of the target's range (NaN and infinities included) is
+# undefined in ONNX: the fast variant gives numpy's (on x86-64 what onnxruntime gives too), the
+# exact variant defines it (rt.cast: truncation, NaN to 0, saturation) so that every machine
+# agrees. To and from the small types (float8, float4, 4- and 2-bit integers, ml_dtypes' arrays)
+# rt.cast_small converts, with `saturate` and `round_mode` (float8 targets only).
+SMALL_TYPES = frozenset(ML_DTYPES) - {"bfloat16"}
 
 
 def _cast(view: NodeView, target) -> pyir.Expr:
     X = view.inputs[0]
+    if target.name in SMALL_TYPES or (X.dtype is not None and X.dtype.name in SMALL_TYPES):
+        keywords = {}
+        if target.name.startswith("float8") and not view.attr("saturate", 1):
+            keywords["saturate"] = False
+        if target.name == "float8_e8m0fnu":
+            keywords["round_mode"] = view.attr("round_mode", "up")
+        return call("rt.cast_small", X, to=target, **keywords)
     if view.variant.exact and is_float(X.dtype) and target.kind in "iu":
         return call("rt.cast", X, to=target)
     return method(X, "astype", target)

@@ -69,7 +69,9 @@ from runtime_support.resize import *  # noqa: F403
 from runtime_support.sampling import *  # noqa: F403
 from runtime_support.sequence import *  # noqa: F403
 from runtime_support.signal import *  # noqa: F403
+from runtime_support.strings import *  # noqa: F403
 from runtime_support.tensor import *  # noqa: F403
+from runtime_support.training import *  # noqa: F403
 
 _threads._apply_default()
 if os.environ.get("ONEMODEL_KEEP_FREED_MEMORY", "1") != "0":  # docs/decisions.md

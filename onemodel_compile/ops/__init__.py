@@ -19,7 +19,9 @@ from onemodel_compile.ops import (  # noqa: F401  (imported to register their em
     sampling,
     sequence,
     signal,
+    strings,
     tensor,
+    training,
 )
 from onemodel_compile.ops.registry import emitter, lookup, registered
 

@@ -18,7 +18,7 @@ MAX_OPSET = 28
 MIN_CONVERTIBLE_OPSET = 1  # opsets 1 to 6 are converted to MIN_OPSET at load
 DEFAULT_DOMAINS = ("", "ai.onnx")
 # Other domains and the opsets of theirs the compiler reads (onnxruntime 1.31.1's ranges).
-DOMAIN_OPSETS = {"ai.onnx.ml": (1, 5)}
+DOMAIN_OPSETS = {"ai.onnx.ml": (1, 5), "ai.onnx.preview.training": (1, 1)}
 # The compiler's own domain (ops/fused.py): what its rewrites create, never read from a model.
 INTERNAL_DOMAINS = ("onemodel.fused",)
 

@@ -10,12 +10,13 @@ MeanVarianceNormalization and LRN (not float64) through the kernels' exact twins
 
 from __future__ import annotations
 
-from onemodel_compile.errors import CompileError, UnsupportedError
+from onemodel_compile.errors import CompileError
 from onemodel_compile.ops import pyir
 from onemodel_compile.ops.common import axes_of, axis_of, code_of
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import attr, binop, call, index
 from onemodel_compile.ops.registry import emitter
+from onemodel_compile.ops.training import batch_normalization_training
 
 # The element types a `stash_type` attribute may name (TensorProto numbers): float32, float16,
 # float64, bfloat16.
@@ -48,9 +49,7 @@ def _code(value) -> pyir.Expr:
 @emitter("BatchNormalization", since=7, exact=True)
 def batch_normalization(view: NodeView) -> pyir.Expr:
     if view.attr("training_mode", 0) or any(o is not None for o in view.outputs[1:]):
-        raise UnsupportedError(
-            f"{view.node.label}: BatchNormalization in training mode is not supported"
-        )
+        return batch_normalization_training(view)  # ops/training.py
     return call("rt.batch_normalization", *_operands(view), epsilon=view.attr("epsilon"))
 
 

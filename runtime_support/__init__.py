@@ -63,6 +63,7 @@ from runtime_support.ml import *  # noqa: F403
 from runtime_support.normalization import *  # noqa: F403
 from runtime_support.pool import *  # noqa: F403
 from runtime_support.quantization import *  # noqa: F403
+from runtime_support.random import *  # noqa: F403
 from runtime_support.recurrent import *  # noqa: F403
 from runtime_support.reduction import *  # noqa: F403
 from runtime_support.resize import *  # noqa: F403

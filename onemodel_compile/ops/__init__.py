@@ -14,6 +14,7 @@ from onemodel_compile.ops import (  # noqa: F401  (imported to register their em
     normalization,
     pool,
     quantization,
+    random,
     recurrent,
     reduction,
     sampling,

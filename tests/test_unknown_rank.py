@@ -401,6 +401,10 @@ def test_an_axis_out_of_range_fails_at_run_time_when_the_rank_is_unknown(spec: S
 NOT_EXERCISED = {
     ("Constant", 1, None): "no inputs: its value, shape included, is its attribute",
     ("SequenceEmpty", 11, None): "no inputs: it makes an empty sequence",
+    ("RandomUniform", 1, None): "no inputs: its shape is its attribute",
+    ("RandomNormal", 1, None): "no inputs: its shape is its attribute",
+    ("RandomNormalLike", 1, None): "no backend case; its rule is RandomUniformLike's (which the "
+    "Bernoulli cases' expanded forms reach), the input only giving its shape at run time",
     ("GroupNormalization", 18, None): "deprecated: onnx's checker (load.py) refuses opsets 18-20",
     ("onemodel.fused.ScaleShift", 1, None): "never in a model: optimize.py makes it from a "
     "BatchNormalization (tested there); its kernel broadcasts, whatever the rank",

@@ -160,11 +160,9 @@ def load_feeds(case: Case):
 
 def import_generated(path: Path):
     name = f"bench_generated_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    from runtime_support._importing import import_module_file  # after the thread variables
+
+    return import_module_file(path, name)
 
 
 def ort_session(case: Case, threads: int, profile_prefix: str | None = None):

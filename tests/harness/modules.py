@@ -1,11 +1,13 @@
-"""Importing generated modules: the one helper the tests and tools use."""
+"""Importing generated modules: the one helper the tests and tools use (over the runtime's
+import_module_file, which the compiler's load_compiled, verify and the session use)."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import sys
 from pathlib import Path
+
+from runtime_support._importing import import_module_file
 
 _counter = itertools.count()
 
@@ -15,15 +17,7 @@ def import_generated(path: Path, name: str | None = None, *, register: bool = Tr
 
     With `register`, the module stays in sys.modules (pickling its output tuples needs it there);
     runners that import thousands of modules pass register=False so that each one can be freed."""
-    name = name or f"onemodel_generated_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        sys.modules.pop(name, None)
-        raise
+    module = import_module_file(path, name or f"onemodel_generated_{next(_counter)}")
     if not register:
-        sys.modules.pop(name, None)
+        sys.modules.pop(module.__name__, None)
     return module

@@ -41,7 +41,7 @@ def _shape(shape) -> tuple[int, ...]:
     return shape
 
 
-@kernel(fresh=True, exact=True)
+@kernel(exact=True)
 def random_uniform(shape, *, low=0.0, high=1.0, dtype=np.float32, seed=None):
     """Values drawn uniformly from [low, high), of `dtype` and `shape`."""
     unit = _generator(seed).random(_shape(shape))
@@ -56,19 +56,19 @@ def _normal(shape, mean, scale, dtype, seed, log, cos) -> np.ndarray:
     return (np.float64(mean) + np.float64(scale) * values).astype(dtype)
 
 
-@kernel(fresh=True, exact=False, exact_twin="rt.exact_random_normal")
+@kernel(exact=False, exact_twin="rt.exact_random_normal")
 def random_normal(shape, *, mean=0.0, scale=1.0, dtype=np.float32, seed=None):
     """Values drawn from the normal distribution N(mean, scale**2), of `dtype` and `shape`."""
     return _normal(shape, mean, scale, dtype, seed, np.log, np.cos)
 
 
-@kernel(fresh=True, exact=True)
+@kernel(exact=True)
 def exact_random_normal(shape, *, mean=0.0, scale=1.0, dtype=np.float32, seed=None):
     """random_normal with the library's log and cos: the same bits on every machine."""
     return _normal(shape, mean, scale, dtype, seed, exact_log, exact_cos)
 
 
-@kernel(fresh=True, exact=True)
+@kernel(exact=True)
 def bernoulli(X, *, dtype=None, seed=None):
     """1 with probability X (each element), else 0, of `dtype` (default X's)."""
     unit = _generator(seed).random(X.shape)

@@ -25,7 +25,7 @@ def _strings(shape, values) -> np.ndarray:
     return out
 
 
-@kernel(fresh=True, exact=True)
+@kernel(exact=True)
 def string_concat(X, Y):
     """Elementwise X + Y with numpy broadcasting."""
     left, right = np.broadcast_arrays(X, Y)
@@ -48,7 +48,7 @@ def string_split(X, *, delimiter=None, maxsplit=None):
     return Y, counts
 
 
-@kernel(fresh=True, exact=True)
+@kernel(exact=True)
 def regex_full_match(X, *, pattern):
     """Whether each string matches `pattern` as a whole (bool)."""
     compiled = re.compile(pattern, re.ASCII)
@@ -59,7 +59,7 @@ def regex_full_match(X, *, pattern):
 _CASE_CHANGE = {"NONE": lambda s: s, "LOWER": str.lower, "UPPER": str.upper}
 
 
-@kernel(fresh=True, exact=True)
+@kernel(exact=True)
 def string_normalizer(
     X, *, case_change_action="NONE", is_case_sensitive=0, stopwords=(), locale=""
 ):

@@ -44,6 +44,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from runtime_support._dtypes import dtype_from_name
 from tests.harness.compare import compare
 from tests.harness.modules import import_generated
 
@@ -89,7 +90,8 @@ class Input:
     shape: ints and dim names (drawn from the case's `dims`); ignored when `value` is given.
     gen: how values are drawn: "normal" (times `scale`), "uniform" (in [low, high)), "int" (in
       [low, high]), "nonzero" (int in [low, high] without 0), "bool", "index" (ints in [-n, n-1]
-      with n the size of axis `index_of[1]` of input `index_of[0]`).
+      with n the size of axis `index_of[1]` of input `index_of[0]`), "words" (strings, dtype
+      "object": three words of WORDS with joins of WORD_JOINS).
     special: plant NaN, +inf, -inf, +0.0 and -0.0 among float values ("inf": all but NaN).
     value: an explicit array (axes, shapes, scalars); `dtype` applies to it too.
     init: an initializer (known at compile time) rather than a graph input.
@@ -195,10 +197,16 @@ def _io_names(op: str, opset: int, count: int, outputs: bool) -> list[str]:
     return names
 
 
+# The "words" generator's vocabulary: mixed case, accents, digits, an empty word, and the joins
+# that StringSplit and RegexFullMatch cases look for.
+WORDS = ("Monday", "monday", "TUESDAY", "été", "x1", "", "a.b", "Zürich", "42", "ok")
+WORD_JOINS = (" ", "  ", ".", "-", "", "@")
+
+
 def _draw(
     spec: Input, shape: tuple[int, ...], rng: np.random.Generator, arrays: list
 ) -> np.ndarray:
-    dtype = np.dtype(spec.dtype)
+    dtype = dtype_from_name(spec.dtype)
     if spec.gen == "normal":
         data = rng.standard_normal(shape) * spec.scale
     elif spec.gen == "uniform":
@@ -210,6 +218,15 @@ def _draw(
         data[data == 0] = 1
     elif spec.gen == "bool":
         data = rng.random(shape) < 0.5
+    elif spec.gen == "words":  # strings: words of WORDS joined by WORD_JOINS
+        count = int(np.prod(shape, dtype=np.int64))
+        picks = rng.integers(0, len(WORDS), (count, 3))
+        joins = rng.integers(0, len(WORD_JOINS), (count, 2))
+        text = [
+            WORDS[a] + WORD_JOINS[j] + WORDS[b] + WORD_JOINS[k] + WORDS[c]
+            for (a, b, c), (j, k) in zip(picks, joins)
+        ]
+        data = np.array(text + [""], dtype=object)[:count].reshape(shape)
     elif spec.gen == "index":
         source, axis = spec.index_of
         size = arrays[source].shape[axis]

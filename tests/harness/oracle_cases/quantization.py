@@ -1,8 +1,9 @@
 """Oracle cases of the quantization family (onemodel_compile/ops/quantization.py).
 
 Not covered here, with the reason:
-- blocked quantization, float8, float4 and 4-/2-bit integers: out of scope (the compiler refuses
-  them naming the node);
+- float8, float4 and 4-/2-bit integers: onnxruntime 1.31.1's Python binding takes and returns no
+  arrays of them (the backend cases and tests/test_small_types.py, against the ReferenceEvaluator,
+  cover them);
 - opsets above 25 (QuantizeLinear and DequantizeLinear 28): onnxruntime 1.31.1 loads the default
   domain up to opset 26 only;
 - bfloat16 scales: onnxruntime's Python binding takes and returns no bfloat16 arrays;
@@ -60,6 +61,22 @@ def _zero(*shape, dtype="uint8", init=False):
 _HALVES = [-3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 126.5, 127.5, -127.5, -128.5, 254.5]
 
 CASES = [
+    # blocked quantization: scales and zero points of the input's rank, one per block of
+    # `block_size` along `axis` (the last block shorter)
+    Case(
+        "quantize21_blocked_uint8",
+        "QuantizeLinear",
+        21,
+        (x(3, 7, scale=30.0), _scale(3, 3, init=True), _zero(3, 3, init=True)),
+        attrs={"axis": 1, "block_size": 3},
+    ),
+    Case(
+        "dequantize21_blocked_int8",
+        "DequantizeLinear",
+        21,
+        (_ints(4, 6, dtype="int8"), _scale(2, 6), _zero(2, 6, dtype="int8")),
+        attrs={"axis": 0, "block_size": 2},
+    ),
     # QuantizeLinear
     Case(
         "quantize10_uint8_special",

@@ -59,6 +59,16 @@ _ORT_TYPES = {
     "complex64": ("tensor(complex64)", 14),
     "complex128": ("tensor(complex128)", 15),
     "bfloat16": ("tensor(bfloat16)", 16),
+    "float8_e4m3fn": ("tensor(float8e4m3fn)", 17),
+    "float8_e4m3fnuz": ("tensor(float8e4m3fnuz)", 18),
+    "float8_e5m2": ("tensor(float8e5m2)", 19),
+    "float8_e5m2fnuz": ("tensor(float8e5m2fnuz)", 20),
+    "uint4": ("tensor(uint4)", 21),
+    "int4": ("tensor(int4)", 22),
+    "float4_e2m1fn": ("tensor(float4e2m1)", 23),
+    "float8_e8m0fnu": ("tensor(float8e8m0)", 24),
+    "uint2": ("tensor(uint2)", 25),
+    "int2": ("tensor(int2)", 26),
 }
 _NUMPY_BY_ORT = {ort: name for name, (ort, _) in _ORT_TYPES.items()}
 

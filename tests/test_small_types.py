@@ -121,3 +121,23 @@ def test_packing_is_onnx_s():
             values = _values(name, (size,), seed=size)
             raw = np.frombuffer(numpy_helper.from_array(values).raw_data, np.uint8)
             assert np.array_equal(pack(values), raw), (name, size)
+
+
+def test_session_names_the_small_types_as_onnxruntime(tmp_path):
+    """runtime_support.InferenceSession reports onnxruntime's type strings for them."""
+    import runtime_support
+
+    info = helper.make_tensor_value_info
+    model = _model(
+        [helper.make_node("Identity", ["X"], ["y"])],
+        [info("X", TensorProto.FLOAT8E4M3FN, [2])],
+        [info("y", TensorProto.FLOAT8E4M3FN, [2])],
+        [],
+    )
+    session = runtime_support.InferenceSession(
+        import_generated(compile_model(model, tmp_path / "m.py"))
+    )
+    assert session.get_inputs()[0].type == "tensor(float8e4m3fn)"
+    X = _values("float8_e4m3fn", (2,))
+    (y,) = session.run(None, {"X": X})
+    assert y.dtype == X.dtype and np.array_equal(y.view(np.uint8), X.view(np.uint8))

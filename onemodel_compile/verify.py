@@ -24,6 +24,7 @@ import onnx
 from onemodel_compile.compiler import compile_model
 from onemodel_compile.errors import CompileError
 from onemodel_compile.load import LoadedModel, load, pin_input_dims
+from runtime_support._dtypes import dtype_from_name, is_integer_dtype
 from runtime_support._importing import import_module_file
 
 AGAINST = ("onnxruntime", "reference")
@@ -260,17 +261,12 @@ def _generate(rng: np.random.Generator, dtype: str, shape) -> np.ndarray:
             f"cannot generate an input of type {dtype}: give the inputs with --inputs FILE.npz"
         )
     dims = tuple(d if isinstance(d, int) else 1 for d in (shape or ()))
-    np_dtype = np.dtype(dtype) if dtype != "bfloat16" else None
+    np_dtype = dtype_from_name(dtype)  # ml_dtypes' for bfloat16 and the small types
     if dtype == "bool":
         return rng.random(dims) < 0.5
-    if np_dtype is not None and np_dtype.kind in "iu":
+    if is_integer_dtype(np_dtype):
         return rng.integers(0, 3, dims).astype(np_dtype)
-    values = rng.standard_normal(dims)
-    if dtype == "bfloat16":
-        import ml_dtypes
-
-        return values.astype(ml_dtypes.bfloat16)
-    return values.astype(np_dtype)
+    return rng.standard_normal(dims).astype(np_dtype)
 
 
 # --- comparing ------------------------------------------------------------------------------

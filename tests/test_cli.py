@@ -326,9 +326,9 @@ def _unsupported_custom_op(tmp):
 
 
 def _unsupported_default_op(tmp):
-    # Bernoulli is out of scope by design (docs/contract.md, "Scope of operators").
-    models.save(models.single_op_model("Bernoulli", node_name="coin"), tmp / "coin.onnx")
-    return [tmp / "coin.onnx"], ["coin.onnx", "Bernoulli", "'coin'"]
+    # Multinomial has no emit rule yet (a generator of the scope still missing).
+    models.save(models.single_op_model("Multinomial", node_name="coin"), tmp / "coin.onnx")
+    return [tmp / "coin.onnx"], ["coin.onnx", "Multinomial", "'coin'"]
 
 
 def _unknown_domain(tmp):
@@ -556,12 +556,12 @@ def test_weights_target_is_a_folder(tmp_path):
 
 
 def test_failed_compile_with_default_output_keeps_earlier_files(tmp_path):
-    model = models.single_op_model("Bernoulli", node_name="coin")
+    model = models.single_op_model("Multinomial", node_name="coin")
     path = models.save(model, tmp_path / "net.onnx")
     previous = prepare_previous_outputs(tmp_path)
     previous[path] = path.read_bytes()
     result = cli(path)
-    assert_clean_error(result, "Bernoulli")
+    assert_clean_error(result, "Multinomial")
     assert_untouched(previous, tmp_path)
 
 
@@ -581,9 +581,9 @@ def test_compile_error_api_raises_compile_error(tmp_path):
     """The Python API raises CompileError (the CLI's one-line message is its text)."""
     import onemodel_compile
 
-    with pytest.raises(onemodel_compile.CompileError, match="Bernoulli"):
+    with pytest.raises(onemodel_compile.CompileError, match="Multinomial"):
         onemodel_compile.compile_model(
-            models.single_op_model("Bernoulli", node_name="coin"), tmp_path / "net.py"
+            models.single_op_model("Multinomial", node_name="coin"), tmp_path / "net.py"
         )
     with pytest.raises(onemodel_compile.CompileError):
         onemodel_compile.compile_model(tmp_path / "missing.onnx")

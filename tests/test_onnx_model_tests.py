@@ -60,11 +60,6 @@ LATER = {
     "simple/test_gradient_of_add_and_mul": (
         "Gradient (ai.onnx.preview.training) belongs to a later issue"
     ),
-    **{
-        name: "StringNormalizer on string tensors belongs to a later issue"
-        for name in MODEL_TESTS
-        if name.startswith("simple/test_strnorm_")
-    },
 }
 # Failing for a reason outside this module's files, being fixed elsewhere: (variant or None for
 # both) -> reason. Each is strict, so the fix shows up as a failure to remove the mark.

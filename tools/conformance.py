@@ -89,8 +89,7 @@ def render_report(outcomes: list[Outcome], variants: list[str]) -> str:
         "The 149 model tests onnx ships beside these node tests (pytorch-converted, "
         "pytorch-operator, simple, light) run in `tests/test_onnx_model_tests.py`, both variants; "
         "see docs/model-tests.md. `simple/test_gradient_of_*` (Gradient, ai.onnx.preview.training) "
-        "and `simple/test_strnorm_*` (string tensors) wait for the types-and-domains issue, as "
-        "strict xfails.",
+        "waits for a later issue, as strict xfails.",
     ]
     lines += ["", "## Cases not passing", ""]
     for variant in variants:

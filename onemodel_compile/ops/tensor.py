@@ -119,7 +119,10 @@ def cast(view: NodeView) -> pyir.Expr:
 
 @emitter("CastLike", since=15, exact=True)
 def cast_like(view: NodeView) -> pyir.Expr:
-    return _cast(view, view.inputs[1].dtype)
+    like = view.inputs[1]
+    if like.dtype is None:  # known only at run time (a function body's CastLike): numpy's cast
+        return method(view.inputs[0], "astype", attr(like, "dtype"))
+    return _cast(view, like.dtype)
 
 
 @emitter("BitCast", since=26, exact=True)

@@ -1,0 +1,756 @@
+"""onnxruntime's com.microsoft operators (domain opset 1) that its CPU provider runs and real
+models contain: the transformer optimizer's fusions, the quantization tool's operators, weight-only
+quantized matrix products; and the two default-domain operators onnxruntime defines where onnx has
+no schema (SimplifiedLayerNormalization; LayerNormalization before opset 17). onnxruntime 1.31.1
+is their definition (docs/com-microsoft.md). Kernels in runtime_support/microsoft.py.
+
+onnx knows no schema of these operators, so it fills no attribute defaults and infers no types:
+each registration here declares onnxruntime's defaults (tests/test_microsoft.py compares them
+with onnxruntime's schemas) and a type rule.
+
+Exactness: every float kernel has a declared exact twin (the same steps through exact_matmul,
+exact_softmax, exact_gelu, exact_tanh, exact_sigmoid, exact_mean); quantized arithmetic is
+integer arithmetic or IEEE arithmetic in a fixed order. Inverse (LAPACK) is refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from onemodel_compile import ir
+from onemodel_compile.errors import CompileError, UnsupportedError
+from onemodel_compile.ops import pool, pyir, quantization
+from onemodel_compile.ops.common import optional_arguments
+from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import Const, binop, call, index
+from onemodel_compile.ops.registry import emitter
+from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
+
+DOMAIN = "com.microsoft"
+
+# onnxruntime 1.31.1's attribute defaults, by operator (what its schemas declare, and what its CPU
+# kernels take for an optional attribute the schema gives no default).
+DEFAULTS: dict[str, dict[str, object]] = {}
+
+
+def microsoft(*op_types: str, defaults: dict | None = None, domain: str = DOMAIN, **options):
+    """Register a rule for com.microsoft `op_types` (opset 1) whose view has onnxruntime's
+    attribute defaults filled in (and so does the view of the `infer` and `exact` rules)."""
+    defaults = dict(defaults or {})
+    options.setdefault("since", 1)
+    for name in ("infer", "exact"):
+        if callable(options.get(name)):
+            options[name] = _with_defaults_of(options[name], defaults)
+
+    def register(rule):
+        emitter(*op_types, domain=domain, **options)(_with_defaults_of(rule, defaults))
+        for op_type in op_types:
+            DEFAULTS[op_type] = defaults
+        return rule
+
+    return register
+
+
+def _with_defaults_of(rule, defaults: dict):
+    def with_defaults(view: NodeView):
+        node = dataclasses.replace(view.node, attrs={**defaults, **view.node.attrs})
+        filled = NodeView(
+            node,
+            view.inputs,
+            view.outputs,
+            view.variant,
+            view._temporary,
+            view._body,
+            view._dim_code,
+        )
+        return rule(filled)
+
+    with_defaults.__name__ = rule.__name__
+    with_defaults.__doc__ = rule.__doc__
+    return with_defaults
+
+
+# --- type rules (onnx infers nothing for this domain) -------------------------------------------
+
+
+def _like(*indices: int):
+    """Outputs of the types of inputs `indices` (one output per index)."""
+
+    def infer(view: NodeView):
+        return [view.inputs[i].type if view.input(i) else ir.UNKNOWN for i in indices]
+
+    return infer
+
+
+def _typed(dtype, shape) -> ir.TensorType:
+    return ir.TensorType(None if dtype is None else np.dtype(dtype), shape)
+
+
+def _with_last(operand, last) -> ir.TensorType:
+    shape = operand.shape
+    return _typed(operand.dtype, None if shape is None else (*shape[:-1], last))
+
+
+def _statistics(operand, dtype=np.float32) -> ir.TensorType:
+    shape = operand.shape
+    return _typed(dtype, None if shape is None else (*shape[:-1], 1))
+
+
+def _outputs(view: NodeView) -> int:
+    """How many outputs the kernel returns: up to the last one the node lists."""
+    listed = [i for i, o in enumerate(view.outputs) if o is not None]
+    return listed[-1] + 1 if listed else 1
+
+
+def _kernel_call(view: NodeView, kernel: str, optional: dict[int, str], **keywords):
+    """`rt.<kernel>(inputs..., keywords)`, absent optional inputs by name (optional_arguments),
+    `outputs=` when the node lists more than its first output."""
+    args, named = optional_arguments(view, optional)
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call(f"rt.{kernel}", *args, **named, **keywords)
+
+
+# --- activations --------------------------------------------------------------------------------
+
+
+@microsoft("Gelu", exact=True, infer=_like(0))
+def gelu(view: NodeView):
+    return call("rt.gelu", view.inputs[0], approximate="none")
+
+
+@microsoft("BiasGelu", exact=True, infer=_like(0))
+def bias_gelu(view: NodeView):
+    return call("rt.gelu", binop("+", *view.inputs[:2]), approximate="none")
+
+
+@microsoft("FastGelu", exact=True, infer=_like(0))
+def fast_gelu(view: NodeView):
+    X, bias = view.inputs[0], view.input(1)
+    x = X if bias is None else binop("+", X, bias)
+    return call("rt.gelu", x, approximate="tanh")
+
+
+@microsoft("QuickGelu", defaults={"alpha": 1.702}, exact=True, infer=_like(0))
+def quick_gelu(view: NodeView):
+    """x * sigmoid(alpha * x): ONNX Swish's kernel."""
+    return call("rt.swish", view.inputs[0], alpha=float(np.float32(view.attr("alpha"))))
+
+
+# --- normalizations -----------------------------------------------------------------------------
+
+
+def _skip_types(view: NodeView):
+    X = view.inputs[0]
+    return [X.type, _statistics(X), _statistics(X), X.type]
+
+
+_SKIP = {"epsilon": float(np.float32(1e-12))}
+
+
+@microsoft("SkipLayerNormalization", defaults=_SKIP, exact=True, infer=_skip_types)
+def skip_layer_normalization(view: NodeView):
+    return _kernel_call(
+        view,
+        "skip_layer_normalization",
+        {3: "beta", 4: "bias"},
+        epsilon=view.attr("epsilon"),
+    )
+
+
+@microsoft("SkipSimplifiedLayerNormalization", defaults=_SKIP, exact=True, infer=_skip_types)
+def skip_simplified_layer_normalization(view: NodeView):
+    """The kernel of SkipLayerNormalization without beta: this node's fourth input is the bias."""
+    keywords = {"bias": view.input(3)} if view.input(3) is not None else {}
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call(
+        "rt.skip_layer_normalization",
+        *view.inputs[:3],
+        **keywords,
+        epsilon=view.attr("epsilon"),
+        simplified=True,
+    )
+
+
+def _norm_types(view: NodeView):
+    X = view.inputs[0]
+    axis = view.attr("axis")
+    shape = X.shape
+    if shape is not None:
+        axis = axis % len(shape)
+        shape = (*shape[:axis], *([1] * (len(shape) - axis)))
+    stash = np.float64 if view.attr("stash_type") == 11 else np.float32
+    return [X.type, _typed(stash, shape), _typed(stash, shape)]
+
+
+_LAYER_NORM = {"axis": -1, "epsilon": float(np.float32(1e-5)), "stash_type": 1}
+
+
+@microsoft(
+    "SimplifiedLayerNormalization",
+    domain="",
+    defaults=_LAYER_NORM,
+    exact=True,
+    infer=lambda view: _norm_types(view)[:1] + _norm_types(view)[2:],
+)
+def simplified_layer_normalization(view: NodeView):
+    return _kernel_call(
+        view,
+        "simplified_layer_normalization",
+        {},
+        axis=view.attr("axis"),
+        epsilon=view.attr("epsilon"),
+        stash_type=view.attr("stash_type"),
+    )
+
+
+@microsoft(
+    "LayerNormalization", domain="", until=16, defaults=_LAYER_NORM, exact=True, infer=_norm_types
+)
+def layer_normalization(view: NodeView):
+    """onnxruntime's LayerNormalization before opset 17 (which its optimizer writes into models
+    of older opsets): opset 17's semantics."""
+    args, named = optional_arguments(view, {2: "B"})
+    keywords = dict(axis=view.attr("axis"), epsilon=view.attr("epsilon"))
+    keywords["stash_type"] = view.attr("stash_type")
+    outputs = _outputs(view)
+    if outputs == 1:
+        return call("rt.layer_normalization", *args, **named, **keywords, stats=False)
+    results = call("rt.layer_normalization", *args, **named, **keywords)
+    return results if outputs == 3 else index(results, pyir.Slice(None, pyir.Lit(outputs)))
+
+
+def _embed_types(view: NodeView):
+    ids, words = view.inputs[0], view.inputs[2]
+    shape = ids.shape
+    hidden = None if words.shape is None else words.shape[-1]
+    full = _typed(words.dtype, None if shape is None else (*shape, hidden))
+    batch = None if shape is None else (shape[0],)
+    return [full, _typed(np.int32, batch), full]
+
+
+@microsoft(
+    "EmbedLayerNormalization",
+    defaults={"epsilon": float(np.float32(1e-12)), "mask_index_type": 1},
+    exact=True,
+    infer=_embed_types,
+)
+def embed_layer_normalization(view: NodeView):
+    if view.attr("mask_index_type") != 1:
+        raise UnsupportedError(
+            f"{view.node.label}: EmbedLayerNormalization with mask_index_type "
+            f"{view.attr('mask_index_type')} is not supported (1 only)"
+        )
+    names = {0: "input_ids", 1: "segment_ids", 2: "word_embedding", 3: "position_embedding"}
+    names.update({4: "segment_embedding", 5: "gamma", 6: "beta", 7: "mask", 8: "position_ids"})
+    for required in (0, 2, 3, 5, 6):
+        if view.input(required) is None:
+            raise CompileError(
+                f"{view.node.label}: input {required} ({names[required]}) is required"
+            )
+    operands = {names[i]: o for i, o in enumerate(view.inputs) if o is not None and i}
+    keywords = {"epsilon": view.attr("epsilon")}
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call("rt.embed_layer_normalization", view.inputs[0], **operands, **keywords)
+
+
+# --- matrix products ----------------------------------------------------------------------------
+
+
+def _matmul_type(view: NodeView):
+    A, B = view.inputs[:2]
+    if A.shape is None or B.shape is None or len(A.shape) < 2 or len(B.shape) < 2:
+        return [_typed(A.dtype, None)]
+    a, b = list(A.shape), list(B.shape)
+    if view.attr("transBatchA", 0) and len(a) > 2:
+        a = a[1:-1] + [a[0], a[-1]]
+    if view.attr("transBatchB", 0) and len(b) > 2:
+        b = b[1:-1] + [b[0], b[-1]]
+    if view.attr("transA"):
+        a[-2], a[-1] = a[-1], a[-2]
+    if view.attr("transB"):
+        b[-2], b[-1] = b[-1], b[-2]
+    batch = a[:-2] if len(a) >= len(b) else b[:-2]
+    return [_typed(A.dtype, (*batch, a[-2], b[-1]))]
+
+
+_MATMUL = {"alpha": 1.0, "transA": 0, "transB": 0}
+
+
+@microsoft(
+    "FusedMatMul",
+    defaults={**_MATMUL, "transBatchA": 0, "transBatchB": 0},
+    exact=True,
+    infer=_matmul_type,
+)
+def fused_matmul(view: NodeView):
+    keywords = {name: view.attr(name) for name in DEFAULTS["FusedMatMul"]}
+    return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, "FusedMatMul"))
+
+
+@microsoft("TransposeMatMul", defaults=_MATMUL, exact=True, infer=_matmul_type)
+def transpose_matmul(view: NodeView):
+    keywords = {name: view.attr(name) for name in _MATMUL}
+    return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, "TransposeMatMul"))
+
+
+def _non_default(keywords: dict, op_type: str) -> dict:
+    """The keywords whose value is not the default (shorter calls)."""
+    defaults = DEFAULTS[op_type]
+    return {k: v for k, v in keywords.items() if defaults.get(k) != v}
+
+
+_ACTIVATIONS = ("Relu", "LeakyRelu", "Tanh", "Sigmoid", "HardSigmoid", "Clip")
+
+
+def _activation(view: NodeView, params) -> dict:
+    activation = view.attr("activation") or ""
+    if activation and activation not in _ACTIVATIONS:
+        raise UnsupportedError(
+            f"{view.node.label}: {view.op_type} activation {activation!r} is not supported "
+            f"({', '.join(_ACTIVATIONS)})"
+        )
+    if not activation:
+        return {}
+    return {"activation": activation, "params": tuple(float(p) for p in params)}
+
+
+def _gemm_type(view: NodeView):
+    A, B = view.inputs[:2]
+    if A.shape is None or B.shape is None:
+        return [_typed(A.dtype, None)]
+    rows = A.shape[1] if view.attr("transA") else A.shape[0]
+    columns = B.shape[0] if view.attr("transB") else B.shape[1]
+    return [_typed(A.dtype, (rows, columns))]
+
+
+@microsoft(
+    "FusedGemm",
+    defaults={"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0, "activation": ""},
+    exact=True,
+    infer=_gemm_type,
+)
+def fused_gemm(view: NodeView):
+    """Gemm (rt.gemm's arguments), then the activation with its activation_alpha/beta/gamma."""
+    args, named = optional_arguments(view, {2: "C"})
+    keywords = {name: view.attr(name) for name in ("alpha", "beta", "transA", "transB")}
+    product = call("rt.exact_gemm" if view.variant.exact else "rt.gemm", *args, **named, **keywords)
+    params = [
+        view.attr(name)
+        for name in ("activation_alpha", "activation_beta", "activation_gamma")
+        if view.attr(name) is not None
+    ]
+    activation = _activation(view, params)
+    return call("rt.fused_activation", product, **activation) if activation else product
+
+
+def _conv_type(view: NodeView):
+    X, W = view.inputs[:2]
+    return [
+        _typed(X.dtype, None if X.shape is None else (X.shape[0], *((None,) * (len(X.shape) - 1))))
+    ]
+
+
+@microsoft(
+    "FusedConv",
+    defaults={"group": 1, "auto_pad": "NOTSET", "activation": ""},
+    exact=True,
+    infer=_conv_type,
+)
+def fused_conv(view: NodeView):
+    args, named = optional_arguments(view, {2: "B", 3: "Z"})
+    geometry = dict(window_keywords(view, kernel_shape_of(view)))
+    activation = _activation(view, view.attr("activation_params") or ())
+    return call("rt.fused_conv", *args, **named, **geometry, group=view.attr("group"), **activation)
+
+
+@microsoft("Inverse", exact=False, infer=_like(0))
+def inverse(view: NodeView):
+    return call("rt.inverse", view.inputs[0])
+
+
+def _cdist_type(view: NodeView):
+    A, B = view.inputs[:2]
+    rows = None if A.shape is None else A.shape[0]
+    columns = None if B.shape is None else B.shape[0]
+    return [_typed(A.dtype, (rows, columns))]
+
+
+@microsoft("CDist", defaults={"metric": "sqeuclidean"}, exact=True, infer=_cdist_type)
+def cdist(view: NodeView):
+    metric = view.attr("metric")
+    if metric not in ("sqeuclidean", "euclidean"):
+        raise UnsupportedError(f"{view.node.label}: CDist metric {metric!r} is not supported")
+    return call("rt.cdist", *view.inputs[:2], metric=metric)
+
+
+@microsoft("BiasSoftmax", defaults={"axis": 1}, exact=True, infer=_like(0))
+def bias_softmax(view: NodeView):
+    return call(
+        "rt.bias_softmax",
+        *view.inputs[:2],
+        axis=view.attr("axis"),
+        is_inner_broadcast=view.attr("is_inner_broadcast"),
+    )
+
+
+# --- attention ----------------------------------------------------------------------------------
+
+
+def _attention_types(view: NodeView):
+    X, W = view.inputs[:2]
+    sizes = view.attr("qkv_hidden_sizes")
+    width = sizes[2] if sizes else (None if W.shape is None else W.shape[1] // 3)
+    return [_with_last(X, width), _typed(X.dtype, None)]
+
+
+_ATTENTION = {"unidirectional": 0, "mask_filter_value": -10000.0, "scale": 0.0}
+
+
+def _refuse(view: NodeView, *attributes: str) -> None:
+    for name in attributes:
+        if view.attr(name):
+            raise UnsupportedError(
+                f"{view.node.label}: {view.op_type} with {name}={view.attr(name)!r} is not "
+                f"supported"
+            )
+
+
+@microsoft("Attention", defaults=_ATTENTION, exact=True, infer=_attention_types)
+def attention(view: NodeView):
+    _refuse(view, "do_rotary", "past_present_share_buffer")
+    if view.input(6) is not None:
+        raise UnsupportedError(
+            f"{view.node.label}: Attention's past_sequence_length input is not supported"
+        )
+    keywords = {"num_heads": view.attr("num_heads")}
+    for name in ("qkv_hidden_sizes", "unidirectional", "scale", "mask_filter_value"):
+        value = view.attr(name)
+        if value != _ATTENTION.get(name) and value is not None:
+            keywords[name] = tuple(value) if isinstance(value, list) else value
+    return _kernel_call(
+        view, "attention", {2: "bias", 3: "mask_index", 4: "past", 5: "attention_bias"}, **keywords
+    )
+
+
+def _mha_types(view: NodeView):
+    Q, V = view.inputs[0], view.input(2)
+    width = None
+    if V is not None and V.shape is not None and len(V.shape) == 3:
+        width = V.shape[2]
+    elif Q.shape is not None and len(Q.shape) == 3 and (V is None or V.rank != 4):
+        width = Q.shape[2]
+    shape = None if Q.shape is None else (Q.shape[0], Q.shape[1], width)
+    present = _typed(Q.dtype, None)
+    return [_typed(Q.dtype, shape), present, present]
+
+
+@microsoft("MultiHeadAttention", defaults=_ATTENTION, exact=True, infer=_mha_types)
+def multi_head_attention(view: NodeView):
+    for index_, what in ((8, "past_sequence_length"), (9, "cache_indirection")):
+        if view.input(index_) is not None:
+            raise UnsupportedError(
+                f"{view.node.label}: MultiHeadAttention's {what} input is not supported"
+            )
+    if view.output(3) is not None:
+        raise UnsupportedError(
+            f"{view.node.label}: MultiHeadAttention's qk output is not supported"
+        )
+    keywords = {"num_heads": view.attr("num_heads")}
+    for name in ("unidirectional", "scale", "mask_filter_value"):
+        if view.attr(name) != _ATTENTION[name]:
+            keywords[name] = view.attr(name)
+    optional = {1: "key", 2: "value", 3: "bias", 4: "key_padding_mask", 5: "attention_bias"}
+    optional.update({6: "past_key", 7: "past_value"})
+    return _kernel_call(view, "multi_head_attention", optional, **keywords)
+
+
+@microsoft(
+    "RotaryEmbedding",
+    defaults={"interleaved": 0, "num_heads": 0, "rotary_embedding_dim": 0, "scale": 1.0},
+    exact=True,
+    infer=_like(0),
+)
+def rotary_embedding(view: NodeView):
+    """The default domain's kernel (rt.rotary_embedding): the same rotation; com.microsoft's
+    inputs are ordered (input, position_ids, cos_cache, sin_cache)."""
+    _refuse(view, "is_packed_batching")
+    if view.attr("scale") != 1.0:
+        raise UnsupportedError(
+            f"{view.node.label}: RotaryEmbedding with scale != 1 is not supported"
+        )
+    X, positions, cos, sin = view.inputs[:4]
+    keywords = {
+        name: view.attr(name)
+        for name in ("interleaved", "num_heads", "rotary_embedding_dim")
+        if view.attr(name)
+    }
+    return call("rt.rotary_embedding", X, cos, sin, positions, **keywords)
+
+
+# --- quantization ---------------------------------------------------------------------------------
+
+
+def _float_result(view: NodeView, scale_index: int):
+    A, B = view.inputs[0], view.inputs[1]
+    scale = view.inputs[scale_index]
+    if A.shape is None or B.shape is None:
+        return [_typed(scale.dtype, None)]
+    return [_typed(scale.dtype, (*A.shape[:-1], B.shape[-1]))]
+
+
+@microsoft("DynamicQuantizeMatMul", exact=True, infer=lambda view: _float_result(view, 0))
+def dynamic_quantize_matmul(view: NodeView):
+    args, named = optional_arguments(view, {3: "b_zero_point", 4: "bias"})
+    return call("rt.dynamic_quantize_matmul", *args, **named)
+
+
+@microsoft("MatMulIntegerToFloat", exact=True, infer=lambda view: _float_result(view, 2))
+def matmul_integer_to_float(view: NodeView):
+    args, named = optional_arguments(view, {4: "a_zero_point", 5: "b_zero_point", 6: "bias"})
+    return call("rt.matmul_integer_to_float", *args, **named)
+
+
+def _nbits_type(view: NodeView):
+    A = view.inputs[0]
+    return [_with_last(A, view.attr("N"))]
+
+
+@microsoft(
+    "MatMulNBits",
+    defaults={"bits": 4, "accuracy_level": 0, "weight_prepacked": 0},
+    exact=True,
+    infer=_nbits_type,
+)
+def matmul_nbits(view: NodeView):
+    bits = view.attr("bits")
+    if bits not in (2, 4, 8):
+        raise UnsupportedError(f"{view.node.label}: MatMulNBits with {bits} bits is not supported")
+    _refuse(view, "weight_prepacked")
+    args, named = optional_arguments(view, {3: "zero_points", 4: "g_idx", 5: "bias"})
+    keywords = {name: view.attr(name) for name in ("K", "N", "bits", "block_size")}
+    return call("rt.matmul_nbits", *args, **named, **keywords)
+
+
+def _gather_block_type(view: NodeView):
+    data, indices, scales = view.inputs[:3]
+    if data.shape is None or indices.shape is None:
+        return [_typed(scales.dtype, None)]
+    shape = list(data.shape)
+    if data.dtype == np.uint8:
+        axis = view.attr("quantize_axis") % len(shape)
+        if axis == len(shape) - 1 and isinstance(shape[-1], int):
+            shape[-1] = shape[-1] * 8 // view.attr("bits")
+    gather = view.attr("gather_axis") % len(shape)
+    return [_typed(scales.dtype, (*shape[:gather], *indices.shape, *shape[gather + 1 :]))]
+
+
+@microsoft(
+    "GatherBlockQuantized",
+    defaults={"gather_axis": 0, "quantize_axis": 1, "block_size": 128, "bits": 4},
+    exact=True,
+    infer=_gather_block_type,
+)
+def gather_block_quantized(view: NodeView):
+    args, named = optional_arguments(view, {3: "zero_points"})
+    keywords = {
+        name: view.attr(name) for name in ("gather_axis", "quantize_axis", "block_size", "bits")
+    }
+    return call("rt.gather_block_quantized", *args, **named, **keywords)
+
+
+def _quantize_type(view: NodeView):
+    X, zero_point = view.inputs[0], view.input(2)
+    dtype = np.uint8 if zero_point is None else zero_point.dtype
+    return [_typed(dtype, X.shape)]
+
+
+@microsoft("QuantizeLinear", defaults={"axis": 1}, exact=True, infer=_quantize_type)
+def quantize_linear(view: NodeView):
+    """The default domain's rule (8- and 16-bit targets, per-tensor and per-axis)."""
+    return quantization.quantize_linear(view)
+
+
+@microsoft(
+    "DequantizeLinear",
+    defaults={"axis": 1},
+    exact=True,
+    infer=lambda view: [_typed(view.inputs[1].dtype, view.inputs[0].shape)],
+)
+def dequantize_linear(view: NodeView):
+    return quantization.dequantize_linear(view)
+
+
+@microsoft("QLinearAdd", "QLinearMul", exact=True, infer=_like(0))
+def qlinear_binary(view: NodeView):
+    args, named = optional_arguments(
+        view, {2: "A_zero_point", 5: "B_zero_point", 7: "C_zero_point"}
+    )
+    return call("rt.qlinear_binary", *args, **named, op=view.op_type.removeprefix("QLinear"))
+
+
+def _lookup_table(view: NodeView, function) -> Const:
+    """The 256 results of a quantized unary operator, by the input's bits (its uint8 view):
+    dequantize, `function` in float32, quantize (round half to even, saturate)."""
+    X = view.inputs[0]
+    dtype = X.dtype
+    if dtype is None or dtype.name not in ("uint8", "int8"):
+        raise CompileError(f"{view.node.label}: {view.op_type} takes uint8 or int8 input")
+    values = [view.const(i) for i in (1, 2, 3, 4)]
+    x_scale, x_zero, y_scale, y_zero = (
+        np.zeros((), dtype) if v is None and i in (1, 3) else v for i, v in enumerate(values)
+    )
+    bits = np.arange(256, dtype=np.uint8).view(dtype)
+    zero = lambda z: np.int32(0) if z is None else np.int32(np.asarray(z).reshape(()))  # noqa: E731
+    x = (bits.astype(np.int32) - zero(x_zero)).astype(np.float32) * np.float32(x_scale)
+    y = function(x).astype(np.float32)
+    info = np.iinfo(dtype)
+    quantized = np.clip(
+        np.rint(y / np.float32(y_scale)) + np.float32(zero(y_zero)), info.min, info.max
+    )
+    return Const(quantized.astype(dtype), f"{view.node.name or view.op_type}_table")
+
+
+def _table_rule(function):
+    def emit(view: NodeView):
+        for i, what in ((1, "X_scale"), (3, "Y_scale")):
+            view.require_const(i, what)
+        return call("rt.qlinear_lookup", view.inputs[0], _lookup_table(view, function))
+
+    return emit
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    """The library's exact sigmoid, so the table is the same bits on every compiling machine."""
+    from runtime_support import exact_sigmoid
+
+    return exact_sigmoid(x)
+
+
+microsoft("QLinearSigmoid", exact=True, infer=_like(0))(_table_rule(_sigmoid))
+
+
+@microsoft(
+    "QLinearLeakyRelu", defaults={"alpha": float(np.float32(0.01))}, exact=True, infer=_like(0)
+)
+def qlinear_leaky_relu(view: NodeView):
+    alpha = np.float32(view.attr("alpha"))
+    return _table_rule(lambda x: np.where(x >= 0, x, x * alpha))(view)
+
+
+def _global_pool_type(view: NodeView):
+    X = view.inputs[0]
+    if X.shape is None:
+        return [X.type]
+    if view.attr("channels_last"):
+        return [_typed(X.dtype, (X.shape[0], *([1] * (len(X.shape) - 2)), X.shape[-1]))]
+    return [_typed(X.dtype, (*X.shape[:2], *([1] * (len(X.shape) - 2))))]
+
+
+@microsoft(
+    "QLinearGlobalAveragePool",
+    defaults={"channels_last": 0},
+    exact=True,
+    infer=_global_pool_type,
+)
+def qlinear_global_average_pool(view: NodeView):
+    return call(
+        "rt.qlinear_global_average_pool",
+        *view.inputs[:5],
+        channels_last=view.attr("channels_last"),
+    )
+
+
+@microsoft(
+    "QLinearAveragePool",
+    defaults={"auto_pad": "NOTSET", "ceil_mode": 0, "channels_last": 0, "count_include_pad": 0},
+    exact=True,
+)
+def qlinear_average_pool(view: NodeView):
+    """Dequantized, averaged as AveragePool averages (float32 taps in a fixed order, one
+    division), requantized; channels_last inputs moved to channels first and back."""
+    X = view.inputs[0]
+    if view.attr("channels_last"):
+        raise UnsupportedError(
+            f"{view.node.label}: QLinearAveragePool with channels_last is not supported"
+        )
+    x_zero, y_zero = (
+        {name: view.input(i)} if view.input(i) is not None else {}
+        for i, name in ((2, "x_zero_point"), (4, "y_zero_point"))
+    )
+    dequantized = call("rt.dequantize_linear", X, view.inputs[1], **x_zero, axis=1)
+    averaged = call(
+        "rt.average_pool",
+        dequantized,
+        **pool._window(view),
+        count_include_pad=view.attr("count_include_pad"),
+    )
+    target = X.dtype if X.dtype is not None else np.dtype(np.uint8)
+    return call(
+        "rt.quantize_linear", averaged, view.inputs[3], **y_zero, axis=1, output_dtype=target
+    )
+
+
+@microsoft("QLinearConcat", exact=True)
+def qlinear_concat(view: NodeView):
+    if (len(view.inputs) - 2) % 3:
+        raise CompileError(f"{view.node.label}: QLinearConcat takes (X, scale, zero point) triples")
+    return call("rt.qlinear_concat", *view.inputs, axis=view.attr("axis"))
+
+
+def _qgemm_type(view: NodeView):
+    A, B, y_scale, y_zero = view.inputs[0], view.inputs[3], view.input(7), view.input(8)
+    dtype = np.float32 if y_scale is None else (y_zero.dtype if y_zero else np.uint8)
+    if A.shape is None or B.shape is None:
+        return [_typed(dtype, None)]
+    rows = A.shape[1] if view.attr("transA") else A.shape[0]
+    columns = B.shape[0] if view.attr("transB") else B.shape[1]
+    return [_typed(dtype, (rows, columns))]
+
+
+@microsoft(
+    "QGemm", defaults={"alpha": 1.0, "transA": 0, "transB": 0}, exact=True, infer=_qgemm_type
+)
+def qgemm(view: NodeView):
+    args, named = optional_arguments(view, {6: "C", 7: "y_scale", 8: "y_zero_point"})
+    keywords = {name: view.attr(name) for name in ("alpha", "transA", "transB")}
+    return call("rt.qgemm", *args, **named, **keywords)
+
+
+@microsoft(
+    "QLinearConv",
+    defaults={"auto_pad": "NOTSET", "group": 1, "channels_last": 0},
+    exact=True,
+)
+def qlinear_conv(view: NodeView):
+    if view.attr("channels_last"):
+        raise UnsupportedError(
+            f"{view.node.label}: QLinearConv with channels_last is not supported"
+        )
+    return quantization.qlinear_conv(view)
+
+
+_MURMUR_TYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64", "object")
+
+
+@microsoft(
+    "MurmurHash3",
+    defaults={"seed": 0, "positive": 1},
+    exact=True,
+    infer=lambda view: [
+        _typed(np.uint32 if view.attr("positive") else np.int32, view.inputs[0].shape)
+    ],
+)
+def murmur_hash3(view: NodeView):
+    X = view.inputs[0]
+    if X.dtype is not None and X.dtype.name not in _MURMUR_TYPES:
+        raise UnsupportedError(f"{view.node.label}: MurmurHash3 of {X.dtype.name} is not supported")
+    seed = int(np.uint32(view.attr("seed") & 0xFFFFFFFF))
+    return call("rt.murmur_hash3", X, seed=seed, positive=view.attr("positive"))

@@ -1,0 +1,800 @@
+"""Kernels of onnxruntime's com.microsoft operators (and the default-domain ones onnxruntime adds:
+SimplifiedLayerNormalization, LayerNormalization before opset 17), as onnxruntime 1.31.1's CPU
+provider computes them (docs/com-microsoft.md).
+
+Float kernels come in pairs: `name` (numpy's matmul, exp, tanh, erf) and `exact_name`, its declared
+exact twin, the same steps through the library's exact primitives (exact_matmul, exact_softmax,
+exact_gelu, exact_tanh, exact_sigmoid, exact_mean: fixed orders, one rounding each). One function
+of the operator takes the primitives as its first argument (`_Primitives`), so the two cannot
+drift apart. Integer and quantized kernels are integer arithmetic, or IEEE arithmetic in a fixed
+order, and exact as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from runtime_support._kernels import kernel
+from runtime_support.activation import exact_gelu, softmax
+from runtime_support.conv import conv
+from runtime_support.exact import exact_conv, exact_matmul, exact_mean, exact_softmax, exact_sum
+from runtime_support.exact_math import exact_sigmoid, exact_tanh
+from runtime_support.math import gelu, sigmoid
+from runtime_support.normalization import exact_layer_normalization, layer_normalization
+
+__all__ = [
+    "attention",
+    "exact_attention",
+    "multi_head_attention",
+    "exact_multi_head_attention",
+    "skip_layer_normalization",
+    "exact_skip_layer_normalization",
+    "simplified_layer_normalization",
+    "exact_simplified_layer_normalization",
+    "embed_layer_normalization",
+    "exact_embed_layer_normalization",
+    "fused_matmul",
+    "exact_fused_matmul",
+    "fused_activation",
+    "exact_fused_activation",
+    "fused_conv",
+    "exact_fused_conv",
+    "bias_softmax",
+    "exact_bias_softmax",
+    "cdist",
+    "exact_cdist",
+    "inverse",
+    "dynamic_quantize_matmul",
+    "matmul_integer_to_float",
+    "matmul_nbits",
+    "exact_matmul_nbits",
+    "gather_block_quantized",
+    "qlinear_binary",
+    "qlinear_lookup",
+    "qlinear_global_average_pool",
+    "qlinear_concat",
+    "qgemm",
+    "murmur_hash3",
+]
+
+
+@dataclass(frozen=True)
+class _Primitives:
+    """The float primitives a kernel is built from: numpy's (FAST) or the library's exact ones."""
+
+    matmul: Callable
+    softmax: Callable
+    gelu: Callable
+    tanh: Callable
+    sigmoid: Callable
+    mean: Callable  # mean(x, axis) with kept dims
+    layer_normalization: Callable
+    conv: Callable
+
+
+FAST = _Primitives(
+    np.matmul,
+    lambda x, axis: softmax(x, axis=axis),
+    gelu,
+    np.tanh,
+    sigmoid,
+    lambda x, axis: np.mean(x, axis=axis, keepdims=True),
+    layer_normalization,
+    conv,
+)
+EXACT = _Primitives(
+    exact_matmul,
+    lambda x, axis: exact_softmax(x, axis=axis),
+    exact_gelu,
+    exact_tanh,
+    exact_sigmoid,
+    lambda x, axis: exact_mean(x, axis, keepdims=True),
+    exact_layer_normalization,
+    exact_conv,
+)
+
+
+def _twins(implementation: Callable, name: str, doc: str) -> tuple[Callable, Callable]:
+    """`name` (numpy's primitives) and `exact_name`, its declared exact twin."""
+
+    def fast(*args, **kwargs):
+        return implementation(FAST, *args, **kwargs)
+
+    def exact(*args, **kwargs):
+        return implementation(EXACT, *args, **kwargs)
+
+    fast.__name__, exact.__name__ = name, f"exact_{name}"
+    fast.__doc__ = exact.__doc__ = doc
+    return (
+        kernel(exact=False, exact_twin=f"rt.exact_{name}")(fast),
+        kernel(exact=True)(exact),
+    )
+
+
+# --- normalizations ---------------------------------------------------------------------------
+
+
+def _rms(m: _Primitives, x, scale, axis, epsilon, stash):
+    """x / sqrt(mean(x * x) + epsilon) * scale over the axes from `axis`, statistics in `stash`;
+    returns (Y in x's type, inv_std_var in stash)."""
+    xs = x.astype(stash, copy=False)
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    inv_std = stash.type(1) / np.sqrt(m.mean(xs * xs, axes) + stash.type(epsilon))
+    y = (xs * inv_std).astype(x.dtype, copy=False) * scale.astype(x.dtype, copy=False)
+    return y.astype(x.dtype, copy=False), inv_std
+
+
+def _simplified_layer_normalization(m, X, scale, *, axis=-1, epsilon=1e-5, stash_type=1, outputs=1):
+    stash = np.dtype(np.float64 if stash_type == 11 or X.dtype == np.float64 else np.float32)
+    y, inv_std = _rms(m, X, scale, axis, epsilon, stash)
+    return y if outputs == 1 else (y, inv_std.astype(np.float32 if stash_type == 1 else stash))
+
+
+simplified_layer_normalization, exact_simplified_layer_normalization = _twins(
+    _simplified_layer_normalization,
+    "simplified_layer_normalization",
+    """SimplifiedLayerNormalization (RMS normalization over the axes from `axis`): Y, and with
+    outputs=2 also inv_std_var (the statistics' shape, kept axes of 1).""",
+)
+
+
+def _skip_layer_normalization(
+    m, input, skip, gamma, beta=None, bias=None, *, epsilon=1e-12, simplified=False, outputs=1
+):
+    total = input + skip  # onnxruntime: input + skip, then + bias
+    if bias is not None:
+        total = total + bias
+    if simplified:
+        y, inv_std = _rms(m, total, gamma, -1, epsilon, np.dtype(np.float32))
+        mean = np.zeros_like(inv_std)  # onnxruntime's CPU kernel leaves the mean at 0
+    else:
+        y, mean, inv_std = m.layer_normalization(total, gamma, beta, axis=-1, epsilon=epsilon)
+    return y if outputs == 1 else (y, mean, inv_std, total)[:outputs]
+
+
+skip_layer_normalization, exact_skip_layer_normalization = _twins(
+    _skip_layer_normalization,
+    "skip_layer_normalization",
+    """SkipLayerNormalization (simplified=False) and SkipSimplifiedLayerNormalization: the layer
+    (or RMS) normalization over the last axis of input + skip + bias; returns the first `outputs`
+    of (output, mean, inv_std_var, input_skip_bias_sum).""",
+)
+
+
+def _embed_layer_normalization(
+    m,
+    input_ids,
+    *,
+    word_embedding,
+    position_embedding,
+    gamma,
+    beta,
+    segment_ids=None,
+    segment_embedding=None,
+    mask=None,
+    position_ids=None,
+    epsilon=1e-12,
+    outputs=1,
+):
+    batch, sequence = input_ids.shape
+    for ids, table, what in ((input_ids, word_embedding, "input_ids"),):
+        _check_indices(ids, table.shape[0], what)
+    if position_ids is None:
+        positions = np.broadcast_to(np.arange(sequence), (batch, sequence))
+    else:
+        positions = np.broadcast_to(position_ids, (batch, sequence))
+    _check_indices(positions, position_embedding.shape[0], "position_ids")
+    total = word_embedding[input_ids] + position_embedding[positions]
+    if segment_embedding is not None and segment_ids is not None:
+        _check_indices(segment_ids, segment_embedding.shape[0], "segment_ids")
+        total = total + segment_embedding[segment_ids]
+    y = m.layer_normalization(total, gamma, beta, axis=-1, epsilon=epsilon, stats=False)
+    if mask is None:
+        mask_index = np.zeros(batch, np.int32)
+    else:
+        mask_index = np.count_nonzero(mask, axis=1).astype(np.int32)  # onnxruntime: the count
+    return y if outputs == 1 else (y, mask_index, total)[:outputs]
+
+
+embed_layer_normalization, exact_embed_layer_normalization = _twins(
+    _embed_layer_normalization,
+    "embed_layer_normalization",
+    """EmbedLayerNormalization: layer normalization (last axis) of the word, position (by
+    position_ids, or 0..sequence-1) and segment embeddings' sum; returns the first `outputs` of
+    (output, mask_index: the mask's count of non-zeros per batch row, embedding_sum).""",
+)
+
+
+def _check_indices(ids: np.ndarray, size: int, what: str) -> None:
+    if ids.size and (ids.min() < 0 or ids.max() >= size):
+        raise IndexError(f"{what}: values must be in [0, {size}), got {ids.min()}..{ids.max()}")
+
+
+# --- matrix products, activations, convolution ------------------------------------------------
+
+
+def _fused_matmul(m, A, B, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0):
+    a, b = _transposed(A, transA, transBatchA), _transposed(B, transB, transBatchB)
+    product = m.matmul(a, b)
+    if alpha != 1.0:
+        product = product * product.dtype.type(alpha)
+    return product
+
+
+def _transposed(x: np.ndarray, trans: int, trans_batch: int) -> np.ndarray:
+    """FusedMatMul's operand views: transBatch moves the first axis to just before the last
+    (batch dims rotate); trans swaps the last two. A 1-D operand is never transposed."""
+    if x.ndim < 2:
+        return x
+    if trans_batch and x.ndim > 2:
+        x = np.moveaxis(x, 0, -2)
+    return np.swapaxes(x, -1, -2) if trans else x
+
+
+fused_matmul, exact_fused_matmul = _twins(
+    _fused_matmul,
+    "fused_matmul",
+    """FusedMatMul and TransposeMatMul: alpha * A' @ B' with the transposes of the attributes.""",
+)
+
+
+def _activation(m, x, activation: str, params: tuple):
+    """x through one of FusedConv's / FusedGemm's activations, with their parameters."""
+    if activation == "Relu":
+        return np.maximum(x, x.dtype.type(0))
+    if activation == "LeakyRelu":
+        (alpha,) = params or (0.01,)
+        return np.where(x < 0, x * x.dtype.type(alpha), x)
+    if activation == "Tanh":
+        return m.tanh(x)
+    if activation == "Sigmoid":
+        return m.sigmoid(x)
+    if activation == "HardSigmoid":
+        alpha, beta = params or (0.2, 0.5)
+        y = x * x.dtype.type(alpha) + x.dtype.type(beta)
+        return np.minimum(np.maximum(y, x.dtype.type(0)), x.dtype.type(1))
+    if activation == "Clip":
+        low, high = params or (float(np.finfo(x.dtype).min), float(np.finfo(x.dtype).max))
+        return np.minimum(np.maximum(x, x.dtype.type(low)), x.dtype.type(high))
+    if activation in ("", None):
+        return x
+    raise ValueError(f"activation {activation!r} is not supported")
+
+
+def _fused_activation(m, x, *, activation="", params=()):
+    return _activation(m, x, activation, tuple(params))
+
+
+fused_activation, exact_fused_activation = _twins(
+    _fused_activation,
+    "fused_activation",
+    """FusedGemm's activation (Relu, LeakyRelu, Tanh, Sigmoid, HardSigmoid, Clip) of x.""",
+)
+
+
+def _fused_conv(m, X, W, B=None, Z=None, *, activation="", params=(), **geometry):
+    y = m.conv(X, W, B, **geometry)
+    if Z is not None:
+        y = y + Z
+    return _activation(m, y, activation, tuple(params))
+
+
+fused_conv, exact_fused_conv = _twins(
+    _fused_conv,
+    "fused_conv",
+    """FusedConv: Conv (runtime_support.conv's arguments), + Z when given, then the activation.""",
+)
+
+
+def _bias_softmax(m, data, bias, *, axis=1, is_inner_broadcast=0):
+    axis = axis % data.ndim
+    if is_inner_broadcast:  # bias lines up with data's leading axes, broadcast over the inner
+        bias = bias.reshape(bias.shape + (1,) * (data.ndim - bias.ndim))
+    return m.softmax(data + bias, axis=tuple(range(axis, data.ndim)))
+
+
+bias_softmax, exact_bias_softmax = _twins(
+    _bias_softmax,
+    "bias_softmax",
+    """BiasSoftmax: softmax of data + bias over the axes from `axis` on (the 2-D coercion of
+    Softmax before opset 13).""",
+)
+
+
+def _cdist(m, A, B, *, metric="sqeuclidean"):
+    if metric not in ("sqeuclidean", "euclidean"):
+        raise ValueError(f"CDist: metric {metric!r} is not supported (sqeuclidean, euclidean)")
+    difference = A[:, None, :] - B[None, :, :]
+    squared = difference * difference
+    if m is EXACT:
+        total = exact_sum(squared, 2, dtype=A.dtype)
+    else:
+        total = squared.sum(axis=2)
+    return np.sqrt(total) if metric == "euclidean" else total
+
+
+cdist, exact_cdist = _twins(
+    _cdist,
+    "cdist",
+    """CDist: the (squared) Euclidean distance of every row of A to every row of B.""",
+)
+
+
+@kernel(exact=False)
+def inverse(X):
+    """Inverse: the inverse of each (..., n, n) matrix (LAPACK; float16 through float32)."""
+    if X.dtype == np.float16:
+        return np.linalg.inv(X.astype(np.float32)).astype(np.float16)
+    return np.linalg.inv(X)
+
+
+# --- attention --------------------------------------------------------------------------------
+
+
+def _scaled_attention(m, q, k, v, scale, bias):
+    """softmax(q @ k^T * scale + bias) @ v over (batch, heads, sequence, head_size) operands, the
+    scores in float32 (float16 operands through float32)."""
+    dtype = q.dtype
+    q, k, v = (t.astype(np.float32, copy=False) for t in (q, k, v))
+    scores = m.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
+    if bias is not None:
+        scores = scores + bias.astype(np.float32, copy=False)
+    return m.matmul(m.softmax(scores, -1), v).astype(dtype, copy=False)
+
+
+def _causal(queries: int, keys: int, past: int) -> np.ndarray:
+    """True where query i may not see key j: j > i + past."""
+    return np.arange(keys)[None, :] > np.arange(queries)[:, None] + past
+
+
+def _attention_mask(mask_index, batch, queries, keys, past, unidirectional, filter_value):
+    """The additive mask of Attention: mask_filter_value where a key is masked (by mask_index's
+    key lengths, [end, start) ranges, 0/1 matrix of 2, 3 or 4 dims) or by causality."""
+    bias = np.zeros((batch, 1, queries, keys), np.float32)
+    if mask_index is not None:
+        mask_index = mask_index.astype(np.int64)
+        j = np.arange(keys)
+        if mask_index.ndim == 1 and mask_index.shape[0] == batch:
+            hidden = j[None, :] >= mask_index[:, None]
+        elif mask_index.ndim == 1 and mask_index.shape[0] == 2 * batch:
+            end, start = mask_index[:batch, None], mask_index[batch:, None]
+            hidden = (j[None, :] >= end) | (j[None, :] < start)
+        elif mask_index.ndim == 2:
+            hidden = mask_index == 0
+        elif mask_index.ndim == 3:
+            hidden = mask_index[:, None, :, :] == 0
+        elif mask_index.ndim == 4:
+            hidden = mask_index[:, :, past : past + queries, :keys] == 0
+        else:
+            raise ValueError(f"mask_index of shape {mask_index.shape} is not supported")
+        if hidden.ndim == 2:
+            hidden = hidden[:, None, None, :]
+        bias = np.where(hidden, np.float32(filter_value), bias)
+    if unidirectional:
+        bias = np.where(_causal(queries, keys, past), np.float32(filter_value), bias)
+    return bias
+
+
+def _heads(x: np.ndarray, heads: int) -> np.ndarray:
+    """(batch, sequence, heads * size) -> (batch, heads, sequence, size)."""
+    batch, sequence, hidden = x.shape
+    return x.reshape(batch, sequence, heads, hidden // heads).transpose(0, 2, 1, 3)
+
+
+def _merged(x: np.ndarray) -> np.ndarray:
+    """(batch, heads, sequence, size) -> (batch, sequence, heads * size)."""
+    batch, heads, sequence, size = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(batch, sequence, heads * size)
+
+
+def _attention(
+    m,
+    input,
+    weights,
+    bias=None,
+    mask_index=None,
+    past=None,
+    attention_bias=None,
+    *,
+    num_heads,
+    qkv_hidden_sizes=(),
+    unidirectional=0,
+    scale=0.0,
+    mask_filter_value=-10000.0,
+    outputs=1,
+):
+    batch, sequence, _ = input.shape
+    sizes = tuple(qkv_hidden_sizes) or (weights.shape[1] // 3,) * 3
+    projected = m.matmul(input, weights)
+    if bias is not None:
+        projected = projected + bias
+    q, k, v = np.split(projected, np.cumsum(sizes)[:2], axis=-1)
+    q, k, v = (_heads(t, num_heads) for t in (q, k, v))
+    past_length = 0
+    if past is not None:
+        past_length = past.shape[3]
+        k, v = np.concatenate((past[0], k), axis=2), np.concatenate((past[1], v), axis=2)
+    keys = k.shape[2]
+    scale = scale or 1.0 / np.sqrt(sizes[0] // num_heads)
+    additive = _attention_mask(
+        mask_index, batch, sequence, keys, past_length, unidirectional, mask_filter_value
+    )
+    if attention_bias is not None:
+        additive = additive + attention_bias
+    y = _merged(_scaled_attention(m, q, k, v, scale, additive))
+    return y if outputs == 1 else (y, np.stack((k, v)))
+
+
+attention, exact_attention = _twins(
+    _attention,
+    "attention",
+    """com.microsoft Attention: the Q, K, V projections of input by weights (+ bias), split by
+    qkv_hidden_sizes, scaled dot-product attention per head with mask_index's and causality's
+    additive mask_filter_value and attention_bias; past (2, batch, heads, past, size) is
+    prepended to K and V, and (output, present) returned with outputs=2.""",
+)
+
+
+def _multi_head_attention(
+    m,
+    query,
+    key=None,
+    value=None,
+    bias=None,
+    key_padding_mask=None,
+    attention_bias=None,
+    past_key=None,
+    past_value=None,
+    *,
+    num_heads,
+    unidirectional=0,
+    scale=0.0,
+    mask_filter_value=-10000.0,
+    outputs=1,
+):
+    batch, sequence = query.shape[:2]
+    if query.ndim == 5:  # packed (batch, sequence, heads, 3, size)
+        q, k, v = (query[:, :, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    else:
+        if bias is not None:
+            width = query.shape[2]
+            q_bias, k_bias, v_bias = bias[:width], bias[width : 2 * width], bias[2 * width :]
+            query = query + q_bias
+            if key is not None and key.ndim == 3:
+                key, value = key + k_bias, value + v_bias
+        q = _heads(query, num_heads)
+        if key.ndim == 5:  # packed (batch, length, heads, 2, size)
+            k, v = (key[:, :, :, i].transpose(0, 2, 1, 3) for i in range(2))
+        elif key.ndim == 4:  # already (batch, heads, length, size)
+            k, v = key, value
+        else:
+            k, v = _heads(key, num_heads), _heads(value, num_heads)
+    past_length = 0
+    if past_key is not None:
+        past_length = past_key.shape[2]
+        k, v = np.concatenate((past_key, k), axis=2), np.concatenate((past_value, v), axis=2)
+    keys = k.shape[2]
+    scale = scale or 1.0 / np.sqrt(q.shape[3])
+    additive = np.zeros((batch, 1, sequence, keys), np.float32)
+    if key_padding_mask is not None:
+        j = np.arange(keys)
+        if key_padding_mask.ndim == 1:
+            hidden = (j[None, :] >= key_padding_mask[:, None])[:, None, None, :]
+        else:
+            hidden = (key_padding_mask == 0)[:, None, None, :]
+        additive = np.where(hidden, np.float32(mask_filter_value), additive)
+    if unidirectional:
+        additive = np.where(
+            _causal(sequence, keys, past_length), np.float32(mask_filter_value), additive
+        )
+    if attention_bias is not None:
+        additive = additive + attention_bias
+    y = _merged(_scaled_attention(m, q, k, v, scale, additive))
+    return y if outputs == 1 else (y, k, v)[:outputs]
+
+
+multi_head_attention, exact_multi_head_attention = _twins(
+    _multi_head_attention,
+    "multi_head_attention",
+    """com.microsoft MultiHeadAttention: query (batch, sequence, hidden) or packed QKV; key and
+    value (batch, length, hidden), (batch, heads, length, size) or packed KV; bias added to the 3-D
+    query, key and value; past_key/past_value prepended; key_padding_mask of key lengths or 0/1;
+    returns the first `outputs` of (output, present_key, present_value).""",
+)
+
+
+# --- quantized matrix products ----------------------------------------------------------------
+
+
+def _integer_matmul(a_shifted: np.ndarray, b_shifted: np.ndarray) -> np.ndarray:
+    """The int32 product of integer operands (zero points already subtracted), in float64 through
+    BLAS: every term is below 2**16 in magnitude, so every partial sum is an integer below 2**53
+    and exact in any order (runtime_support.linalg.matmul_integer's argument)."""
+    return np.matmul(a_shifted.astype(np.float64), b_shifted.astype(np.float64))
+
+
+def _per_column(value, columns: int) -> np.ndarray:
+    """A scale or zero point of B: a scalar, or one per column (N)."""
+    value = np.asarray(value)
+    return value.reshape(-1) if value.size == columns and value.size > 1 else value.reshape(())
+
+
+@kernel(exact=True)
+def dynamic_quantize_matmul(A, B, b_scale, b_zero_point=None, bias=None):
+    """DynamicQuantizeMatMul: A quantized to uint8 as DynamicQuantizeLinear does (scale from
+    A's range widened to hold 0, zero point rounded and saturated), the integer product with B,
+    then * (a_scale * b_scale) + bias in float32."""
+    from runtime_support.quantization import dynamic_quantize_linear
+
+    a, a_scale, a_zero_point = dynamic_quantize_linear(A)
+    return matmul_integer_to_float(a, B, a_scale, b_scale, a_zero_point, b_zero_point, bias)
+
+
+@kernel(exact=True)
+def matmul_integer_to_float(
+    A, B, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None
+):
+    """MatMulIntegerToFloat: (A - a_zero_point) @ (B - b_zero_point), exact, as float32 times
+    a_scale * b_scale (one product of the scales, then one multiplication), + bias."""
+    columns = B.shape[-1]
+    a = A.astype(np.int64)
+    if a_zero_point is not None:
+        a = a - np.asarray(a_zero_point).astype(np.int64).reshape(())
+    b = B.astype(np.int64)
+    if b_zero_point is not None:
+        b = b - _per_column(b_zero_point, columns).astype(np.int64)
+    dtype = np.asarray(a_scale).dtype
+    multiplier = np.asarray(a_scale).reshape(()) * _per_column(b_scale, columns)
+    y = _integer_matmul(a, b).astype(dtype) * multiplier.astype(dtype)
+    if bias is not None:
+        y = y + bias
+    return y.astype(dtype, copy=False)
+
+
+def _unpacked(packed: np.ndarray, bits: int) -> np.ndarray:
+    """Unsigned `bits`-bit values of a uint8 array, the low bits first, along a new last axis."""
+    shifts = np.arange(0, 8, bits, dtype=np.uint8)
+    values = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
+    return values.reshape(*packed.shape[:-1], packed.shape[-1] * (8 // bits))
+
+
+def _matmul_nbits(
+    m, A, B, scales, zero_points=None, g_idx=None, bias=None, *, K, N, bits=4, block_size
+):
+    """MatMulNBits: A (..., K) @ dequantized B^T. B is (N, blocks, block_size * bits / 8) uint8,
+    values low bits first; scales (N * blocks); zero points uint8 packed like B (default
+    2**(bits - 1)) or of the scales' type (the float offset); g_idx: the block of each row k."""
+    blocks = -(-K // block_size)
+    values = _unpacked(B.reshape(N, blocks, -1), bits)[:, :, :block_size].astype(np.float32)
+    scale = scales.reshape(N, blocks).astype(np.float32)
+    if zero_points is None:
+        zero = np.float32(1 << (bits - 1))
+        w = (values - zero) * scale[:, :, None]
+    elif zero_points.dtype == np.uint8:
+        zero = _unpacked(zero_points.reshape(N, -1), bits)[:, :blocks].astype(np.float32)
+        w = (values - zero[:, :, None]) * scale[:, :, None]
+    else:  # a float zero point: value * scale - zero_point * scale (onnxruntime's form)
+        zero = zero_points.reshape(N, blocks).astype(np.float32)
+        w = (values - zero[:, :, None]) * scale[:, :, None]
+    w = w.reshape(N, blocks * block_size)[:, :K]
+    if g_idx is not None and g_idx.size == K:
+        value_of = values.reshape(N, -1)[:, :K]
+        block = g_idx.astype(np.int64)
+        zero_k = zero if np.ndim(zero) == 0 else np.asarray(zero)[:, block]
+        w = (value_of - zero_k) * scale[:, block]
+    y = m.matmul(A.astype(np.float32, copy=False), np.ascontiguousarray(w.T))
+    if bias is not None:
+        y = y + bias.astype(np.float32)
+    return y.astype(A.dtype, copy=False)
+
+
+matmul_nbits, exact_matmul_nbits = _twins(
+    _matmul_nbits,
+    "matmul_nbits",
+    """MatMulNBits with 2- to 8-bit weights in blocks along K (see the implementation).""",
+)
+
+
+def _int4(data: np.ndarray, bits: int, signed: bool) -> np.ndarray:
+    """Unpacked `bits`-bit values of packed uint8 data along its last axis, as int32."""
+    values = _unpacked(data, bits).astype(np.int32)
+    if signed:
+        values = np.where(values >= 1 << (bits - 1), values - (1 << bits), values)
+    return values
+
+
+@kernel(exact=True)
+def gather_block_quantized(
+    data,
+    indices,
+    scales,
+    zero_points=None,
+    *,
+    gather_axis=0,
+    quantize_axis=1,
+    block_size=128,
+    bits=4,
+):
+    """GatherBlockQuantized of packed uint8 data (`bits` per value, low bits first, zero point
+    default 2**(bits - 1)) or of ml_dtypes' int4/uint4: gather along gather_axis, dequantize by
+    blocks of block_size along quantize_axis: (value - zero_point) * scale in the scale's type."""
+    if data.dtype == np.uint8:
+        values = _int4(data, bits, signed=False)
+        default_zero = 1 << (bits - 1)
+    else:
+        values = data.astype(np.int32)
+        default_zero = 0
+    rank = values.ndim
+    gather_axis, quantize_axis = gather_axis % rank, quantize_axis % rank
+    if zero_points is None:
+        zero = np.full(scales.shape, default_zero, np.int32)
+    elif zero_points.dtype == np.uint8:
+        zero = _int4(zero_points, bits, signed=False)
+        zero = zero[tuple(slice(0, n) for n in scales.shape)]
+    else:
+        zero = zero_points.astype(np.int32)
+    repeat = lambda t: np.repeat(t, block_size, axis=quantize_axis)  # noqa: E731
+    size = values.shape[quantize_axis]
+    span = tuple(slice(0, size) if a == quantize_axis else slice(None) for a in range(rank))
+    scale_full, zero_full = repeat(scales)[span], repeat(zero)[span]
+    indices = np.where(indices < 0, indices + values.shape[gather_axis], indices)
+    take = lambda t: np.take(t, indices, axis=gather_axis)  # noqa: E731
+    shifted = (take(values) - take(zero_full)).astype(np.float32)
+    return (shifted * take(scale_full).astype(np.float32)).astype(scales.dtype)
+
+
+def _quantize(values: np.ndarray, scale, zero_point, dtype) -> np.ndarray:
+    """saturate(rint(values / scale) + zero_point) to `dtype` (onnxruntime's float32 division and
+    round half to even)."""
+    info = np.iinfo(dtype)
+    quotient = np.rint(values / np.float32(scale)) + np.float32(zero_point)
+    return np.clip(quotient, info.min, info.max).astype(dtype)
+
+
+def _dequantize(x, scale, zero_point) -> np.ndarray:
+    zero = 0 if zero_point is None else np.asarray(zero_point).astype(np.int32)
+    return (x.astype(np.int32) - zero).astype(np.float32) * np.asarray(scale, np.float32)
+
+
+@kernel(exact=True)
+def qlinear_binary(
+    A, A_scale, A_zero_point=None, B=None, B_scale=None, B_zero_point=None, C_scale=None,
+    C_zero_point=None, *, op="Add", dtype=None
+):  # fmt: skip
+    """QLinearAdd (op="Add") and QLinearMul: the dequantized A and B added or multiplied in
+    float32 and requantized to C's scale and zero point. Add scales each side by its ratio to C's
+    scale first, (A - za) * (sa / sc) + (B - zb) * (sb / sc), as onnxruntime does; Mul takes one
+    multiplier sa * sb / sc."""
+    dtype = np.dtype(dtype or A.dtype)
+    zero = lambda z: 0 if z is None else np.int32(np.asarray(z).reshape(()))  # noqa: E731
+    a = (A.astype(np.int32) - zero(A_zero_point)).astype(np.float32)
+    b = (B.astype(np.int32) - zero(B_zero_point)).astype(np.float32)
+    sa, sb, sc = (np.float32(np.asarray(s).reshape(())) for s in (A_scale, B_scale, C_scale))
+    if op == "Add":
+        value = a * (sa / sc) + b * (sb / sc)
+    else:
+        value = a * b * (sa * sb / sc)
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(value) + np.float32(zero(C_zero_point)), info.min, info.max).astype(
+        dtype
+    )
+
+
+@kernel(exact=True)
+def qlinear_lookup(X, table):
+    """QLinearSigmoid, QLinearLeakyRelu: each quantized value looked up in its 256-entry table
+    (built at compile time, as onnxruntime builds it)."""
+    return table[X.astype(np.uint8) if X.dtype == np.uint8 else X.view(np.uint8)]
+
+
+@kernel(exact=True)
+def qlinear_global_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point, *,
+                                channels_last=0):  # fmt: skip
+    """QLinearGlobalAveragePool: the integer sum over the spatial axes (exact), as float32 times
+    x_scale / (y_scale * count), requantized with y_zero_point; (the input's zero point taken out
+    of the sum first)."""
+    axes = tuple(range(1, X.ndim - 1)) if channels_last else tuple(range(2, X.ndim))
+    count = int(np.prod([X.shape[a] for a in axes]))
+    total = (X.astype(np.int64) - np.int64(x_zero_point)).sum(axis=axes, keepdims=True)
+    multiplier = np.float32(x_scale) / (np.float32(y_scale) * np.float32(count))
+    value = total.astype(np.float32) * multiplier
+    info = np.iinfo(X.dtype)
+    return np.clip(np.rint(value) + np.float32(y_zero_point), info.min, info.max).astype(X.dtype)
+
+
+@kernel(exact=True)
+def qlinear_concat(Y_scale, Y_zero_point, *tensors, axis):
+    """QLinearConcat: each (X, scale, zero_point) triple requantized to Y's scale and zero point
+    (an input already in them is copied), then concatenated along `axis`."""
+    parts = []
+    for x, scale, zero in zip(tensors[0::3], tensors[1::3], tensors[2::3]):
+        if np.float32(scale) == np.float32(Y_scale) and np.all(zero == Y_zero_point):
+            parts.append(x)
+        else:
+            parts.append(_quantize(_dequantize(x, scale, zero), Y_scale, Y_zero_point,
+                                   Y_zero_point.dtype))  # fmt: skip
+    return np.concatenate(parts, axis=axis)
+
+
+@kernel(exact=True)
+def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=None,
+          y_zero_point=None, *, alpha=1.0, transA=0, transB=0):  # fmt: skip
+    """QGemm: alpha * (A' - za) @ (B' - zb) (exact integers) * (a_scale * b_scale) + C
+    (int32, dequantized with the same scale), float32; requantized when y_scale is given."""
+    a = (A.T if transA else A).astype(np.int64) - np.int64(np.asarray(a_zero_point).reshape(()))
+    b_matrix = B.T if transB else B
+    columns = b_matrix.shape[1]
+    b = b_matrix.astype(np.int64) - _per_column(b_zero_point, columns).astype(np.int64)
+    accumulator = _integer_matmul(a, b)
+    if C is not None:
+        accumulator = accumulator + C.astype(np.float64)
+    scale = (np.float32(a_scale) * _per_column(b_scale, columns).astype(np.float32)) * np.float32(
+        alpha
+    )
+    y = accumulator.astype(np.float32) * scale.astype(np.float32)
+    if y_scale is None:
+        return y
+    dtype = y_zero_point.dtype if y_zero_point is not None else np.dtype(np.uint8)
+    return _quantize(y, y_scale, 0 if y_zero_point is None else y_zero_point, dtype)
+
+
+# --- hashing ----------------------------------------------------------------------------------
+
+
+def _rotl32(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint32(16))
+    h = h * np.uint32(0x85EBCA6B)
+    h = h ^ (h >> np.uint32(13))
+    h = h * np.uint32(0xC2B2AE35)
+    return h ^ (h >> np.uint32(16))
+
+
+def _murmur_words(words: np.ndarray, length: int, seed: int) -> np.ndarray:
+    """MurmurHash3_x86_32 of each row of little-endian uint32 words (`length` bytes per row)."""
+    c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+    h = np.full(words.shape[0], seed, np.uint32)
+    with np.errstate(over="ignore"):
+        for i in range(words.shape[1]):
+            k = _rotl32(words[:, i] * c1, 15) * c2
+            h = _rotl32(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        h = h ^ np.uint32(length)
+        return _fmix32(h)
+
+
+@kernel(exact=True)
+def murmur_hash3(X, *, seed=0, positive=1):
+    """MurmurHash3 (x86, 32 bits) of each element's little-endian bytes (4 or 8; strings: their
+    UTF-8 bytes), as uint32, or int32 with positive=0."""
+    if X.dtype.kind in "OUS":
+        flat = [str(s).encode("utf-8") for s in X.reshape(-1)]
+        hashed = np.array([_murmur_bytes(b, seed) for b in flat], np.uint32).reshape(X.shape)
+    else:
+        data = np.ascontiguousarray(X).astype(X.dtype.newbyteorder("<"), copy=False)
+        words = data.reshape(-1).view(np.uint32).reshape(data.size, -1)
+        hashed = _murmur_words(words, X.dtype.itemsize, seed).reshape(X.shape)
+    return hashed if positive else hashed.view(np.int32)
+
+
+def _murmur_bytes(data: bytes, seed: int) -> int:
+    """MurmurHash3_x86_32 of a byte string (the tail of 1 to 3 bytes mixed in at the end)."""
+    body = len(data) // 4 * 4
+    words = np.frombuffer(data[:body], "<u4").reshape(1, -1)
+    c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+    h = np.array([seed], np.uint32)
+    with np.errstate(over="ignore"):
+        for i in range(words.shape[1]):
+            k = _rotl32(words[:, i] * c1, 15) * c2
+            h = _rotl32(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        tail = data[body:]
+        if tail:
+            k = np.array([int.from_bytes(tail, "little")], np.uint32)
+            h = h ^ (_rotl32(k * c1, 15) * c2)
+        h = h ^ np.uint32(len(data))
+        return int(_fmix32(h)[0])

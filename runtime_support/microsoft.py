@@ -19,11 +19,13 @@ import numpy as np
 
 from runtime_support._kernels import kernel
 from runtime_support.activation import exact_gelu, softmax
+from runtime_support.attention import rotary_embedding
 from runtime_support.conv import conv
 from runtime_support.exact import exact_conv, exact_matmul, exact_mean, exact_softmax, exact_sum
 from runtime_support.exact_math import exact_sigmoid, exact_tanh
 from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
+from runtime_support.pool import average_pool
 
 __all__ = [
     "attention",
@@ -42,8 +44,6 @@ __all__ = [
     "exact_fused_activation",
     "fused_conv",
     "exact_fused_conv",
-    "bias_softmax",
-    "exact_bias_softmax",
     "cdist",
     "exact_cdist",
     "inverse",
@@ -53,6 +53,8 @@ __all__ = [
     "exact_matmul_nbits",
     "gather_block_quantized",
     "qlinear_binary",
+    "qlinear_average_pool",
+    "microsoft_rotary_embedding",
     "qlinear_lookup",
     "qlinear_global_average_pool",
     "qlinear_concat",
@@ -286,21 +288,6 @@ fused_conv, exact_fused_conv = _twins(
     _fused_conv,
     "fused_conv",
     """FusedConv: Conv (runtime_support.conv's arguments), + Z when given, then the activation.""",
-)
-
-
-def _bias_softmax(m, data, bias, *, axis=1, is_inner_broadcast=0):
-    axis = axis % data.ndim
-    if is_inner_broadcast:  # bias lines up with data's leading axes, broadcast over the inner
-        bias = bias.reshape(bias.shape + (1,) * (data.ndim - bias.ndim))
-    return m.softmax(data + bias, axis=tuple(range(axis, data.ndim)))
-
-
-bias_softmax, exact_bias_softmax = _twins(
-    _bias_softmax,
-    "bias_softmax",
-    """BiasSoftmax: softmax of data + bias over the axes from `axis` on (the 2-D coercion of
-    Softmax before opset 13).""",
 )
 
 
@@ -659,27 +646,86 @@ def _dequantize(x, scale, zero_point) -> np.ndarray:
     return (x.astype(np.int32) - zero).astype(np.float32) * np.asarray(scale, np.float32)
 
 
+def _fma32(a: np.ndarray, b, c) -> np.ndarray:
+    """a * b + c rounded once to float32, as a fused multiply-add: the product of float32 values
+    is exact in float64 (48 significant bits) and the float64 sum is rounded to float32 (a second
+    rounding only when that sum needs more than 53 bits: not for 8-bit operands and ordinary
+    scales)."""
+    return (a.astype(np.float64) * np.float64(b) + np.asarray(c, np.float64)).astype(np.float32)
+
+
 @kernel(exact=True)
 def qlinear_binary(
     A, A_scale, A_zero_point=None, B=None, B_scale=None, B_zero_point=None, C_scale=None,
-    C_zero_point=None, *, op="Add", dtype=None
+    C_zero_point=None, *, op="Add"
 ):  # fmt: skip
-    """QLinearAdd (op="Add") and QLinearMul: the dequantized A and B added or multiplied in
-    float32 and requantized to C's scale and zero point. Add scales each side by its ratio to C's
-    scale first, (A - za) * (sa / sc) + (B - zb) * (sb / sc), as onnxruntime does; Mul takes one
-    multiplier sa * sb / sc."""
-    dtype = np.dtype(dtype or A.dtype)
-    zero = lambda z: 0 if z is None else np.int32(np.asarray(z).reshape(()))  # noqa: E731
-    a = (A.astype(np.int32) - zero(A_zero_point)).astype(np.float32)
-    b = (B.astype(np.int32) - zero(B_zero_point)).astype(np.float32)
+    """QLinearAdd (op="Add") and QLinearMul, as onnxruntime's x86-64 kernels (MLAS, AVX2)
+    compute them in float32, rounding half to even and saturating.
+    Add: with rA = sa / sc, rB = sb / sc and the fixed part zc - (rA * za + rB * zb),
+    fma(A, rA, fma(B, rB, fixed)); a single-element side is folded into the fixed part first
+    (fixed + A * rA, two roundings). Mul: (A - za) * (B - zb) * (sa * sb / sc) + zc."""
+    dtype = A.dtype
+    zero = lambda z: 0 if z is None else int(np.asarray(z).reshape(()))  # noqa: E731
+    za, zb, zc = zero(A_zero_point), zero(B_zero_point), zero(C_zero_point)
     sa, sb, sc = (np.float32(np.asarray(s).reshape(())) for s in (A_scale, B_scale, C_scale))
     if op == "Add":
-        value = a * (sa / sc) + b * (sb / sc)
+        ratio_a, ratio_b = sa / sc, sb / sc
+        fixed = np.float32(zc) - (ratio_a * np.float32(za) + ratio_b * np.float32(zb))
+        a, b = A.astype(np.float32), B.astype(np.float32)
+        if a.size == 1 and b.size != 1:
+            fixed = fixed + a.reshape(()) * ratio_a
+            value = _fma32(b, ratio_b, fixed) + np.zeros_like(a)
+        elif b.size == 1:
+            fixed = fixed + b.reshape(()) * ratio_b
+            value = _fma32(a, ratio_a, fixed) + np.zeros_like(b)
+        else:
+            value = _fma32(a, ratio_a, _fma32(b, ratio_b, fixed))
     else:
-        value = a * b * (sa * sb / sc)
+        product = (A.astype(np.int32) - za) * (B.astype(np.int32) - zb)
+        value = product.astype(np.float32) * (sa * sb / sc) + np.float32(zc)
     info = np.iinfo(dtype)
-    return np.clip(np.rint(value) + np.float32(zero(C_zero_point)), info.min, info.max).astype(
-        dtype
+    return np.clip(np.rint(value), info.min, info.max).astype(dtype)
+
+
+@kernel(exact=True)
+def qlinear_average_pool(
+    X, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None, *, count_include_pad=0,
+    **window
+):  # fmt: skip
+    """QLinearAveragePool: X dequantized ((X - zero point) * scale in float32), averaged by
+    AveragePool (runtime_support.pool: taps in a fixed order, one division), then
+    rint(y / y_scale + y_zero_point) saturated (onnxruntime adds the zero point before rounding)."""
+    zero = 0 if x_zero_point is None else np.int32(np.asarray(x_zero_point).reshape(()))
+    x = (X.astype(np.int32) - zero).astype(np.float32) * np.float32(x_scale)
+    y = average_pool(x, count_include_pad=count_include_pad, **window)
+    y_zero = 0 if y_zero_point is None else np.asarray(y_zero_point).reshape(())
+    info = np.iinfo(X.dtype)
+    value = np.rint(y / np.float32(y_scale) + np.float32(y_zero))
+    return np.clip(value, info.min, info.max).astype(X.dtype)
+
+
+@kernel(exact=True)
+def microsoft_rotary_embedding(
+    input, position_ids, cos_cache, sin_cache, *, interleaved=0, num_heads=0,
+    rotary_embedding_dim=0
+):  # fmt: skip
+    """com.microsoft RotaryEmbedding: the default domain's rotation (rt.rotary_embedding).
+    position_ids of one element is the first position (positions offset + 0..sequence-1); a 3-D
+    input without num_heads has heads of twice cos_cache's width."""
+    if input.ndim == 3 and not num_heads:
+        num_heads = input.shape[2] // (2 * cos_cache.shape[1])
+    sequence = input.shape[1] if input.ndim == 3 else input.shape[2]
+    if position_ids.size == 1:
+        position_ids = int(position_ids.reshape(())) + np.arange(sequence, dtype=np.int64)
+    position_ids = np.broadcast_to(position_ids, (input.shape[0], sequence))
+    return rotary_embedding(
+        input,
+        cos_cache,
+        sin_cache,
+        position_ids,
+        interleaved=interleaved,
+        num_heads=num_heads,
+        rotary_embedding_dim=rotary_embedding_dim,
     )
 
 

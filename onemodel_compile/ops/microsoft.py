@@ -21,7 +21,7 @@ import numpy as np
 
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops import pool, pyir, quantization
+from onemodel_compile.ops import linalg, pool, pyir, quantization
 from onemodel_compile.ops.common import optional_arguments
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import Const, binop, call, index
@@ -338,10 +338,9 @@ def _gemm_type(view: NodeView):
     infer=_gemm_type,
 )
 def fused_gemm(view: NodeView):
-    """Gemm (rt.gemm's arguments), then the activation with its activation_alpha/beta/gamma."""
-    args, named = optional_arguments(view, {2: "C"})
-    keywords = {name: view.attr(name) for name in ("alpha", "beta", "transA", "transB")}
-    product = call("rt.exact_gemm" if view.variant.exact else "rt.gemm", *args, **named, **keywords)
+    """Gemm as the default domain's rules compute it, then the activation (onnxruntime requires
+    one) with its activation_alpha/beta/gamma."""
+    product = linalg.gemm_exact(view) if view.variant.exact else linalg.gemm(view)
     params = [
         view.attr(name)
         for name in ("activation_alpha", "activation_beta", "activation_gamma")
@@ -389,16 +388,6 @@ def cdist(view: NodeView):
     if metric not in ("sqeuclidean", "euclidean"):
         raise UnsupportedError(f"{view.node.label}: CDist metric {metric!r} is not supported")
     return call("rt.cdist", *view.inputs[:2], metric=metric)
-
-
-@microsoft("BiasSoftmax", defaults={"axis": 1}, exact=True, infer=_like(0))
-def bias_softmax(view: NodeView):
-    return call(
-        "rt.bias_softmax",
-        *view.inputs[:2],
-        axis=view.attr("axis"),
-        is_inner_broadcast=view.attr("is_inner_broadcast"),
-    )
 
 
 # --- attention ----------------------------------------------------------------------------------
@@ -479,20 +468,19 @@ def multi_head_attention(view: NodeView):
     infer=_like(0),
 )
 def rotary_embedding(view: NodeView):
-    """The default domain's kernel (rt.rotary_embedding): the same rotation; com.microsoft's
-    inputs are ordered (input, position_ids, cos_cache, sin_cache)."""
+    """The default domain's rotation (rt.rotary_embedding) with com.microsoft's inputs (input,
+    position_ids, cos_cache, sin_cache) and its position offset and head count rules."""
     _refuse(view, "is_packed_batching")
     if view.attr("scale") != 1.0:
         raise UnsupportedError(
             f"{view.node.label}: RotaryEmbedding with scale != 1 is not supported"
         )
-    X, positions, cos, sin = view.inputs[:4]
     keywords = {
         name: view.attr(name)
         for name in ("interleaved", "num_heads", "rotary_embedding_dim")
         if view.attr(name)
     }
-    return call("rt.rotary_embedding", X, cos, sin, positions, **keywords)
+    return call("rt.microsoft_rotary_embedding", *view.inputs[:4], **keywords)
 
 
 # --- quantization ---------------------------------------------------------------------------------
@@ -675,26 +663,18 @@ def qlinear_global_average_pool(view: NodeView):
 )
 def qlinear_average_pool(view: NodeView):
     """Dequantized, averaged as AveragePool averages (float32 taps in a fixed order, one
-    division), requantized; channels_last inputs moved to channels first and back."""
-    X = view.inputs[0]
+    division), requantized as onnxruntime does (the zero point added before rounding)."""
     if view.attr("channels_last"):
         raise UnsupportedError(
             f"{view.node.label}: QLinearAveragePool with channels_last is not supported"
         )
-    x_zero, y_zero = (
-        {name: view.input(i)} if view.input(i) is not None else {}
-        for i, name in ((2, "x_zero_point"), (4, "y_zero_point"))
-    )
-    dequantized = call("rt.dequantize_linear", X, view.inputs[1], **x_zero, axis=1)
-    averaged = call(
-        "rt.average_pool",
-        dequantized,
+    args, named = optional_arguments(view, {2: "x_zero_point", 4: "y_zero_point"})
+    return call(
+        "rt.qlinear_average_pool",
+        *args,
+        **named,
         **pool._window(view),
         count_include_pad=view.attr("count_include_pad"),
-    )
-    target = X.dtype if X.dtype is not None else np.dtype(np.uint8)
-    return call(
-        "rt.quantize_linear", averaged, view.inputs[3], **y_zero, axis=1, output_dtype=target
     )
 
 

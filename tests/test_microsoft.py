@@ -1,0 +1,168 @@
+"""The com.microsoft domain (issue #14, points 4 and 5): every case of the com.microsoft oracle
+(tests/microsoft_oracle.py) in both variants against onnxruntime 1.31.1, also with the graph's
+shapes hidden; the table's coverage; the registrations against onnxruntime's own schemas.
+
+No expected value is written here: onnxruntime computes it. In the exact variant a refusal is an
+expected outcome, provided it names the operator (Inverse is the one refused).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import onemodel_compile.resolve
+from onemodel_compile import UnsupportedError, generate
+from onemodel_compile.ops import microsoft
+from onemodel_compile.ops.registry import lookup, registered
+from tests import microsoft_oracle as oracle
+
+VARIANTS = ("fast", "exact")
+# The registrations of this family: com.microsoft's, and the default-domain operators only
+# onnxruntime defines (their opset ranges are onnxruntime's, not onnx's).
+MICROSOFT = [
+    e
+    for e in registered()
+    if e.domain == microsoft.DOMAIN or (e.domain == "" and e.op_type in oracle.DEFAULT_DOMAIN
+                                         and e.emit.__module__ == microsoft.__name__)
+]  # fmt: skip
+
+
+def _onnxruntime_schemas() -> dict:
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort
+
+    return {(s.domain, s.name, s.since_version): s for s in ort.get_all_operator_schema()}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case", oracle.CASES, ids=lambda case: case.name)
+def test_operator_matches_onnxruntime(case, variant):
+    outcome = oracle.run_case(case, variant)
+    if outcome.status == "refused":
+        assert variant == "exact", f"the {variant} variant refused: {outcome.detail}"
+        assert case.op in outcome.detail, f"the refusal does not name {case.op}: {outcome.detail}"
+        assert "no exact implementation" in outcome.detail, outcome.detail
+        return
+    if outcome.status == "divergence":
+        pytest.xfail(f"onnxruntime diverges: {outcome.detail}")
+    assert outcome.status == "pass", f"{outcome.status}: {outcome.detail}"
+
+
+def test_every_emitter_takes_an_unknown_rank(monkeypatch):
+    """Every case compiled with its graph's shapes hidden still gives onnxruntime's outputs
+    (fast variant), and every registration of the family is handed an input of unknown rank on
+    the way (the rule tests/test_unknown_rank.py holds the other emitters to)."""
+    exercised: set = set()
+    original = onemodel_compile.resolve.lookup
+
+    def recording(*args, **kwargs):
+        entry = original(*args, **kwargs)
+
+        def emit(view, entry=entry):
+            if any(x is not None and getattr(x.type, "shape", 0) is None for x in view.inputs):
+                exercised.add((entry.domain, entry.op_type, entry.since))
+            return entry.emit(view)
+
+        return dataclasses.replace(entry, emit=emit)
+
+    monkeypatch.setattr(onemodel_compile.resolve, "lookup", recording)
+    failures = []
+    for case in oracle.CASES:
+        outcome = oracle.run_case(case, "fast", hide_shapes=True)
+        if outcome.status != "pass":
+            failures.append(f"{case.name}: {outcome.status}: {outcome.detail}")
+    assert not failures, failures[:5]
+    every = {(e.domain, e.op_type, e.since) for e in MICROSOFT}
+    assert not every - exercised, sorted(every - exercised)
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+def test_table_covers_every_registration_twice():
+    names = [case.name for case in oracle.CASES]
+    assert len(names) == len(set(names)), "case names must be unique (test ids)"
+    counts = {op: sum(case.op == op for case in oracle.CASES) for op in oracle.OPERATORS}
+    assert all(n >= 2 for n in counts.values()), {op: n for op, n in counts.items() if n < 2}
+    assert {e.op_type for e in MICROSOFT} == set(oracle.OPERATORS)
+    assert {case.op for case in oracle.CASES} == set(oracle.OPERATORS)
+
+
+def test_looser_tolerances_say_why():
+    for case in oracle.CASES:
+        if case.rtol is not None or case.atol is not None:
+            assert case.note, f"{case.name}: a looser tolerance needs a note"
+
+
+def test_the_harness_can_fail(monkeypatch):
+    """A kernel that is off by one ulp in one element is caught (integers compare exactly)."""
+    import runtime_support
+
+    right = runtime_support.murmur_hash3
+
+    def wrong(X, **kwargs):
+        result = right(X, **kwargs).copy()
+        result.reshape(-1)[0] += 1
+        return result
+
+    monkeypatch.setattr(runtime_support, "murmur_hash3", wrong)
+    case = next(c for c in oracle.CASES if c.op == "MurmurHash3")
+    assert oracle.run_case(case, "fast").status == "mismatch"
+
+
+# --- the registrations --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "entry", MICROSOFT, ids=lambda e: f"{e.domain or 'ai.onnx'}:{e.op_type}:{e.since}"
+)
+def test_registration_is_an_onnxruntime_schema(entry):
+    """Each registration names an operator onnxruntime 1.31.1 defines at that domain opset, and
+    the defaults it declares are onnxruntime's."""
+    schemas = _onnxruntime_schemas()
+    schema = schemas.get((entry.domain, entry.op_type, entry.since))
+    assert schema is not None, f"onnxruntime has no {entry.op_type} at opset {entry.since}"
+    for name, value in microsoft.DEFAULTS[entry.op_type].items():
+        attribute = schema.attributes.get(name)
+        assert attribute is not None, f"{entry.op_type} has no attribute {name!r}"
+        raw = attribute._default_value
+        proto = onnx.AttributeProto.FromString(raw) if isinstance(raw, bytes) else None
+        if proto is None or not proto.type:
+            continue  # no schema default: the kernel's own (docs/com-microsoft.md)
+        expected = helper.get_attribute_value(proto)
+        expected = expected.decode() if isinstance(expected, bytes) else expected
+        if isinstance(expected, float):
+            assert np.float32(value) == np.float32(expected), (name, value, expected)
+        else:
+            assert value == expected, (name, value, expected)
+
+
+def test_the_domain_is_opset_one_only():
+    entries = [e for e in MICROSOFT if e.domain == microsoft.DOMAIN]
+    assert entries and all(e.since == 1 and e.until is None for e in entries)
+    node = helper.make_node("Gelu", ["x"], ["y"], domain=microsoft.DOMAIN)
+    value = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
+    out = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])
+    graph = helper.make_graph([node], "g", [value], [out])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 2)]
+    )
+    with pytest.raises(UnsupportedError, match="com.microsoft opset 2 is outside"):
+        generate(model)
+
+
+def test_unsupported_operator_names_itself():
+    with pytest.raises(UnsupportedError, match=r"BeamSearch \(domain 'com.microsoft'\)"):
+        lookup("BeamSearch", microsoft.DOMAIN, 1, "fast", "BeamSearch node 'b'")
+
+
+def test_layer_normalization_before_17_is_onnxruntime_s_only():
+    """onnx defines LayerNormalization from opset 17; onnxruntime from 1 (its optimizer writes it
+    into models of older opsets): the family registers 1..16, the normalization family 17 on."""
+    entries = [e for e in registered() if e.op_type == "LayerNormalization" and not e.domain]
+    ranges = sorted((e.since, e.until) for e in entries if e.variant is None)
+    assert ranges[0] == (1, 16) and ranges[1][0] == 17

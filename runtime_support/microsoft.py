@@ -47,6 +47,10 @@ __all__ = [
     "cdist",
     "exact_cdist",
     "inverse",
+    "qattention",
+    "exact_qattention",
+    "qembed_layer_normalization",
+    "exact_qembed_layer_normalization",
     "dynamic_quantize_matmul",
     "matmul_integer_to_float",
     "matmul_nbits",
@@ -393,11 +397,22 @@ def _attention(
     mask_filter_value=-10000.0,
     outputs=1,
 ):
-    batch, sequence, _ = input.shape
-    sizes = tuple(qkv_hidden_sizes) or (weights.shape[1] // 3,) * 3
     projected = m.matmul(input, weights)
     if bias is not None:
         projected = projected + bias
+    sizes = tuple(qkv_hidden_sizes) or (weights.shape[1] // 3,) * 3
+    return _projected_attention(
+        m, projected, sizes, mask_index, past, attention_bias, num_heads, unidirectional, scale,
+        mask_filter_value, outputs
+    )  # fmt: skip
+
+
+def _projected_attention(
+    m, projected, sizes, mask_index, past, attention_bias, num_heads, unidirectional, scale,
+    mask_filter_value, outputs
+):  # fmt: skip
+    """Attention's steps after the Q, K, V projection (batch, sequence, sum of sizes)."""
+    batch, sequence, _ = projected.shape
     q, k, v = np.split(projected, np.cumsum(sizes)[:2], axis=-1)
     q, k, v = (_heads(t, num_heads) for t in (q, k, v))
     past_length = 0
@@ -490,6 +505,68 @@ multi_head_attention, exact_multi_head_attention = _twins(
     value (batch, length, hidden), (batch, heads, length, size) or packed KV; bias added to the 3-D
     query, key and value; past_key/past_value prepended; key_padding_mask of key lengths or 0/1;
     returns the first `outputs` of (output, present_key, present_value).""",
+)
+
+
+def _qattention(
+    m,
+    input,
+    weight,
+    bias,
+    input_scale,
+    weight_scale,
+    mask_index=None,
+    input_zero_point=None,
+    weight_zero_point=None,
+    past=None,
+    *,
+    num_heads,
+    unidirectional=0,
+    scale=0.0,
+    mask_filter_value=-10000.0,
+    outputs=1,
+):
+    columns = weight.shape[1]
+    projected = matmul_integer_to_float(
+        input, weight, input_scale, weight_scale, input_zero_point, weight_zero_point, bias
+    )
+    sizes = (columns // 3,) * 3
+    return _projected_attention(
+        m, projected, sizes, mask_index, past, None, num_heads, unidirectional, scale,
+        mask_filter_value, outputs
+    )  # fmt: skip
+
+
+qattention, exact_qattention = _twins(
+    _qattention,
+    "qattention",
+    """QAttention: Attention whose Q, K, V projection is MatMulIntegerToFloat's (the integer
+    product of the quantized input and weight, exact, times input_scale * weight_scale, + bias).""",
+)
+
+
+def _qembed_layer_normalization(m, input_ids, *, epsilon=1e-12, outputs=1, mask=None,
+                                segment_ids=None, **tables):  # fmt: skip
+    """tables: `<table>_quant`, `<table>_scale`, `<table>_zero_point` for word_embedding,
+    position_embedding, gamma, beta and (optional) segment_embedding, by keyword."""
+    found = {}
+    for table in ("word_embedding", "position_embedding", "segment_embedding", "gamma", "beta"):
+        quantized = tables.get(f"{table}_quant", tables.get(table))
+        if quantized is not None:
+            found[table] = _dequantize(
+                quantized, tables[f"{table}_scale"], tables.get(f"{table}_zero_point")
+            )
+    return _embed_layer_normalization(
+        m, input_ids, **found, segment_ids=segment_ids, mask=mask, epsilon=epsilon,
+        outputs=outputs
+    )  # fmt: skip
+
+
+qembed_layer_normalization, exact_qembed_layer_normalization = _twins(
+    _qembed_layer_normalization,
+    "qembed_layer_normalization",
+    """QEmbedLayerNormalization: EmbedLayerNormalization of the tables dequantized
+    ((q - zero point) * scale in float32).""",
 )
 
 

@@ -182,7 +182,7 @@ OPERATORS = tuple(
     "Gelu BiasGelu FastGelu QuickGelu SkipLayerNormalization SkipSimplifiedLayerNormalization "
     "SimplifiedLayerNormalization LayerNormalization EmbedLayerNormalization FusedMatMul "
     "TransposeMatMul FusedGemm FusedConv Inverse CDist Attention MultiHeadAttention "
-    "RotaryEmbedding DynamicQuantizeMatMul MatMulIntegerToFloat MatMulNBits GatherBlockQuantized "
+    "RotaryEmbedding QAttention QEmbedLayerNormalization DynamicQuantizeMatMul MatMulIntegerToFloat MatMulNBits GatherBlockQuantized "
     "QuantizeLinear DequantizeLinear QLinearAdd QLinearMul QLinearSigmoid QLinearLeakyRelu "
     "QLinearGlobalAveragePool QLinearAveragePool QLinearConcat QGemm QLinearConv "
     "MurmurHash3".split()
@@ -337,6 +337,26 @@ CASES = [
     Case("ms_rotary_heads", "RotaryEmbedding", 17, (x(1, 3, 16), x(1, 3, dtype="int64", gen="int",
          low=0, high=9), w(10, 4), w(10, 4)), attrs={"num_heads": 2}, note=DOT),  # fmt: skip
     # quantized matrix products
+    Case("ms_qattention", "QAttention", 17, (_u8(2, 4, 8), _i8(8, 24, init=True), w(24),
+         _scale(0.02), _scale(0.01), None, c(np.uint8(128), "uint8"), c(np.int8(0), "int8")),
+         attrs={"num_heads": 2}, note=DOT),  # fmt: skip
+    Case("ms_qattention_mask_causal_u8", "QAttention", 17, (_u8(2, 5, 8), _u8(8, 24, init=True),
+         w(24), _scale(0.02), _scale(0.01), v(np.array([3, 5], np.int32), "int32"),
+         c(np.uint8(120), "uint8"), c(np.uint8(128), "uint8")),
+         attrs={"num_heads": 4, "unidirectional": 1}, note=DOT),  # fmt: skip
+    Case("ms_qembed_ln", "QEmbedLayerNormalization", 17, (
+        x(2, 5, dtype="int32", gen="int", low=0, high=19), x(2, 5, dtype="int32", gen="int",
+        low=0, high=1), _u8(20, 8, init=True), _u8(16, 8, init=True), _u8(2, 8, init=True),
+        _u8(8, init=True), _u8(8, init=True), x(2, 5, dtype="int32", gen="int", low=0, high=1),
+        _scale(0.01), _scale(0.02), _scale(0.03), _scale(0.01), _scale(0.001),
+        c(np.uint8(128), "uint8"), c(np.uint8(100), "uint8"), c(np.uint8(0), "uint8"),
+        c(np.uint8(10), "uint8"), c(np.uint8(128), "uint8")), outputs=2, note=DOT),  # fmt: skip
+    Case("ms_qembed_ln_no_segment", "QEmbedLayerNormalization", 17, (
+        x(3, 4, dtype="int32", gen="int", low=0, high=9), None, _u8(10, 8, init=True),
+        _u8(8, 8, init=True), None, _u8(8, init=True), _u8(8, init=True), None,
+        _scale(0.01), _scale(0.02), None, _scale(0.01), _scale(0.001),
+        c(np.uint8(128), "uint8"), c(np.uint8(100), "uint8"), None,
+        c(np.uint8(10), "uint8"), c(np.uint8(128), "uint8")), outputs=2, note=DOT),  # fmt: skip
     Case("ms_dqmm_u8", "DynamicQuantizeMatMul", 17, (x(3, 8), _u8(8, 4, init=True),
          _scale(0.02), c(np.uint8(128), "uint8")), note=QUANT, rtol=1e-5, atol=1e-5),  # fmt: skip
     Case("ms_dqmm_s8_per_column_bias", "DynamicQuantizeMatMul", 17, (x(2, 3, 8),

@@ -261,6 +261,39 @@ def embed_layer_normalization(view: NodeView):
     return call("rt.embed_layer_normalization", view.inputs[0], **operands, **keywords)
 
 
+@microsoft(
+    "QEmbedLayerNormalization",
+    defaults={"epsilon": float(np.float32(1e-12))},
+    exact=True,
+    infer=_embed_types,
+)
+def qembed_layer_normalization(view: NodeView):
+    """Every input but the ids by keyword (the kernel's parameters are the input names; the
+    segment table's are named without _quant)."""
+    for required in (0, 2, 3, 5, 6, 8, 9, 11, 12):
+        if view.input(required) is None:
+            raise CompileError(
+                f"{view.node.label}: input {required} ({_QEMBED_INPUTS[required]}) is required"
+            )
+    operands = {
+        _QEMBED_INPUTS[i]: operand for i, operand in enumerate(view.inputs) if i and operand
+    }
+    keywords = {"epsilon": view.attr("epsilon")}
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call("rt.qembed_layer_normalization", view.inputs[0], **operands, **keywords)
+
+
+_QEMBED_INPUTS = (
+    "input_ids segment_ids word_embedding_quant position_embedding_quant segment_embedding "
+    "gamma_quant beta_quant mask word_embedding_scale position_embedding_scale "
+    "segment_embedding_scale gamma_scale beta_scale word_embedding_zero_point "
+    "position_embedding_zero_point segment_embedding_zero_point gamma_zero_point "
+    "beta_zero_point"
+).split()
+
+
 # --- matrix products ----------------------------------------------------------------------------
 
 
@@ -459,6 +492,17 @@ def multi_head_attention(view: NodeView):
     optional = {1: "key", 2: "value", 3: "bias", 4: "key_padding_mask", 5: "attention_bias"}
     optional.update({6: "past_key", 7: "past_value"})
     return _kernel_call(view, "multi_head_attention", optional, **keywords)
+
+
+@microsoft("QAttention", defaults=_ATTENTION, exact=True, infer=_attention_types)
+def qattention(view: NodeView):
+    _refuse(view, "do_rotary", "past_present_share_buffer")
+    keywords = {"num_heads": view.attr("num_heads")}
+    for name in ("unidirectional", "scale", "mask_filter_value"):
+        if view.attr(name) != _ATTENTION[name]:
+            keywords[name] = view.attr(name)
+    optional = {5: "mask_index", 6: "input_zero_point", 7: "weight_zero_point", 8: "past"}
+    return _kernel_call(view, "qattention", optional, **keywords)
 
 
 @microsoft(

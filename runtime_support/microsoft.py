@@ -47,6 +47,8 @@ __all__ = [
     "cdist",
     "exact_cdist",
     "inverse",
+    "group_query_attention",
+    "exact_group_query_attention",
     "qattention",
     "exact_qattention",
     "qembed_layer_normalization",
@@ -505,6 +507,96 @@ multi_head_attention, exact_multi_head_attention = _twins(
     value (batch, length, hidden), (batch, heads, length, size) or packed KV; bias added to the 3-D
     query, key and value; past_key/past_value prepended; key_padding_mask of key lengths or 0/1;
     returns the first `outputs` of (output, present_key, present_value).""",
+)
+
+
+def _group_query_attention(
+    m,
+    query,
+    key=None,
+    value=None,
+    past_key=None,
+    past_value=None,
+    seqlens_k=None,
+    total_sequence_length=None,
+    cos_cache=None,
+    sin_cache=None,
+    attention_bias=None,
+    *,
+    num_heads,
+    kv_num_heads,
+    scale=0.0,
+    softcap=0.0,
+    do_rotary=0,
+    rotary_interleaved=0,
+    outputs=1,
+):
+    batch, sequence = query.shape[:2]
+    if key is None:  # packed (batch, sequence, (num_heads + 2 kv_num_heads) * head_size)
+        size = query.shape[2] // (num_heads + 2 * kv_num_heads)
+        query, key, value = np.split(
+            query, [num_heads * size, (num_heads + kv_num_heads) * size], axis=2
+        )
+    q, k, v = _heads(query, num_heads), _heads(key, kv_num_heads), _heads(value, kv_num_heads)
+    size = q.shape[3]
+    total = int(np.asarray(total_sequence_length).reshape(()))
+    past_length = 0 if past_key is None else past_key.shape[2]
+    lengths = np.asarray(seqlens_k).astype(np.int64).reshape(batch) + 1
+    first_prompt = past_length == 0 and sequence == total
+    starts = np.zeros(batch, np.int64) if first_prompt else lengths - sequence
+    if np.any(starts < 0) or np.any(starts + sequence > max(past_length, total)):
+        raise ValueError(
+            f"GroupQueryAttention: seqlens_k {seqlens_k.tolist()} do not fit {sequence} new "
+            f"positions in a cache of {max(past_length, total)}"
+        )
+    if do_rotary:
+        positions = starts[:, None] + np.arange(sequence)[None, :]
+        rotated = 2 * cos_cache.shape[1]
+        rotate = lambda t: rotary_embedding(  # noqa: E731
+            t, cos_cache, sin_cache, positions, interleaved=rotary_interleaved,
+            rotary_embedding_dim=rotated if rotated < size else 0
+        )  # fmt: skip
+        q, k = rotate(q), rotate(k)
+    # The cache: each batch's past up to its start, then the new keys and values (the rest 0).
+    cache = max(past_length, total)
+    present_k = np.zeros((batch, kv_num_heads, cache, size), k.dtype)
+    present_v = np.zeros((batch, kv_num_heads, cache, size), v.dtype)
+    for b in range(batch):
+        start = int(starts[b])
+        if past_key is not None:
+            present_k[b, :, :start] = past_key[b, :, :start]
+            present_v[b, :, :start] = past_value[b, :, :start]
+        present_k[b, :, start : start + sequence] = k[b]
+        present_v[b, :, start : start + sequence] = v[b]
+    group = num_heads // kv_num_heads
+    keys = np.repeat(present_k, group, axis=1)
+    values = np.repeat(present_v, group, axis=1)
+    j = np.arange(cache)[None, None, :]
+    i = np.arange(sequence)[None, :, None]
+    hidden = (j > starts[:, None, None] + i) | (j >= lengths[:, None, None])
+    scale = scale or 1.0 / np.sqrt(size)
+    dtype = q.dtype
+    qf, kf, vf = (t.astype(np.float32, copy=False) for t in (q, keys, values))
+    scores = m.matmul(qf, np.swapaxes(kf, -1, -2)) * np.float32(scale)
+    if softcap:
+        scores = m.tanh(scores / np.float32(softcap)) * np.float32(softcap)
+    if attention_bias is not None:
+        scores = scores + attention_bias.astype(np.float32)
+    scores = np.where(hidden[:, None], np.float32(-np.inf), scores)
+    y = _merged(m.matmul(m.softmax(scores, -1), vf).astype(dtype, copy=False))
+    return y if outputs == 1 else (y, present_k, present_v)[:outputs]
+
+
+group_query_attention, exact_group_query_attention = _twins(
+    _group_query_attention,
+    "group_query_attention",
+    """GroupQueryAttention (onnxruntime's CPU kernel): kv_num_heads key/value heads shared by
+    groups of num_heads // kv_num_heads query heads; query, key, value (batch, sequence, heads *
+    size) or packed in query; batch b's new positions start at seqlens_k[b] + 1 - sequence (0 for
+    a first prompt: no past and sequence == total_sequence_length), are rotated there with
+    do_rotary, and are written into the cache (batch, kv heads, max(past, total), size) after
+    its past up to that start; query i sees keys j <= start + i and j <= seqlens_k[b]; softcap
+    (tanh) before the mask. Returns the first `outputs` of (output, present_key, present_value).""",
 )
 
 

@@ -182,7 +182,7 @@ OPERATORS = tuple(
     "Gelu BiasGelu FastGelu QuickGelu SkipLayerNormalization SkipSimplifiedLayerNormalization "
     "SimplifiedLayerNormalization LayerNormalization EmbedLayerNormalization FusedMatMul "
     "TransposeMatMul FusedGemm FusedConv Inverse CDist Attention MultiHeadAttention "
-    "RotaryEmbedding QAttention QEmbedLayerNormalization DynamicQuantizeMatMul MatMulIntegerToFloat MatMulNBits GatherBlockQuantized "
+    "RotaryEmbedding GroupQueryAttention QAttention QEmbedLayerNormalization DynamicQuantizeMatMul MatMulIntegerToFloat MatMulNBits GatherBlockQuantized "
     "QuantizeLinear DequantizeLinear QLinearAdd QLinearMul QLinearSigmoid QLinearLeakyRelu "
     "QLinearGlobalAveragePool QLinearAveragePool QLinearConcat QGemm QLinearConv "
     "MurmurHash3".split()
@@ -329,6 +329,26 @@ CASES = [
     Case("ms_mha_bnsh_kv_bias", "MultiHeadAttention", 17, (x(1, 3, 8), x(1, 2, 5, 4),
          x(1, 2, 5, 4), None, None, x(1, 2, 3, 5)), attrs={"num_heads": 2, "scale": 0.5},
          note=DOT),  # fmt: skip
+    Case("ms_gqa_prompt_padded", "GroupQueryAttention", 17, (x(2, 3, 32), x(2, 3, 16),
+         x(2, 3, 16), None, None, v(np.array([2, 1], np.int32), "int32"),
+         v(np.array(3, np.int32), "int32")), outputs=3, attrs={"num_heads": 4, "kv_num_heads": 2},
+         note=DOT),  # fmt: skip
+    Case("ms_gqa_past", "GroupQueryAttention", 17, (x(2, 1, 32), x(2, 1, 16), x(2, 1, 16),
+         x(2, 2, 4, 8), x(2, 2, 4, 8), v(np.array([4, 2], np.int32), "int32"),
+         v(np.array(5, np.int32), "int32")), outputs=3, attrs={"num_heads": 4, "kv_num_heads": 2},
+         note=DOT),  # fmt: skip
+    Case("ms_gqa_static_cache_mqa", "GroupQueryAttention", 17, (x(1, 2, 32), x(1, 2, 8),
+         x(1, 2, 8), x(1, 1, 6, 8), x(1, 1, 6, 8), v(np.array([4], np.int32), "int32"),
+         v(np.array(5, np.int32), "int32")), outputs=3, attrs={"num_heads": 4, "kv_num_heads": 1,
+         "scale": 0.2}, note=DOT),  # fmt: skip
+    Case("ms_gqa_packed_rotary", "GroupQueryAttention", 17, (x(1, 4, 128), None, None, None, None,
+         v(np.array([3], np.int32), "int32"), v(np.array(4, np.int32), "int32"), w(8, 8), w(8, 8)),
+         attrs={"num_heads": 4, "kv_num_heads": 2, "do_rotary": 1}, note=DOT),  # fmt: skip
+    Case("ms_gqa_rotary_interleaved_softcap", "GroupQueryAttention", 17, (x(2, 1, 32), x(2, 1, 32),
+         x(2, 1, 32), x(2, 2, 3, 16), x(2, 2, 3, 16), v(np.array([3, 3], np.int32), "int32"),
+         v(np.array(4, np.int32), "int32"), w(8, 8), w(8, 8)), outputs=3,
+         attrs={"num_heads": 2, "kv_num_heads": 2, "do_rotary": 1, "rotary_interleaved": 1,
+                "softcap": 2.0}, note=DOT),  # fmt: skip
     Case("ms_rotary", "RotaryEmbedding", 17, (x(2, 3, 8), x(2, 3, dtype="int64", gen="int",
          low=0, high=9), w(10, 4), w(10, 4)), note=DOT),  # fmt: skip
     Case("ms_rotary_4d_interleaved", "RotaryEmbedding", 17, (x(1, 2, 3, 8),

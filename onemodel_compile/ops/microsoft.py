@@ -494,6 +494,64 @@ def multi_head_attention(view: NodeView):
     return _kernel_call(view, "multi_head_attention", optional, **keywords)
 
 
+def _gqa_types(view: NodeView):
+    Q, K = view.inputs[0], view.input(1)
+    width = None
+    if Q.shape is not None and isinstance(Q.shape[-1], int):
+        heads, kv_heads = view.attr("num_heads"), view.attr("kv_num_heads")
+        size = Q.shape[-1] // (heads if K is not None else heads + 2 * kv_heads)
+        width = heads * size
+    present = _typed(Q.dtype, None if Q.shape is None else (Q.shape[0], None, None, None))
+    return [_with_last(Q, width), present, present]
+
+
+_GQA = {"scale": 0.0, "softcap": 0.0, "do_rotary": 0, "rotary_interleaved": 0}
+_GQA.update({"local_window_size": -1, "smooth_softmax": -1, "qk_output": 0, "causal": 1})
+_GQA.update({"k_quant_type": "NONE", "v_quant_type": "NONE", "sliding_window_cache": 0})
+
+
+@microsoft("GroupQueryAttention", defaults=_GQA, exact=True, infer=_gqa_types)
+def group_query_attention(view: NodeView):
+    """What onnxruntime-genai's model builder writes: grouped heads, a key/value cache, rotary
+    positions from seqlens_k. Sliding windows, smooth softmax, head sinks, quantized caches, QK
+    norms, position_ids and the qk output are refused, naming the node."""
+    for name in ("local_window_size", "smooth_softmax"):
+        if view.attr(name) != -1:
+            raise UnsupportedError(
+                f"{view.node.label}: GroupQueryAttention with {name} is not supported"
+            )
+    for name, default in (("k_quant_type", "NONE"), ("v_quant_type", "NONE"), ("causal", 1)):
+        if view.attr(name) != default:
+            raise UnsupportedError(
+                f"{view.node.label}: GroupQueryAttention with {name}={view.attr(name)!r} is not supported"
+            )
+    _refuse(view, "qk_output", "sliding_window_cache", "kv_cache_bit_width")
+    for index_ in range(11, 16):
+        if view.input(index_) is not None:
+            raise UnsupportedError(
+                f"{view.node.label}: GroupQueryAttention input {index_} is not supported"
+            )
+    if view.input(9) is not None:
+        raise UnsupportedError(
+            f"{view.node.label}: GroupQueryAttention's position_ids input is not supported"
+        )
+    if view.output(3) is not None:
+        raise UnsupportedError(
+            f"{view.node.label}: GroupQueryAttention's output_qk is not supported"
+        )
+    keywords = {name: view.attr(name) for name in ("num_heads", "kv_num_heads")}
+    for name in ("scale", "softcap", "do_rotary", "rotary_interleaved"):
+        if view.attr(name) != _GQA[name]:
+            keywords[name] = view.attr(name)
+    for required, what in ((5, "seqlens_k"), (6, "total_sequence_length")):
+        if view.input(required) is None:
+            raise CompileError(f"{view.node.label}: input {required} ({what}) is required")
+    optional = {1: "key", 2: "value", 3: "past_key", 4: "past_value", 5: "seqlens_k"}
+    optional.update({6: "total_sequence_length", 7: "cos_cache", 8: "sin_cache"})
+    optional.update({10: "attention_bias"})
+    return _kernel_call(view, "group_query_attention", optional, **keywords)
+
+
 @microsoft("QAttention", defaults=_ATTENTION, exact=True, infer=_attention_types)
 def qattention(view: NodeView):
     _refuse(view, "do_rotary", "past_present_share_buffer")

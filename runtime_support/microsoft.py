@@ -17,6 +17,7 @@ from typing import Callable
 
 import numpy as np
 
+from runtime_support import recurrent
 from runtime_support._kernels import kernel
 from runtime_support.activation import exact_gelu, softmax
 from runtime_support.attention import rotary_embedding
@@ -26,6 +27,7 @@ from runtime_support.exact_math import exact_sigmoid, exact_tanh
 from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
 from runtime_support.pool import average_pool
+from runtime_support.quantization import dynamic_quantize_linear
 
 __all__ = [
     "attention",
@@ -65,6 +67,8 @@ __all__ = [
     "qlinear_global_average_pool",
     "qlinear_concat",
     "qgemm",
+    "dynamic_quantize_lstm",
+    "exact_dynamic_quantize_lstm",
     "murmur_hash3",
 ]
 
@@ -683,8 +687,6 @@ def dynamic_quantize_matmul(A, B, b_scale, b_zero_point=None, bias=None):
     """DynamicQuantizeMatMul: A quantized to uint8 as DynamicQuantizeLinear does (scale from
     A's range widened to hold 0, zero point rounded and saturated), the integer product with B,
     then * (a_scale * b_scale) + bias in float32."""
-    from runtime_support.quantization import dynamic_quantize_linear
-
     a, a_scale, a_zero_point = dynamic_quantize_linear(A)
     return matmul_integer_to_float(a, B, a_scale, b_scale, a_zero_point, b_zero_point, bias)
 
@@ -954,6 +956,97 @@ def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=No
         return y
     dtype = y_zero_point.dtype if y_zero_point is not None else np.dtype(np.uint8)
     return _quantize(y, y_scale, 0 if y_zero_point is None else y_zero_point, dtype)
+
+
+# --- DynamicQuantizeLSTM ------------------------------------------------------------------------
+
+
+def _quantized_rows(a: np.ndarray) -> tuple[np.ndarray, np.float32]:
+    """a dynamically quantized to uint8 as DynamicQuantizeLinear does, returned as the exact
+    float32 integers (q - zero_point) and the scale."""
+    q, scale, zero = dynamic_quantize_linear(a)
+    return (q.astype(np.int32) - np.int32(zero)).astype(np.float32), np.float32(scale)
+
+
+class _QuantizedFast(recurrent._Fast):
+    """The LSTM's two products with the float operand (X for all steps at once, h at each step)
+    quantized dynamically, as onnxruntime's DynamicQuantizeLSTM does, times the dequantized
+    weights (their integers minus zero point, times their scales)."""
+
+    @staticmethod
+    def matmul(a, b):
+        shifted, scale = _quantized_rows(a)
+        return np.matmul(shifted, b) * scale
+
+    @staticmethod
+    def recurrence(R, h):
+        shifted, scale = _quantized_rows(h)
+        return np.matmul(R, shifted) * scale
+
+
+class _QuantizedExact(recurrent._Exact):
+    """_QuantizedFast with exact_matmul's products."""
+
+    @staticmethod
+    def matmul(a, b):
+        shifted, scale = _quantized_rows(a)
+        return exact_matmul(shifted, b) * scale
+
+    @staticmethod
+    def recurrence(R, h):
+        shifted, scale = _quantized_rows(h)
+        return exact_matmul(shifted.T, R.T).T * scale
+
+
+def _dequantized_gates(weights, scale, zero_point) -> np.ndarray:
+    """[directions, rows, 4 * hidden] integers to float32 [directions, 4 * hidden, rows] (ONNX
+    LSTM's layout): (w - zero_point) * scale, the scale and zero point per direction or per
+    direction and gate column."""
+    shape = (weights.shape[0], 1, -1)
+    shifted = weights.astype(np.int32) - np.asarray(zero_point).astype(np.int32).reshape(shape)
+    values = shifted.astype(np.float32) * np.asarray(scale, np.float32).reshape(shape)
+    return np.ascontiguousarray(values.transpose(0, 2, 1))
+
+
+def _dynamic_quantize_lstm(
+    m, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, W_scale=None,
+    W_zero_point=None, R_scale=None, R_zero_point=None, *, activations=("Sigmoid", "Tanh", "Tanh"),
+    activation_alpha=None, activation_beta=None, clip=None, direction="forward", input_forget=0
+):  # fmt: skip
+    return recurrent._lstm(
+        m,
+        X,
+        _dequantized_gates(W, W_scale, W_zero_point),
+        _dequantized_gates(R, R_scale, R_zero_point),
+        B,
+        sequence_lens,
+        initial_h,
+        initial_c,
+        P,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        0,
+        input_forget,
+    )
+
+
+@kernel(exact=False, exact_twin="rt.exact_dynamic_quantize_lstm")
+def dynamic_quantize_lstm(*args, **kwargs):
+    """DynamicQuantizeLSTM: ONNX LSTM (runtime_support.recurrent's steps) whose weights W
+    [directions, input, 4 * hidden] and R [directions, hidden, 4 * hidden] are quantized (scales
+    and zero points per direction or per gate column), and whose X and, at each step, h are
+    quantized dynamically to uint8 before their products (onnxruntime's CPU kernel). Returns
+    (Y, Y_h, Y_c)."""
+    return _dynamic_quantize_lstm(_QuantizedFast, *args, **kwargs)
+
+
+@kernel(exact=True)
+def exact_dynamic_quantize_lstm(*args, **kwargs):
+    """dynamic_quantize_lstm with exact_matmul, exact_sigmoid and exact_tanh."""
+    return _dynamic_quantize_lstm(_QuantizedExact, *args, **kwargs)
 
 
 # --- hashing ----------------------------------------------------------------------------------

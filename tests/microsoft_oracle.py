@@ -44,6 +44,10 @@ DEFAULT_DOMAIN = ("SimplifiedLayerNormalization", "LayerNormalization")
 
 DOT = "float32 matrix products and sums: BLAS and onnxruntime's kernels add in other orders"
 GELU = "onnxruntime's erf and tanh approximations (MLAS) and numpy's differ by a few ulps"
+LSTM = (
+    "a float32 recurrence over steps: the quantized products' roundings and numpy's tanh and exp "
+    "compound to a few 1e-5 relative"
+)
 QUANT = (
     "requantization rounds half to even after float32 arithmetic: a value within an ulp of a "
     "half may round the other way, one step apart"
@@ -185,7 +189,7 @@ OPERATORS = tuple(
     "RotaryEmbedding GroupQueryAttention QAttention QEmbedLayerNormalization DynamicQuantizeMatMul MatMulIntegerToFloat MatMulNBits GatherBlockQuantized "
     "QuantizeLinear DequantizeLinear QLinearAdd QLinearMul QLinearSigmoid QLinearLeakyRelu "
     "QLinearGlobalAveragePool QLinearAveragePool QLinearConcat QGemm QLinearConv "
-    "MurmurHash3".split()
+    "DynamicQuantizeLSTM MurmurHash3".split()
 )
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -471,6 +475,25 @@ CASES = [
          high=0.03), c(np.zeros(2, np.int8), "int8"), _scale(0.1), c(np.int8(-1), "int8"),
          w(2, dtype="int32", gen="int", low=-50, high=50)), attrs={"pads": [1, 1, 1, 1]},
          note=QUANT),  # fmt: skip
+    Case("ms_dqlstm", "DynamicQuantizeLSTM", 17, (x(5, 2, 4), _i8(1, 4, 12, init=True),
+         _i8(1, 3, 12, init=True), w(1, 24), None, None, None, None, c(np.array([0.02], np.float32), "float32"),
+         c(np.zeros(1, np.int8), "int8"), c(np.array([0.03], np.float32), "float32"),
+         c(np.zeros(1, np.int8), "int8")),
+         attrs={"hidden_size": 3}, outputs=3, note=LSTM, rtol=2e-4, atol=1e-5),  # fmt: skip
+    Case("ms_dqlstm_bidirectional_u8_per_column", "DynamicQuantizeLSTM", 17, (x(4, 3, 5),
+         _u8(2, 5, 16, init=True), _u8(2, 4, 16, init=True), w(2, 32), None, x(2, 3, 4),
+         x(2, 3, 4), None, w(2, 16, gen="uniform", low=0.01, high=0.03),
+         c(np.full((2, 16), 128, np.uint8), "uint8"), w(2, 16, gen="uniform", low=0.01,
+         high=0.03), c(np.full((2, 16), 120, np.uint8), "uint8")),
+         attrs={"hidden_size": 4, "direction": "bidirectional"}, outputs=3, note=LSTM,
+         rtol=2e-4, atol=1e-5),  # fmt: skip
+    Case("ms_dqlstm_lengths_reverse", "DynamicQuantizeLSTM", 17, (x(4, 2, 3),
+         _i8(1, 3, 8, init=True), _i8(1, 2, 8, init=True), None,
+         v(np.array([4, 2], np.int32), "int32"), None, None, None, c(np.array([0.05], np.float32), "float32"),
+         c(np.zeros(1, np.int8), "int8"), c(np.array([0.05], np.float32), "float32"),
+         c(np.zeros(1, np.int8), "int8")),
+         attrs={"hidden_size": 2, "direction": "reverse"}, outputs=2, note=LSTM, rtol=2e-4,
+         atol=1e-5),  # fmt: skip
     # hashing
     Case("ms_murmur_i32", "MurmurHash3", 17, (x(3, 4, dtype="int32", gen="int", low=-1000,
          high=1000),), attrs={"seed": 42}),  # fmt: skip

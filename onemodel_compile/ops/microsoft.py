@@ -21,7 +21,7 @@ import numpy as np
 
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops import linalg, pool, pyir, quantization
+from onemodel_compile.ops import linalg, pool, pyir, quantization, recurrent
 from onemodel_compile.ops.common import optional_arguments
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import Const, binop, call, index
@@ -606,6 +606,53 @@ def dynamic_quantize_matmul(view: NodeView):
 def matmul_integer_to_float(view: NodeView):
     args, named = optional_arguments(view, {4: "a_zero_point", 5: "b_zero_point", 6: "bias"})
     return call("rt.matmul_integer_to_float", *args, **named)
+
+
+def _lstm_types(view: NodeView):
+    X, R = view.inputs[0], view.inputs[2]
+    directions = 2 if view.attr("direction") == "bidirectional" else 1
+    hidden = view.attr("hidden_size") or (None if R.shape is None else R.shape[1])
+    steps, batch = (None, None) if X.shape is None else X.shape[:2]
+    state = _typed(X.dtype, (directions, batch, hidden))
+    return [_typed(X.dtype, (steps, directions, batch, hidden)), state, state]
+
+
+_LSTM_INPUTS = (
+    "X W R B sequence_lens initial_h initial_c P W_scale W_zero_point R_scale R_zero_point"
+).split()
+
+
+@microsoft(
+    "DynamicQuantizeLSTM",
+    defaults={"direction": "forward", "input_forget": 0},
+    exact=True,
+    infer=_lstm_types,
+)
+def dynamic_quantize_lstm(view: NodeView):
+    """The LSTM's attributes as ops.recurrent passes them; the kernel returns (Y, Y_h, Y_c)."""
+    direction = view.attr("direction")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise CompileError(f"{view.node.label}: direction {direction!r} is not supported")
+    for required in (8, 9, 10, 11):
+        if view.input(required) is None:
+            raise CompileError(
+                f"{view.node.label}: input {required} ({_LSTM_INPUTS[required]}) is required"
+            )
+    keywords = {"direction": direction}
+    if view.attr("activations") is not None:
+        directions = 2 if direction == "bidirectional" else 1
+        keywords["activations"] = recurrent._activations(view, 3, directions)
+    for name in ("activation_alpha", "activation_beta", "clip"):
+        if view.attr(name) is not None:
+            keywords[name] = view.attr(name)
+    if view.attr("input_forget"):
+        keywords["input_forget"] = 1
+    args, tensors = pyir.optional_arguments(_LSTM_INPUTS, view.inputs)
+    results = call("rt.dynamic_quantize_lstm", *args, **tensors, **keywords)
+    count = len(view.outputs)
+    if count == 1:
+        return index(results, 0)
+    return results if count == 3 else index(results, pyir.Slice(None, pyir.Lit(count)))
 
 
 def _nbits_type(view: NodeView):

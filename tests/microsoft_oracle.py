@@ -189,7 +189,7 @@ OPERATORS = tuple(
     "RotaryEmbedding GroupQueryAttention QAttention QEmbedLayerNormalization DynamicQuantizeMatMul MatMulIntegerToFloat MatMulNBits GatherBlockQuantized "
     "QuantizeLinear DequantizeLinear QLinearAdd QLinearMul QLinearSigmoid QLinearLeakyRelu "
     "QLinearGlobalAveragePool QLinearAveragePool QLinearConcat QGemm QLinearConv "
-    "DynamicQuantizeLSTM MurmurHash3".split()
+    "DynamicQuantizeLSTM MurmurHash3 Trilu Range GatherND Pad ExpandDims Unique".split()
 )
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -494,6 +494,26 @@ CASES = [
          c(np.zeros(1, np.int8), "int8")),
          attrs={"hidden_size": 2, "direction": "reverse"}, outputs=2, note=LSTM, rtol=2e-4,
          atol=1e-5),  # fmt: skip
+    # the default domain's operators under com.microsoft
+    Case("ms_trilu", "Trilu", 17, (x(3, 4),)),
+    Case("ms_trilu_lower_k", "Trilu", 17, (x(2, 4, 4), c(np.int64(-1))), attrs={"upper": 0}),
+    Case("ms_range", "Range", 17, (v(np.array(1, np.int64)), v(np.array(9, np.int64)),
+         v(np.array(2, np.int64)))),  # fmt: skip
+    Case("ms_range_float", "Range", 17, (c(np.float32(0.5), "float32"), c(np.float32(3), "float32"),
+         c(np.float32(0.25), "float32"))),  # fmt: skip
+    Case("ms_gathernd", "GatherND", 17, (x(3, 4), c(np.array([[1, 2], [2, 0]]))),),
+    Case("ms_gathernd_slices", "GatherND", 17, (x(2, 3, 4), v(np.array([[[1], [0]]])))),
+    Case("ms_pad", "Pad", 17, (x(2, 3), c(np.array([0, 1, 1, 0])))),
+    Case("ms_pad_reflect_value", "Pad", 17, (x(1, 2, 4), c(np.array([0, 0, 2, 0, 0, 1])),),
+         attrs={"mode": "reflect"}),  # fmt: skip
+    Case("ms_pad_constant_value", "Pad", 17, (x(2, 2), c(np.array([1, 1, 1, 1])),
+         c(np.float32(2.5), "float32"))),  # fmt: skip
+    Case("ms_expand_dims", "ExpandDims", 17, (x(2, 3), c(np.int32(-1), "int32"))),
+    Case("ms_expand_dims_runtime", "ExpandDims", 17, (x(2, 3), v(np.int32(1), "int32"))),
+    Case("ms_unique", "Unique", 17, (v(np.array([3, 1, 3, 2, 1, 5], np.float32), "float32"),),
+         outputs=3),  # fmt: skip
+    Case("ms_unique_repeats", "Unique", 17, (x(12, dtype="float32", gen="int", low=-2, high=2),),
+         outputs=3),  # fmt: skip
     # hashing
     Case("ms_murmur_i32", "MurmurHash3", 17, (x(3, 4, dtype="int32", gen="int", low=-1000,
          high=1000),), attrs={"seed": 42}),  # fmt: skip

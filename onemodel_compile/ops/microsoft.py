@@ -25,7 +25,7 @@ from onemodel_compile.ops import linalg, pool, pyir, quantization, recurrent
 from onemodel_compile.ops.common import optional_arguments
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import Const, binop, call, index
-from onemodel_compile.ops.registry import emitter
+from onemodel_compile.ops.registry import emitter, lookup
 from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
 
 DOMAIN = "com.microsoft"
@@ -883,3 +883,69 @@ def murmur_hash3(view: NodeView):
         raise UnsupportedError(f"{view.node.label}: MurmurHash3 of {X.dtype.name} is not supported")
     seed = int(np.uint32(view.attr("seed") & 0xFFFFFFFF))
     return call("rt.murmur_hash3", X, seed=seed, positive=view.attr("positive"))
+
+
+# --- operators the default domain also has ------------------------------------------------------
+
+
+def _as_default(view: NodeView, op_type: str, opset: int, attrs: dict | None = None) -> NodeView:
+    """`view` as a node of the default domain's `op_type` at `opset` (its attributes, and
+    `attrs` for the ones this domain spells differently or fixes)."""
+    node = dataclasses.replace(
+        view.node,
+        op_type=op_type,
+        domain="",
+        opset=opset,
+        attrs={**view.node.attrs, **(attrs or {})},
+    )
+    return NodeView(
+        node, view.inputs, view.outputs, view.variant, view._temporary, view._body, view._dim_code
+    )
+
+
+def _default_rule(op_type: str, opset: int, attrs: dict | None = None):
+    """The emit rule and exactness of the default domain's `op_type` at `opset`, for a
+    com.microsoft operator of the same semantics."""
+
+    def entry(view: NodeView):
+        return lookup(op_type, "", opset, view.variant, view.node.label)
+
+    def emit(view: NodeView):
+        return entry(view).emit(_as_default(view, op_type, opset, attrs))
+
+    def exact(view: NodeView):
+        return entry(view).refusal(_as_default(view, op_type, opset, attrs))
+
+    return emit, exact
+
+
+for _op_type, _opset, _attrs, _defaults in (
+    ("Trilu", 14, None, {"upper": 1}),
+    ("Range", 11, None, {}),
+    ("GatherND", 11, None, {}),
+    ("Pad", 11, None, {"mode": "constant"}),
+):
+    _emit, _exact = _default_rule(_op_type, _opset, _attrs)
+    microsoft(_op_type, defaults=_defaults, exact=_exact)(_emit)
+
+
+@microsoft("ExpandDims", exact=True)
+def expand_dims(view: NodeView):
+    """Unsqueeze by one axis, a scalar int32 input (normalized at run time when not constant)."""
+    X, axis = view.inputs[:2]
+    if axis.const is not None:
+        value = int(axis.const.reshape(()))
+        if X.rank is not None:
+            value = value % (X.rank + 1) if -X.rank - 1 <= value <= X.rank else value
+        return call("np.expand_dims", X, value)
+    return call("rt.unsqueeze", X, axis)
+
+
+@microsoft("Unique", exact=True)
+def unique(view: NodeView):
+    """(y, idx, counts) of a 1-D input in the order of first occurrence: ONNX Unique's kernel
+    with sorted=0, its first index output dropped."""
+    y, inverse, counts = (
+        [out.name if out is not None else None for out in view.outputs] + [None] * 3
+    )[:3]
+    return [pyir.assign((y, None, inverse, counts), call("rt.unique", view.inputs[0], sorted=0))]

@@ -22,7 +22,19 @@ DOMAIN_OPSETS = {"ai.onnx.ml": (1, 5), "com.microsoft": (1, 1)}
 # Operators onnxruntime defines in the default domain where onnx has no schema (at that opset):
 # its transformer optimizer writes them (docs/com-microsoft.md). onnx's checker sees them in a
 # domain of their own; ops/microsoft.py compiles them.
-ONNXRUNTIME_DEFAULT_DOMAIN = ("SimplifiedLayerNormalization", "LayerNormalization")
+ONNXRUNTIME_DEFAULT_DOMAIN = (
+    "SimplifiedLayerNormalization",
+    "LayerNormalization",
+    "Affine",
+    "Crop",
+    "DynamicSlice",
+    "ImageScaler",
+    "MeanVarianceNormalization",
+    "ParametricSoftplus",
+    "ScaledTanh",
+    "Scale",
+    "ThresholdedRelu",
+)
 ONNXRUNTIME_CHECK_DOMAIN = "onnxruntime.default"
 # The compiler's own domain (ops/fused.py): what its rewrites create, never read from a model.
 INTERNAL_DOMAINS = ("onemodel.fused",)

@@ -40,7 +40,7 @@ from tools.ops_coverage_oracle import (
 DOMAIN = "com.microsoft"
 DEFAULT_OPSET = 17
 # Operators onnxruntime defines in the default domain (onemodel_compile.load).
-DEFAULT_DOMAIN = ("SimplifiedLayerNormalization", "LayerNormalization")
+from onemodel_compile.load import ONNXRUNTIME_DEFAULT_DOMAIN as DEFAULT_DOMAIN  # noqa: E402
 
 DOT = "float32 matrix products and sums: BLAS and onnxruntime's kernels add in other orders"
 GELU = "onnxruntime's erf and tanh approximations (MLAS) and numpy's differ by a few ulps"
@@ -189,7 +189,9 @@ OPERATORS = tuple(
     "RotaryEmbedding GroupQueryAttention QAttention QEmbedLayerNormalization DynamicQuantizeMatMul MatMulIntegerToFloat MatMulNBits GatherBlockQuantized "
     "QuantizeLinear DequantizeLinear QLinearAdd QLinearMul QLinearSigmoid QLinearLeakyRelu "
     "QLinearGlobalAveragePool QLinearAveragePool QLinearConcat QGemm QLinearConv "
-    "DynamicQuantizeLSTM MurmurHash3 Trilu Range GatherND Pad ExpandDims Unique".split()
+    "DynamicQuantizeLSTM MurmurHash3 Trilu Range GatherND Pad ExpandDims Unique Affine Scale "
+    "ImageScaler ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu "
+    "MeanVarianceNormalization".split()
 )
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -514,6 +516,37 @@ CASES = [
          outputs=3),  # fmt: skip
     Case("ms_unique_repeats", "Unique", 17, (x(12, dtype="float32", gen="int", low=-2, high=2),),
          outputs=3),  # fmt: skip
+    # the default domain's operators of the experimental era (onnxruntime keeps them)
+    Case("ms_affine", "Affine", 8, (x(2, 3),), attrs={"alpha": 2.5, "beta": -1.0}),
+    Case("ms_affine_default", "Affine", 7, (x(4),)),
+    Case("ms_scale", "Scale", 8, (x(2, 3),), attrs={"scale": 0.5}),
+    Case("ms_scale_default", "Scale", 9, (x(3, 1),)),
+    Case("ms_image_scaler", "ImageScaler", 8, (x(1, 3, 4, 4),),
+         attrs={"scale": 0.5, "bias": [1.0, -2.0, 0.5]}),  # fmt: skip
+    Case("ms_image_scaler_scale_only", "ImageScaler", 7, (x(2, 2, 3, 3),), attrs={"scale": 2.0, "bias": [0.0, 1.0]}),
+    Case("ms_scaled_tanh", "ScaledTanh", 8, (x(2, 5, scale=3),), attrs={"alpha": 1.5, "beta": 0.7},
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_scaled_tanh_2", "ScaledTanh", 9, (x(6, scale=2),), attrs={"alpha": 2.0, "beta": 2.0},
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_parametric_softplus", "ParametricSoftplus", 8, (x(2, 5, scale=3),),
+         attrs={"alpha": 1.5, "beta": 0.7}, note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_parametric_softplus_2", "ParametricSoftplus", 9, (x(7, scale=10),),
+         attrs={"alpha": 0.5, "beta": 2.0}, note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_crop_border", "Crop", 8, (x(1, 2, 6, 7),), attrs={"border": [1, 2, 0, 1]}),
+    Case("ms_crop_scale", "Crop", 8, (x(2, 1, 6, 6),), attrs={"border": [1, 1, 0, 0],
+         "scale": [3, 4]}),  # fmt: skip
+    Case("ms_dynamic_slice", "DynamicSlice", 8, (x(4, 5), c(np.array([1, 0])), c(np.array([3, 4])))),
+    Case("ms_dynamic_slice_axes", "DynamicSlice", 9, (x(3, 4, 5), v(np.array([1])), v(np.array([-1])),
+         c(np.array([2])))),  # fmt: skip
+    Case("ms_thresholded_relu_op9", "ThresholdedRelu", 9, (x(3, 4),), attrs={"alpha": 0.5}),
+    Case("ms_thresholded_relu_op7", "ThresholdedRelu", 7, (x(5),)),
+    Case("ms_mvn_op8", "MeanVarianceNormalization", 8, (x(2, 3, 4, 5),), note=DOT),
+    Case("ms_mvn_op8_mean_only", "MeanVarianceNormalization", 8, (x(2, 3, 2, 2),),
+         attrs={"normalize_variance": 0}, note=DOT),  # fmt: skip
+    Case("ms_mvn_op7_across_mean_only", "MeanVarianceNormalization", 7, (x(2, 3, 2, 2),),
+         attrs={"across_channels": 1, "normalize_variance": 0}, note=DOT),  # fmt: skip
+    Case("ms_mvn_op8_across", "MeanVarianceNormalization", 8, (x(2, 2, 3, 3),),
+         attrs={"across_channels": 1}, note=DOT),  # fmt: skip
     # hashing
     Case("ms_murmur_i32", "MurmurHash3", 17, (x(3, 4, dtype="int32", gen="int", low=-1000,
          high=1000),), attrs={"seed": 42}),  # fmt: skip

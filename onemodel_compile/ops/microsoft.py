@@ -22,9 +22,9 @@ import numpy as np
 from onemodel_compile import ir
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops import linalg, pool, pyir, quantization, recurrent
-from onemodel_compile.ops.common import optional_arguments
+from onemodel_compile.ops.common import optional_arguments, span
 from onemodel_compile.ops.node import NodeView
-from onemodel_compile.ops.pyir import Const, binop, call, index
+from onemodel_compile.ops.pyir import Const, binop, call, index, scalar
 from onemodel_compile.ops.registry import emitter, lookup
 from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
 
@@ -949,3 +949,117 @@ def unique(view: NodeView):
         [out.name if out is not None else None for out in view.outputs] + [None] * 3
     )[:3]
     return [pyir.assign((y, None, inverse, counts), call("rt.unique", view.inputs[0], sorted=0))]
+
+
+# --- onnxruntime's default-domain operators of the experimental era -----------------------------
+# onnx dropped these schemas (or defines them only from a later opset); onnxruntime still runs
+# them, and old models (ImageScaler in the model zoo's Tiny YOLOv2) contain them.
+
+
+@microsoft("Affine", domain="", defaults={"alpha": 1.0, "beta": 0.0}, exact=True, infer=_like(0))
+def affine(view: NodeView):
+    X = view.inputs[0]
+    product = binop("*", X, scalar(view.attr("alpha"), X.dtype))
+    return binop("+", product, scalar(view.attr("beta"), X.dtype))
+
+
+@microsoft("Scale", domain="", defaults={"scale": 1.0}, exact=True, infer=_like(0))
+def scale(view: NodeView):
+    X = view.inputs[0]
+    return binop("*", X, scalar(view.attr("scale"), X.dtype))
+
+
+@microsoft("ImageScaler", domain="", defaults={"scale": 1.0}, exact=True, infer=_like(0))
+def image_scaler(view: NodeView):
+    """scale * x + bias[channel] over (N, C, H, W)."""
+    X = view.inputs[0]
+    product = binop("*", X, scalar(view.attr("scale"), X.dtype))
+    bias = view.attr("bias")
+    if not bias:
+        return product
+    dtype = X.dtype if X.dtype is not None else np.dtype(np.float32)
+    shift = np.asarray(bias, dtype).reshape(1, -1, 1, 1)
+    return binop("+", product, Const(shift, f"{view.node.name or 'ImageScaler'}_bias"))
+
+
+@microsoft(
+    "ScaledTanh", domain="", defaults={"alpha": 1.0, "beta": 1.0}, exact=True, infer=_like(0)
+)
+def scaled_tanh(view: NodeView):
+    X = view.inputs[0]
+    inner = binop("*", X, scalar(view.attr("beta"), X.dtype))
+    return binop("*", call("np.tanh", inner), scalar(view.attr("alpha"), X.dtype))
+
+
+def _parametric_softplus(function: str):
+    def emit(view: NodeView):
+        X = view.inputs[0]
+        inner = binop("*", X, scalar(view.attr("beta"), X.dtype))
+        if function == "np.logaddexp":
+            softplus = call(function, inner, scalar(0, X.dtype))
+        else:
+            softplus = call(function, inner)
+        return binop("*", softplus, scalar(view.attr("alpha"), X.dtype))
+
+    return emit
+
+
+_SOFTPLUS = {"alpha": 1.0, "beta": 1.0}
+microsoft("ParametricSoftplus", domain="", defaults=_SOFTPLUS, exact=False, infer=_like(0))(
+    _parametric_softplus("np.logaddexp")  # log(exp(x) + exp(0)) without overflow
+)
+microsoft(
+    "ParametricSoftplus",
+    domain="",
+    defaults=_SOFTPLUS,
+    variant="exact",
+    exact=True,
+    infer=_like(0),
+)(_parametric_softplus("rt.exact_softplus"))
+
+
+@microsoft("Crop", domain="", defaults={"border": [0, 0, 0, 0]}, exact=True)
+def crop(view: NodeView):
+    """(N, C, H, W) cut by border (left, top, right, bottom), or a scale (height, width) window
+    from (top, left)."""
+    X = view.inputs[0]
+    left, top, right, bottom = (int(b) for b in view.attr("border"))
+    window = view.attr("scale")
+    if window:
+        height, width = (int(s) for s in window)
+        rows, columns = span(top, top + height), span(left, left + width)
+    else:
+        rows, columns = span(top, -bottom or None), span(left, -right or None)
+    return index(X, (span(), span(), rows, columns))
+
+
+for _op_type, _opset, _until, _name in (
+    ("DynamicSlice", 10, None, "Slice"),
+    ("ThresholdedRelu", 10, 9, "ThresholdedRelu"),
+):
+    _emit, _exact = _default_rule(_name, _opset)
+    defaults = {"alpha": 1.0} if _op_type == "ThresholdedRelu" else {}
+    microsoft(_op_type, domain="", until=_until, defaults=defaults, exact=_exact)(_emit)
+
+
+def _mvn_axes(view: NodeView) -> list[int]:
+    """onnxruntime's axes: the batch axis too (opset 9's default), and the channels across them."""
+    return [0, 1, 2, 3] if view.attr("across_channels") else [0, 2, 3]
+
+
+@microsoft(
+    "MeanVarianceNormalization",
+    domain="",
+    until=8,
+    defaults={"across_channels": 0, "normalize_variance": 1},
+    exact=True,
+    infer=_like(0),
+)
+def mean_variance_normalization_1(view: NodeView):
+    """Opset 9's rule over _mvn_axes, or with normalize_variance=0 the mean taken away only."""
+    if view.attr("normalize_variance"):
+        emit, _ = _default_rule("MeanVarianceNormalization", 9, {"axes": _mvn_axes(view)})
+        return emit(view)
+    X = view.inputs[0]
+    mean = "rt.exact_mean" if view.variant.exact else "np.mean"
+    return binop("-", X, call(mean, X, axis=tuple(_mvn_axes(view)), keepdims=True))

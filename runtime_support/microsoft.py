@@ -63,6 +63,7 @@ __all__ = [
     "qlinear_binary",
     "qlinear_average_pool",
     "microsoft_rotary_embedding",
+    "qlinear_table",
     "qlinear_lookup",
     "qlinear_global_average_pool",
     "qlinear_concat",
@@ -901,10 +902,33 @@ def microsoft_rotary_embedding(
 
 
 @kernel(exact=True)
+def qlinear_table(
+    X_scale, X_zero_point=None, Y_scale=None, Y_zero_point=None, *, dtype, activation, alpha=0.01
+):
+    """The 256 results of QLinearSigmoid (activation="sigmoid") or QLinearLeakyRelu by the input's
+    bits (its uint8 view), as onnxruntime builds its lookup table: dequantize in float32,
+    the function (the library's exact sigmoid: the same bits everywhere), quantize (round half to
+    even, saturate)."""
+    dtype = np.dtype(dtype)
+    bits = np.arange(256, dtype=np.uint8).view(dtype)
+    zero = lambda z: np.int32(0) if z is None else np.int32(np.asarray(z).reshape(()))  # noqa: E731
+    x = (bits.astype(np.int32) - zero(X_zero_point)).astype(np.float32)
+    x = x * np.float32(np.asarray(X_scale).reshape(()))
+    if activation == "sigmoid":
+        y = exact_sigmoid(x)
+    else:
+        y = np.where(x >= 0, x, x * np.float32(alpha))
+    info = np.iinfo(dtype)
+    y_scale = np.float32(np.asarray(Y_scale).reshape(()))
+    value = np.rint(y.astype(np.float32) / y_scale) + np.float32(zero(Y_zero_point))
+    return np.clip(value, info.min, info.max).astype(dtype)
+
+
+@kernel(exact=True)
 def qlinear_lookup(X, table):
-    """QLinearSigmoid, QLinearLeakyRelu: each quantized value looked up in its 256-entry table
-    (built at compile time, as onnxruntime builds it)."""
-    return table[X.astype(np.uint8) if X.dtype == np.uint8 else X.view(np.uint8)]
+    """QLinearSigmoid, QLinearLeakyRelu: each quantized value looked up in its table
+    (qlinear_table)."""
+    return table[X.view(np.uint8)]
 
 
 @kernel(exact=True)

@@ -437,6 +437,9 @@ CASES = [
          _scale(1 / 256), c(np.uint8(0), "uint8")), note=QUANT),  # fmt: skip
     Case("ms_qsigmoid_s8", "QLinearSigmoid", 17, (_i8(16, 16), _scale(0.1), c(np.int8(0), "int8"),
          _scale(1 / 255), c(np.int8(-128), "int8")), note=QUANT),  # fmt: skip
+    Case("ms_qsigmoid_runtime_scales", "QLinearSigmoid", 17, (_u8(3, 8),
+         v(np.float32(0.04), "float32"), v(np.uint8(120), "uint8"),
+         v(np.float32(1 / 256), "float32"), v(np.uint8(0), "uint8")), note=QUANT),  # fmt: skip
     Case("ms_qleaky", "QLinearLeakyRelu", 17, (_u8(4, 16), _scale(0.05),
          c(np.uint8(128), "uint8"), _scale(0.04), c(np.uint8(100), "uint8")),
          attrs={"alpha": 0.1}, note=QUANT),  # fmt: skip

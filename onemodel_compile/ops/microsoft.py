@@ -19,7 +19,8 @@ import dataclasses
 
 import numpy as np
 
-from onemodel_compile import ir
+import runtime_support
+from onemodel_compile import onnxruntime_types
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops import linalg, pool, pyir, quantization, recurrent
 from onemodel_compile.ops.common import optional_arguments, span
@@ -37,17 +38,18 @@ DEFAULTS: dict[str, dict[str, object]] = {}
 
 def microsoft(*op_types: str, defaults: dict | None = None, domain: str = DOMAIN, **options):
     """Register a rule for com.microsoft `op_types` (opset 1) whose view has onnxruntime's
-    attribute defaults filled in (and so does the view of the `infer` and `exact` rules)."""
+    attribute `defaults` filled in (and so does the view of an `exact` rule); the defaults also
+    serve the type rules (onnxruntime_types.DEFAULTS)."""
     defaults = dict(defaults or {})
     options.setdefault("since", 1)
-    for name in ("infer", "exact"):
-        if callable(options.get(name)):
-            options[name] = _with_defaults_of(options[name], defaults)
+    if callable(options.get("exact")):
+        options["exact"] = _with_defaults_of(options["exact"], defaults)
 
     def register(rule):
         emitter(*op_types, domain=domain, **options)(_with_defaults_of(rule, defaults))
         for op_type in op_types:
             DEFAULTS[op_type] = defaults
+            onnxruntime_types.DEFAULTS[(domain, op_type)] = defaults
         return rule
 
     return register
@@ -72,30 +74,7 @@ def _with_defaults_of(rule, defaults: dict):
     return with_defaults
 
 
-# --- type rules (onnx infers nothing for this domain) -------------------------------------------
-
-
-def _like(*indices: int):
-    """Outputs of the types of inputs `indices` (one output per index)."""
-
-    def infer(view: NodeView):
-        return [view.inputs[i].type if view.input(i) else ir.UNKNOWN for i in indices]
-
-    return infer
-
-
-def _typed(dtype, shape) -> ir.TensorType:
-    return ir.TensorType(None if dtype is None else np.dtype(dtype), shape)
-
-
-def _with_last(operand, last) -> ir.TensorType:
-    shape = operand.shape
-    return _typed(operand.dtype, None if shape is None else (*shape[:-1], last))
-
-
-def _statistics(operand, dtype=np.float32) -> ir.TensorType:
-    shape = operand.shape
-    return _typed(dtype, None if shape is None else (*shape[:-1], 1))
+# Output types: onnxruntime_types.py (the shape rules of this family, read by shapes.py).
 
 
 def _outputs(view: NodeView) -> int:
@@ -117,24 +96,24 @@ def _kernel_call(view: NodeView, kernel: str, optional: dict[int, str], **keywor
 # --- activations --------------------------------------------------------------------------------
 
 
-@microsoft("Gelu", exact=True, infer=_like(0))
+@microsoft("Gelu", exact=True)
 def gelu(view: NodeView):
     return call("rt.gelu", view.inputs[0], approximate="none")
 
 
-@microsoft("BiasGelu", exact=True, infer=_like(0))
+@microsoft("BiasGelu", exact=True)
 def bias_gelu(view: NodeView):
     return call("rt.gelu", binop("+", *view.inputs[:2]), approximate="none")
 
 
-@microsoft("FastGelu", exact=True, infer=_like(0))
+@microsoft("FastGelu", exact=True)
 def fast_gelu(view: NodeView):
     X, bias = view.inputs[0], view.input(1)
     x = X if bias is None else binop("+", X, bias)
     return call("rt.gelu", x, approximate="tanh")
 
 
-@microsoft("QuickGelu", defaults={"alpha": 1.702}, exact=True, infer=_like(0))
+@microsoft("QuickGelu", defaults={"alpha": 1.702}, exact=True)
 def quick_gelu(view: NodeView):
     """x * sigmoid(alpha * x): ONNX Swish's kernel."""
     return call("rt.swish", view.inputs[0], alpha=float(np.float32(view.attr("alpha"))))
@@ -143,15 +122,10 @@ def quick_gelu(view: NodeView):
 # --- normalizations -----------------------------------------------------------------------------
 
 
-def _skip_types(view: NodeView):
-    X = view.inputs[0]
-    return [X.type, _statistics(X), _statistics(X), X.type]
-
-
 _SKIP = {"epsilon": float(np.float32(1e-12))}
 
 
-@microsoft("SkipLayerNormalization", defaults=_SKIP, exact=True, infer=_skip_types)
+@microsoft("SkipLayerNormalization", defaults=_SKIP, exact=True)
 def skip_layer_normalization(view: NodeView):
     return _kernel_call(
         view,
@@ -161,7 +135,7 @@ def skip_layer_normalization(view: NodeView):
     )
 
 
-@microsoft("SkipSimplifiedLayerNormalization", defaults=_SKIP, exact=True, infer=_skip_types)
+@microsoft("SkipSimplifiedLayerNormalization", defaults=_SKIP, exact=True)
 def skip_simplified_layer_normalization(view: NodeView):
     """The kernel of SkipLayerNormalization without beta: this node's fourth input is the bias."""
     keywords = {"bias": view.input(3)} if view.input(3) is not None else {}
@@ -177,17 +151,6 @@ def skip_simplified_layer_normalization(view: NodeView):
     )
 
 
-def _norm_types(view: NodeView):
-    X = view.inputs[0]
-    axis = view.attr("axis")
-    shape = X.shape
-    if shape is not None:
-        axis = axis % len(shape)
-        shape = (*shape[:axis], *([1] * (len(shape) - axis)))
-    stash = np.float64 if view.attr("stash_type") == 11 else np.float32
-    return [X.type, _typed(stash, shape), _typed(stash, shape)]
-
-
 _LAYER_NORM = {"axis": -1, "epsilon": float(np.float32(1e-5)), "stash_type": 1}
 
 
@@ -196,7 +159,6 @@ _LAYER_NORM = {"axis": -1, "epsilon": float(np.float32(1e-5)), "stash_type": 1}
     domain="",
     defaults=_LAYER_NORM,
     exact=True,
-    infer=lambda view: _norm_types(view)[:1] + _norm_types(view)[2:],
 )
 def simplified_layer_normalization(view: NodeView):
     return _kernel_call(
@@ -209,9 +171,7 @@ def simplified_layer_normalization(view: NodeView):
     )
 
 
-@microsoft(
-    "LayerNormalization", domain="", until=16, defaults=_LAYER_NORM, exact=True, infer=_norm_types
-)
+@microsoft("LayerNormalization", domain="", until=16, defaults=_LAYER_NORM, exact=True)
 def layer_normalization(view: NodeView):
     """onnxruntime's LayerNormalization before opset 17 (which its optimizer writes into models
     of older opsets): opset 17's semantics."""
@@ -225,20 +185,10 @@ def layer_normalization(view: NodeView):
     return results if outputs == 3 else index(results, pyir.Slice(None, pyir.Lit(outputs)))
 
 
-def _embed_types(view: NodeView):
-    ids, words = view.inputs[0], view.inputs[2]
-    shape = ids.shape
-    hidden = None if words.shape is None else words.shape[-1]
-    full = _typed(words.dtype, None if shape is None else (*shape, hidden))
-    batch = None if shape is None else (shape[0],)
-    return [full, _typed(np.int32, batch), full]
-
-
 @microsoft(
     "EmbedLayerNormalization",
     defaults={"epsilon": float(np.float32(1e-12)), "mask_index_type": 1},
     exact=True,
-    infer=_embed_types,
 )
 def embed_layer_normalization(view: NodeView):
     if view.attr("mask_index_type") != 1:
@@ -265,7 +215,6 @@ def embed_layer_normalization(view: NodeView):
     "QEmbedLayerNormalization",
     defaults={"epsilon": float(np.float32(1e-12))},
     exact=True,
-    infer=_embed_types,
 )
 def qembed_layer_normalization(view: NodeView):
     """Every input but the ids by keyword (the kernel's parameters are the input names; the
@@ -297,23 +246,6 @@ _QEMBED_INPUTS = (
 # --- matrix products ----------------------------------------------------------------------------
 
 
-def _matmul_type(view: NodeView):
-    A, B = view.inputs[:2]
-    if A.shape is None or B.shape is None or len(A.shape) < 2 or len(B.shape) < 2:
-        return [_typed(A.dtype, None)]
-    a, b = list(A.shape), list(B.shape)
-    if view.attr("transBatchA", 0) and len(a) > 2:
-        a = a[1:-1] + [a[0], a[-1]]
-    if view.attr("transBatchB", 0) and len(b) > 2:
-        b = b[1:-1] + [b[0], b[-1]]
-    if view.attr("transA"):
-        a[-2], a[-1] = a[-1], a[-2]
-    if view.attr("transB"):
-        b[-2], b[-1] = b[-1], b[-2]
-    batch = a[:-2] if len(a) >= len(b) else b[:-2]
-    return [_typed(A.dtype, (*batch, a[-2], b[-1]))]
-
-
 _MATMUL = {"alpha": 1.0, "transA": 0, "transB": 0}
 
 
@@ -321,14 +253,13 @@ _MATMUL = {"alpha": 1.0, "transA": 0, "transB": 0}
     "FusedMatMul",
     defaults={**_MATMUL, "transBatchA": 0, "transBatchB": 0},
     exact=True,
-    infer=_matmul_type,
 )
 def fused_matmul(view: NodeView):
     keywords = {name: view.attr(name) for name in DEFAULTS["FusedMatMul"]}
     return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, "FusedMatMul"))
 
 
-@microsoft("TransposeMatMul", defaults=_MATMUL, exact=True, infer=_matmul_type)
+@microsoft("TransposeMatMul", defaults=_MATMUL, exact=True)
 def transpose_matmul(view: NodeView):
     keywords = {name: view.attr(name) for name in _MATMUL}
     return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, "TransposeMatMul"))
@@ -355,20 +286,10 @@ def _activation(view: NodeView, params) -> dict:
     return {"activation": activation, "params": tuple(float(p) for p in params)}
 
 
-def _gemm_type(view: NodeView):
-    A, B = view.inputs[:2]
-    if A.shape is None or B.shape is None:
-        return [_typed(A.dtype, None)]
-    rows = A.shape[1] if view.attr("transA") else A.shape[0]
-    columns = B.shape[0] if view.attr("transB") else B.shape[1]
-    return [_typed(A.dtype, (rows, columns))]
-
-
 @microsoft(
     "FusedGemm",
     defaults={"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0, "activation": ""},
     exact=True,
-    infer=_gemm_type,
 )
 def fused_gemm(view: NodeView):
     """Gemm as the default domain's rules compute it, then the activation (onnxruntime requires
@@ -383,18 +304,10 @@ def fused_gemm(view: NodeView):
     return call("rt.fused_activation", product, **activation) if activation else product
 
 
-def _conv_type(view: NodeView):
-    X, W = view.inputs[:2]
-    return [
-        _typed(X.dtype, None if X.shape is None else (X.shape[0], *((None,) * (len(X.shape) - 1))))
-    ]
-
-
 @microsoft(
     "FusedConv",
     defaults={"group": 1, "auto_pad": "NOTSET", "activation": ""},
     exact=True,
-    infer=_conv_type,
 )
 def fused_conv(view: NodeView):
     args, named = optional_arguments(view, {2: "B", 3: "Z"})
@@ -403,19 +316,12 @@ def fused_conv(view: NodeView):
     return call("rt.fused_conv", *args, **named, **geometry, group=view.attr("group"), **activation)
 
 
-@microsoft("Inverse", exact=False, infer=_like(0))
+@microsoft("Inverse", exact=False)
 def inverse(view: NodeView):
     return call("rt.inverse", view.inputs[0])
 
 
-def _cdist_type(view: NodeView):
-    A, B = view.inputs[:2]
-    rows = None if A.shape is None else A.shape[0]
-    columns = None if B.shape is None else B.shape[0]
-    return [_typed(A.dtype, (rows, columns))]
-
-
-@microsoft("CDist", defaults={"metric": "sqeuclidean"}, exact=True, infer=_cdist_type)
+@microsoft("CDist", defaults={"metric": "sqeuclidean"}, exact=True)
 def cdist(view: NodeView):
     metric = view.attr("metric")
     if metric not in ("sqeuclidean", "euclidean"):
@@ -424,13 +330,6 @@ def cdist(view: NodeView):
 
 
 # --- attention ----------------------------------------------------------------------------------
-
-
-def _attention_types(view: NodeView):
-    X, W = view.inputs[:2]
-    sizes = view.attr("qkv_hidden_sizes")
-    width = sizes[2] if sizes else (None if W.shape is None else W.shape[1] // 3)
-    return [_with_last(X, width), _typed(X.dtype, None)]
 
 
 _ATTENTION = {"unidirectional": 0, "mask_filter_value": -10000.0, "scale": 0.0}
@@ -445,7 +344,7 @@ def _refuse(view: NodeView, *attributes: str) -> None:
             )
 
 
-@microsoft("Attention", defaults=_ATTENTION, exact=True, infer=_attention_types)
+@microsoft("Attention", defaults=_ATTENTION, exact=True)
 def attention(view: NodeView):
     _refuse(view, "do_rotary", "past_present_share_buffer")
     if view.input(6) is not None:
@@ -462,19 +361,7 @@ def attention(view: NodeView):
     )
 
 
-def _mha_types(view: NodeView):
-    Q, V = view.inputs[0], view.input(2)
-    width = None
-    if V is not None and V.shape is not None and len(V.shape) == 3:
-        width = V.shape[2]
-    elif Q.shape is not None and len(Q.shape) == 3 and (V is None or V.rank != 4):
-        width = Q.shape[2]
-    shape = None if Q.shape is None else (Q.shape[0], Q.shape[1], width)
-    present = _typed(Q.dtype, None)
-    return [_typed(Q.dtype, shape), present, present]
-
-
-@microsoft("MultiHeadAttention", defaults=_ATTENTION, exact=True, infer=_mha_types)
+@microsoft("MultiHeadAttention", defaults=_ATTENTION, exact=True)
 def multi_head_attention(view: NodeView):
     for index_, what in ((8, "past_sequence_length"), (9, "cache_indirection")):
         if view.input(index_) is not None:
@@ -494,23 +381,12 @@ def multi_head_attention(view: NodeView):
     return _kernel_call(view, "multi_head_attention", optional, **keywords)
 
 
-def _gqa_types(view: NodeView):
-    Q, K = view.inputs[0], view.input(1)
-    width = None
-    if Q.shape is not None and isinstance(Q.shape[-1], int):
-        heads, kv_heads = view.attr("num_heads"), view.attr("kv_num_heads")
-        size = Q.shape[-1] // (heads if K is not None else heads + 2 * kv_heads)
-        width = heads * size
-    present = _typed(Q.dtype, None if Q.shape is None else (Q.shape[0], None, None, None))
-    return [_with_last(Q, width), present, present]
-
-
 _GQA = {"scale": 0.0, "softcap": 0.0, "do_rotary": 0, "rotary_interleaved": 0}
 _GQA.update({"local_window_size": -1, "smooth_softmax": -1, "qk_output": 0, "causal": 1})
 _GQA.update({"k_quant_type": "NONE", "v_quant_type": "NONE", "sliding_window_cache": 0})
 
 
-@microsoft("GroupQueryAttention", defaults=_GQA, exact=True, infer=_gqa_types)
+@microsoft("GroupQueryAttention", defaults=_GQA, exact=True)
 def group_query_attention(view: NodeView):
     """What onnxruntime-genai's model builder writes: grouped heads, a key/value cache, rotary
     positions from seqlens_k. Sliding windows, smooth softmax, head sinks, quantized caches, QK
@@ -552,7 +428,7 @@ def group_query_attention(view: NodeView):
     return _kernel_call(view, "group_query_attention", optional, **keywords)
 
 
-@microsoft("QAttention", defaults=_ATTENTION, exact=True, infer=_attention_types)
+@microsoft("QAttention", defaults=_ATTENTION, exact=True)
 def qattention(view: NodeView):
     _refuse(view, "do_rotary", "past_present_share_buffer")
     keywords = {"num_heads": view.attr("num_heads")}
@@ -567,7 +443,6 @@ def qattention(view: NodeView):
     "RotaryEmbedding",
     defaults={"interleaved": 0, "num_heads": 0, "rotary_embedding_dim": 0, "scale": 1.0},
     exact=True,
-    infer=_like(0),
 )
 def rotary_embedding(view: NodeView):
     """The default domain's rotation (rt.rotary_embedding) with com.microsoft's inputs (input,
@@ -588,33 +463,16 @@ def rotary_embedding(view: NodeView):
 # --- quantization ---------------------------------------------------------------------------------
 
 
-def _float_result(view: NodeView, scale_index: int):
-    A, B = view.inputs[0], view.inputs[1]
-    scale = view.inputs[scale_index]
-    if A.shape is None or B.shape is None:
-        return [_typed(scale.dtype, None)]
-    return [_typed(scale.dtype, (*A.shape[:-1], B.shape[-1]))]
-
-
-@microsoft("DynamicQuantizeMatMul", exact=True, infer=lambda view: _float_result(view, 0))
+@microsoft("DynamicQuantizeMatMul", exact=True)
 def dynamic_quantize_matmul(view: NodeView):
     args, named = optional_arguments(view, {3: "b_zero_point", 4: "bias"})
     return call("rt.dynamic_quantize_matmul", *args, **named)
 
 
-@microsoft("MatMulIntegerToFloat", exact=True, infer=lambda view: _float_result(view, 2))
+@microsoft("MatMulIntegerToFloat", exact=True)
 def matmul_integer_to_float(view: NodeView):
     args, named = optional_arguments(view, {4: "a_zero_point", 5: "b_zero_point", 6: "bias"})
     return call("rt.matmul_integer_to_float", *args, **named)
-
-
-def _lstm_types(view: NodeView):
-    X, R = view.inputs[0], view.inputs[2]
-    directions = 2 if view.attr("direction") == "bidirectional" else 1
-    hidden = view.attr("hidden_size") or (None if R.shape is None else R.shape[1])
-    steps, batch = (None, None) if X.shape is None else X.shape[:2]
-    state = _typed(X.dtype, (directions, batch, hidden))
-    return [_typed(X.dtype, (steps, directions, batch, hidden)), state, state]
 
 
 _LSTM_INPUTS = (
@@ -626,7 +484,6 @@ _LSTM_INPUTS = (
     "DynamicQuantizeLSTM",
     defaults={"direction": "forward", "input_forget": 0},
     exact=True,
-    infer=_lstm_types,
 )
 def dynamic_quantize_lstm(view: NodeView):
     """The LSTM's attributes as ops.recurrent passes them; the kernel returns (Y, Y_h, Y_c)."""
@@ -655,16 +512,10 @@ def dynamic_quantize_lstm(view: NodeView):
     return results if count == 3 else index(results, pyir.Slice(None, pyir.Lit(count)))
 
 
-def _nbits_type(view: NodeView):
-    A = view.inputs[0]
-    return [_with_last(A, view.attr("N"))]
-
-
 @microsoft(
     "MatMulNBits",
     defaults={"bits": 4, "accuracy_level": 0, "weight_prepacked": 0},
     exact=True,
-    infer=_nbits_type,
 )
 def matmul_nbits(view: NodeView):
     bits = view.attr("bits")
@@ -676,24 +527,10 @@ def matmul_nbits(view: NodeView):
     return call("rt.matmul_nbits", *args, **named, **keywords)
 
 
-def _gather_block_type(view: NodeView):
-    data, indices, scales = view.inputs[:3]
-    if data.shape is None or indices.shape is None:
-        return [_typed(scales.dtype, None)]
-    shape = list(data.shape)
-    if data.dtype == np.uint8:
-        axis = view.attr("quantize_axis") % len(shape)
-        if axis == len(shape) - 1 and isinstance(shape[-1], int):
-            shape[-1] = shape[-1] * 8 // view.attr("bits")
-    gather = view.attr("gather_axis") % len(shape)
-    return [_typed(scales.dtype, (*shape[:gather], *indices.shape, *shape[gather + 1 :]))]
-
-
 @microsoft(
     "GatherBlockQuantized",
     defaults={"gather_axis": 0, "quantize_axis": 1, "block_size": 128, "bits": 4},
     exact=True,
-    infer=_gather_block_type,
 )
 def gather_block_quantized(view: NodeView):
     args, named = optional_arguments(view, {3: "zero_points"})
@@ -703,13 +540,7 @@ def gather_block_quantized(view: NodeView):
     return call("rt.gather_block_quantized", *args, **named, **keywords)
 
 
-def _quantize_type(view: NodeView):
-    X, zero_point = view.inputs[0], view.input(2)
-    dtype = np.uint8 if zero_point is None else zero_point.dtype
-    return [_typed(dtype, X.shape)]
-
-
-@microsoft("QuantizeLinear", defaults={"axis": 1}, exact=True, infer=_quantize_type)
+@microsoft("QuantizeLinear", defaults={"axis": 1}, exact=True)
 def quantize_linear(view: NodeView):
     """The default domain's rule (8- and 16-bit targets, per-tensor and per-axis)."""
     return quantization.quantize_linear(view)
@@ -719,13 +550,12 @@ def quantize_linear(view: NodeView):
     "DequantizeLinear",
     defaults={"axis": 1},
     exact=True,
-    infer=lambda view: [_typed(view.inputs[1].dtype, view.inputs[0].shape)],
 )
 def dequantize_linear(view: NodeView):
     return quantization.dequantize_linear(view)
 
 
-@microsoft("QLinearAdd", "QLinearMul", exact=True, infer=_like(0))
+@microsoft("QLinearAdd", "QLinearMul", exact=True)
 def qlinear_binary(view: NodeView):
     args, named = optional_arguments(
         view, {2: "A_zero_point", 5: "B_zero_point", 7: "C_zero_point"}
@@ -733,69 +563,40 @@ def qlinear_binary(view: NodeView):
     return call("rt.qlinear_binary", *args, **named, op=view.op_type.removeprefix("QLinear"))
 
 
-def _lookup_table(view: NodeView, function) -> Const:
-    """The 256 results of a quantized unary operator, by the input's bits (its uint8 view):
-    dequantize, `function` in float32, quantize (round half to even, saturate)."""
-    X = view.inputs[0]
-    dtype = X.dtype
-    if dtype is None or dtype.name not in ("uint8", "int8"):
-        raise CompileError(f"{view.node.label}: {view.op_type} takes uint8 or int8 input")
-    values = [view.const(i) for i in (1, 2, 3, 4)]
-    x_scale, x_zero, y_scale, y_zero = (
-        np.zeros((), dtype) if v is None and i in (1, 3) else v for i, v in enumerate(values)
-    )
-    bits = np.arange(256, dtype=np.uint8).view(dtype)
-    zero = lambda z: np.int32(0) if z is None else np.int32(np.asarray(z).reshape(()))  # noqa: E731
-    x = (bits.astype(np.int32) - zero(x_zero)).astype(np.float32) * np.float32(x_scale)
-    y = function(x).astype(np.float32)
-    info = np.iinfo(dtype)
-    quantized = np.clip(
-        np.rint(y / np.float32(y_scale)) + np.float32(zero(y_zero)), info.min, info.max
-    )
-    return Const(quantized.astype(dtype), f"{view.node.name or view.op_type}_table")
+def _table_rule(activation: str):
+    """`rt.qlinear_lookup(X, table)`: the 256-entry table (rt.qlinear_table) built at compile
+    time when the scales and zero points are constants (a module constant), else at run time."""
 
-
-def _table_rule(function):
     def emit(view: NodeView):
-        for i, what in ((1, "X_scale"), (3, "Y_scale")):
-            view.require_const(i, what)
-        return call("rt.qlinear_lookup", view.inputs[0], _lookup_table(view, function))
+        X = view.inputs[0]
+        if X.dtype is None or X.dtype.name not in ("uint8", "int8"):
+            raise CompileError(f"{view.node.label}: {view.op_type} takes uint8 or int8 input")
+        keywords = {"dtype": X.dtype, "activation": activation}
+        if activation == "leaky_relu":
+            keywords["alpha"] = float(np.float32(view.attr("alpha")))
+        parameters = [view.input(i) for i in (1, 2, 3, 4)]
+        if all(p is None or p.const is not None for p in parameters):
+            values = [None if p is None else p.const for p in parameters]
+            table = runtime_support.qlinear_table(*values, **keywords)
+            table = Const(table, f"{view.node.name or view.op_type}_table")
+        else:
+            args, named = optional_arguments(view, {2: "X_zero_point", 4: "Y_zero_point"})
+            table = call("rt.qlinear_table", *args[1:], **named, **keywords)
+        return call("rt.qlinear_lookup", X, table)
 
     return emit
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    """The library's exact sigmoid, so the table is the same bits on every compiling machine."""
-    from runtime_support import exact_sigmoid
-
-    return exact_sigmoid(x)
-
-
-microsoft("QLinearSigmoid", exact=True, infer=_like(0))(_table_rule(_sigmoid))
-
-
-@microsoft(
-    "QLinearLeakyRelu", defaults={"alpha": float(np.float32(0.01))}, exact=True, infer=_like(0)
+microsoft("QLinearSigmoid", exact=True)(_table_rule("sigmoid"))
+microsoft("QLinearLeakyRelu", defaults={"alpha": float(np.float32(0.01))}, exact=True)(
+    _table_rule("leaky_relu")
 )
-def qlinear_leaky_relu(view: NodeView):
-    alpha = np.float32(view.attr("alpha"))
-    return _table_rule(lambda x: np.where(x >= 0, x, x * alpha))(view)
-
-
-def _global_pool_type(view: NodeView):
-    X = view.inputs[0]
-    if X.shape is None:
-        return [X.type]
-    if view.attr("channels_last"):
-        return [_typed(X.dtype, (X.shape[0], *([1] * (len(X.shape) - 2)), X.shape[-1]))]
-    return [_typed(X.dtype, (*X.shape[:2], *([1] * (len(X.shape) - 2))))]
 
 
 @microsoft(
     "QLinearGlobalAveragePool",
     defaults={"channels_last": 0},
     exact=True,
-    infer=_global_pool_type,
 )
 def qlinear_global_average_pool(view: NodeView):
     return call(
@@ -834,19 +635,7 @@ def qlinear_concat(view: NodeView):
     return call("rt.qlinear_concat", *view.inputs, axis=view.attr("axis"))
 
 
-def _qgemm_type(view: NodeView):
-    A, B, y_scale, y_zero = view.inputs[0], view.inputs[3], view.input(7), view.input(8)
-    dtype = np.float32 if y_scale is None else (y_zero.dtype if y_zero else np.uint8)
-    if A.shape is None or B.shape is None:
-        return [_typed(dtype, None)]
-    rows = A.shape[1] if view.attr("transA") else A.shape[0]
-    columns = B.shape[0] if view.attr("transB") else B.shape[1]
-    return [_typed(dtype, (rows, columns))]
-
-
-@microsoft(
-    "QGemm", defaults={"alpha": 1.0, "transA": 0, "transB": 0}, exact=True, infer=_qgemm_type
-)
+@microsoft("QGemm", defaults={"alpha": 1.0, "transA": 0, "transB": 0}, exact=True)
 def qgemm(view: NodeView):
     args, named = optional_arguments(view, {6: "C", 7: "y_scale", 8: "y_zero_point"})
     keywords = {name: view.attr(name) for name in ("alpha", "transA", "transB")}
@@ -873,9 +662,6 @@ _MURMUR_TYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64", "ob
     "MurmurHash3",
     defaults={"seed": 0, "positive": 1},
     exact=True,
-    infer=lambda view: [
-        _typed(np.uint32 if view.attr("positive") else np.int32, view.inputs[0].shape)
-    ],
 )
 def murmur_hash3(view: NodeView):
     X = view.inputs[0]
@@ -956,20 +742,20 @@ def unique(view: NodeView):
 # them, and old models (ImageScaler in the model zoo's Tiny YOLOv2) contain them.
 
 
-@microsoft("Affine", domain="", defaults={"alpha": 1.0, "beta": 0.0}, exact=True, infer=_like(0))
+@microsoft("Affine", domain="", defaults={"alpha": 1.0, "beta": 0.0}, exact=True)
 def affine(view: NodeView):
     X = view.inputs[0]
     product = binop("*", X, scalar(view.attr("alpha"), X.dtype))
     return binop("+", product, scalar(view.attr("beta"), X.dtype))
 
 
-@microsoft("Scale", domain="", defaults={"scale": 1.0}, exact=True, infer=_like(0))
+@microsoft("Scale", domain="", defaults={"scale": 1.0}, exact=True)
 def scale(view: NodeView):
     X = view.inputs[0]
     return binop("*", X, scalar(view.attr("scale"), X.dtype))
 
 
-@microsoft("ImageScaler", domain="", defaults={"scale": 1.0}, exact=True, infer=_like(0))
+@microsoft("ImageScaler", domain="", defaults={"scale": 1.0}, exact=True)
 def image_scaler(view: NodeView):
     """scale * x + bias[channel] over (N, C, H, W)."""
     X = view.inputs[0]
@@ -982,9 +768,7 @@ def image_scaler(view: NodeView):
     return binop("+", product, Const(shift, f"{view.node.name or 'ImageScaler'}_bias"))
 
 
-@microsoft(
-    "ScaledTanh", domain="", defaults={"alpha": 1.0, "beta": 1.0}, exact=True, infer=_like(0)
-)
+@microsoft("ScaledTanh", domain="", defaults={"alpha": 1.0, "beta": 1.0}, exact=True)
 def scaled_tanh(view: NodeView):
     X = view.inputs[0]
     inner = binop("*", X, scalar(view.attr("beta"), X.dtype))
@@ -1005,7 +789,7 @@ def _parametric_softplus(function: str):
 
 
 _SOFTPLUS = {"alpha": 1.0, "beta": 1.0}
-microsoft("ParametricSoftplus", domain="", defaults=_SOFTPLUS, exact=False, infer=_like(0))(
+microsoft("ParametricSoftplus", domain="", defaults=_SOFTPLUS, exact=False)(
     _parametric_softplus("np.logaddexp")  # log(exp(x) + exp(0)) without overflow
 )
 microsoft(
@@ -1014,7 +798,6 @@ microsoft(
     defaults=_SOFTPLUS,
     variant="exact",
     exact=True,
-    infer=_like(0),
 )(_parametric_softplus("rt.exact_softplus"))
 
 
@@ -1053,7 +836,6 @@ def _mvn_axes(view: NodeView) -> list[int]:
     until=8,
     defaults={"across_channels": 0, "normalize_variance": 1},
     exact=True,
-    infer=_like(0),
 )
 def mean_variance_normalization_1(view: NodeView):
     """Opset 9's rule over _mvn_axes, or with normalize_variance=0 the mean taken away only."""

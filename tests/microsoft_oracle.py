@@ -565,17 +565,30 @@ def main(argv=None) -> int:
     parser.add_argument("-k", dest="pattern")
     parser.add_argument("--variant", action="append")
     parser.add_argument("-v", action="store_true")
+    parser.add_argument("--markdown", action="store_true", help="print the coverage table")
     args = parser.parse_args(argv)
     failed = 0
-    for variant in args.variant or ["fast", "exact"]:
+    counts: dict = {}
+    variants = args.variant or ["fast", "exact"]
+    for variant in variants:
         for case in CASES:
             if args.pattern and args.pattern not in case.name and args.pattern != case.op:
                 continue
             result = run_case(case, variant)
             ok = result.status in ("pass", "refused", "divergence", "known bug")
             failed += not ok
+            tally = counts.setdefault(case.op, {})
+            tally[(variant, result.status)] = tally.get((variant, result.status), 0) + 1
             if args.v or not ok:
                 print(f"{variant:5} {result.status:14} {case.name}: {result.detail[:300]}")
+    if args.markdown:
+        columns = [(v, s) for v in variants for s in ("pass", "refused")]
+        print("| operator | cases | " + " | ".join(f"{v} {s}" for v, s in columns) + " |")
+        print("|---" * (len(columns) + 2) + "|")
+        for op in sorted(counts):
+            cases = sum(n for (v, _), n in counts[op].items() if v == variants[0])
+            cells = " | ".join(str(counts[op].get(column, 0)) for column in columns)
+            print(f"| {op} | {cases} | {cells} |")
     print(f"{failed} failed")
     return 1 if failed else 0
 

@@ -9,6 +9,7 @@ expected outcome, provided it names the operator (Inverse is the one refused).
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -166,3 +167,64 @@ def test_layer_normalization_before_17_is_onnxruntime_s_only():
     entries = [e for e in registered() if e.op_type == "LayerNormalization" and not e.domain]
     ranges = sorted((e.since, e.until) for e in entries if e.variant is None)
     assert ranges[0] == (1, 16) and ranges[1][0] == 17
+
+
+# --- end to end: what onnxruntime's own tools write -----------------------------------------------
+
+REAL_MODELS = Path(__file__).resolve().parent / "real_models"
+# (model, the optimizer's model type): the exports of tests/real_models/ the optimizer fuses
+# (bert: EmbedLayerNormalization, Attention, BiasGelu, then QEmbedLayerNormalization, QAttention;
+# gpt2 at opset 14: FastGelu and the default domain's LayerNormalization before 17; llama: the
+# simplified normalizations)
+OPTIMIZED = [
+    ("bert_legacy_op14", "bert"),
+    ("gpt2_legacy_op14", "gpt2"),
+    pytest.param("llama_legacy_op17", "bert", marks=pytest.mark.slow),
+]
+
+
+def _real_feeds(name: str, k: int) -> dict:
+    data = np.load(REAL_MODELS / f"{name}.npz")
+    prefix = f"{k}:input:"
+    return {key[len(prefix) :]: data[key] for key in data.files if key.startswith(prefix)}
+
+
+@pytest.mark.parametrize("name,kind", OPTIMIZED, ids=["bert", "gpt2", "llama"])
+def test_onnxruntime_optimized_and_quantized_models(name, kind, tmp_path):
+    """onnxruntime's transformer optimizer, then its dynamic quantizer, run on a real export:
+    both results compile in both variants and give onnxruntime's outputs on the model's feeds."""
+    import warnings
+
+    import onnxruntime
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    from onemodel_compile import load_compiled
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optimized = optimize_model(str(REAL_MODELS / f"{name}.onnx"), model_type=kind, opt_level=0)
+        optimized_path = tmp_path / "optimized.onnx"
+        optimized.save_model_to_file(str(optimized_path))
+        inferred = SymbolicShapeInference.infer_shapes(onnx.load(optimized_path), auto_merge=True)
+        onnx.save(inferred, tmp_path / "inferred.onnx")
+        quantized_path = tmp_path / "quantized.onnx"
+        quantize_dynamic(tmp_path / "inferred.onnx", quantized_path, weight_type=QuantType.QInt8)
+    fused = {
+        n.op_type for n in onnx.load(quantized_path).graph.node if n.domain == microsoft.DOMAIN
+    }
+    assert fused, "the optimizer fused nothing: the test would check nothing of this family"
+    for path in (optimized_path, quantized_path):
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        for variant in VARIANTS:
+            module = load_compiled(str(path), variant=variant)
+            for k in (0, 1):
+                feeds = _real_feeds(name, k)
+                expected = session.run(None, feeds)
+                actual = module.run_feeds(feeds)
+                for e, (output, a) in zip(expected, actual.items()):
+                    assert a.shape == e.shape, (path.name, variant, output)
+                    np.testing.assert_allclose(
+                        a, e, rtol=1e-4, atol=1e-5, err_msg=f"{path.name} {variant} {output}"
+                    )

@@ -243,7 +243,26 @@ def _qgemm_type(view: _View):
     return [_typed(dtype, (rows, columns))]
 
 
+def _matmul16_type(view: _View):
+    A, B = view.inputs[:2]
+    unsigned = A.dtype is not None and B.dtype is not None and A.dtype.kind == B.dtype.kind == "u"
+    dtype = np.uint32 if unsigned else np.int32
+    if A.shape is None or B.shape is None:
+        return [_typed(dtype, None)]
+    return [_typed(dtype, (*A.shape[:-1], B.shape[-1]))]
+
+
+def _qlinear_where_type(view: _View):
+    Z = view.input(8)
+    return [_typed(None if Z is None else Z.dtype, None)]
+
+
 RULES = {
+    (DOMAIN, "MatMulInteger16"): _matmul16_type,
+    (DOMAIN, "QLinearWhere"): _qlinear_where_type,
+    (DOMAIN, "NhwcMaxPool"): lambda view: [_typed(view.inputs[0].dtype, None)],
+    (DOMAIN, "GridSample"): lambda view: [_typed(view.inputs[0].dtype, None)],
+    (DOMAIN, "UnfoldTensor"): lambda view: [_typed(view.inputs[0].dtype, None)],
     (DOMAIN, "Gelu"): _like(0),
     (DOMAIN, "BiasGelu"): _like(0),
     (DOMAIN, "FastGelu"): _like(0),

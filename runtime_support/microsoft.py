@@ -26,7 +26,7 @@ from runtime_support.exact import exact_conv, exact_matmul, exact_mean, exact_so
 from runtime_support.exact_math import exact_sigmoid, exact_tanh
 from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
-from runtime_support.pool import average_pool
+from runtime_support.pool import average_pool, max_pool
 from runtime_support.quantization import dynamic_quantize_linear
 
 __all__ = [
@@ -68,6 +68,10 @@ __all__ = [
     "qlinear_global_average_pool",
     "qlinear_concat",
     "qgemm",
+    "matmul_integer16",
+    "qlinear_where",
+    "unfold_tensor",
+    "nhwc_max_pool",
     "dynamic_quantize_lstm",
     "exact_dynamic_quantize_lstm",
     "murmur_hash3",
@@ -980,6 +984,50 @@ def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=No
         return y
     dtype = y_zero_point.dtype if y_zero_point is not None else np.dtype(np.uint8)
     return _quantize(y, y_scale, 0 if y_zero_point is None else y_zero_point, dtype)
+
+
+@kernel(exact=True)
+def matmul_integer16(A, B):
+    """MatMulInteger16: the int32 product of 16-bit integer matrices (in int64, wrapping to int32
+    as onnxruntime's int32 accumulation does; uint32 when both are unsigned)."""
+    product = np.matmul(A.astype(np.int64), B.astype(np.int64))
+    unsigned = A.dtype.kind == "u" and B.dtype.kind == "u"
+    return product.astype(np.uint32 if unsigned else np.int32)
+
+
+@kernel(exact=True)
+def qlinear_where(condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale,
+                  z_zero_point):  # fmt: skip
+    """QLinearWhere: X and Y requantized to Z's scale and zero point (an operand already in them
+    is copied), then selected by `condition`."""
+    dtype = np.asarray(z_zero_point).dtype
+
+    def requantized(value, scale, zero):
+        same = np.float32(scale) == np.float32(z_scale) and np.all(zero == z_zero_point)
+        return value if same else _quantize(_dequantize(value, scale, zero), z_scale,
+                                             z_zero_point, dtype)  # fmt: skip
+
+    x = requantized(X, x_scale, x_zero_point)
+    y = requantized(Y, y_scale, y_zero_point)
+    return np.where(condition, x, y).astype(dtype, copy=False)
+
+
+@kernel(exact=True)
+def unfold_tensor(input, *, dim=-1, size, step=1):
+    """UnfoldTensor (torch's Tensor.unfold): the windows of `size` elements every `step` along
+    `dim`, that axis becoming the number of windows and the window a new last axis."""
+    dim = dim % input.ndim
+    windows = np.lib.stride_tricks.sliding_window_view(input, size, axis=dim)
+    taken = windows[(slice(None),) * dim + (slice(None, None, step),)]
+    return np.ascontiguousarray(taken)
+
+
+@kernel(exact=True)
+def nhwc_max_pool(x, **window):
+    """NhwcMaxPool: MaxPool (runtime_support.pool) of channels-last input, the channels moved
+    first and back."""
+    channels_first = np.moveaxis(x, -1, 1)
+    return np.ascontiguousarray(np.moveaxis(max_pool(channels_first, **window), 1, -1))
 
 
 # --- DynamicQuantizeLSTM ------------------------------------------------------------------------

@@ -191,7 +191,7 @@ OPERATORS = tuple(
     "QLinearGlobalAveragePool QLinearAveragePool QLinearConcat QGemm QLinearConv "
     "DynamicQuantizeLSTM MurmurHash3 Trilu Range GatherND Pad ExpandDims Unique Affine Scale "
     "ImageScaler ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu "
-    "MeanVarianceNormalization".split()
+    "MeanVarianceNormalization MatMulInteger16 QLinearWhere UnfoldTensor NhwcMaxPool GridSample".split()
 )
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -550,6 +550,27 @@ CASES = [
          attrs={"across_channels": 1, "normalize_variance": 0}, note=DOT),  # fmt: skip
     Case("ms_mvn_op8_across", "MeanVarianceNormalization", 8, (x(2, 2, 3, 3),),
          attrs={"across_channels": 1}, note=DOT),  # fmt: skip
+    Case("ms_matmul_integer16", "MatMulInteger16", 17, (x(3, 4, dtype="int16", gen="int",
+         low=-3000, high=3000), x(4, 5, dtype="int16", gen="int", low=-3000, high=3000))),
+    Case("ms_matmul_integer16_batch", "MatMulInteger16", 17, (x(2, 3, 4, dtype="int16",
+         gen="int", low=-30000, high=30000), w(4, 2, dtype="int16", gen="int", low=-30000,
+         high=30000))),
+    Case("ms_qwhere", "QLinearWhere", 17, (x(2, 5, gen="bool", dtype="bool"), _u8(2, 5),
+         _scale(0.05), c(np.uint8(128), "uint8"), _u8(2, 5), _scale(0.03), c(np.uint8(120), "uint8"),
+         _scale(0.04), c(np.uint8(125), "uint8")), note=QUANT),
+    Case("ms_qwhere_s8_broadcast", "QLinearWhere", 17, (x(3, 1, gen="bool", dtype="bool"),
+         _i8(1, 4), _scale(0.1), c(np.int8(0), "int8"), _i8(3, 4), _scale(0.1),
+         c(np.int8(0), "int8"), _scale(0.1), c(np.int8(0), "int8")), note=QUANT),
+    Case("ms_unfold", "UnfoldTensor", 17, (x(2, 7),), attrs={"size": 3, "step": 2}),
+    Case("ms_unfold_dim", "UnfoldTensor", 17, (x(5, 3, 2),), attrs={"size": 2, "dim": 0}),
+    Case("ms_nhwc_maxpool", "NhwcMaxPool", 17, (_u8(1, 5, 5, 3),), attrs={"kernel_shape": [2, 2]}),
+    Case("ms_nhwc_maxpool_s8_strides_pads", "NhwcMaxPool", 17, (_i8(2, 6, 7, 2),),
+         attrs={"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    Case("ms_grid_sample", "GridSample", 17, (x(1, 2, 4, 5), x(1, 3, 3, 2, gen="uniform", low=-1.1,
+         high=1.1)), note=DOT),
+    Case("ms_grid_sample_nearest_border", "GridSample", 17, (x(2, 1, 3, 3), x(2, 2, 4, 2,
+         gen="uniform", low=-1.2, high=1.2)), attrs={"mode": "nearest", "padding_mode": "border",
+         "align_corners": 1}),
     # hashing
     Case("ms_murmur_i32", "MurmurHash3", 17, (x(3, 4, dtype="int32", gen="int", low=-1000,
          high=1000),), attrs={"seed": 42}),  # fmt: skip

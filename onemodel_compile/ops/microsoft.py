@@ -845,3 +845,43 @@ def mean_variance_normalization_1(view: NodeView):
     X = view.inputs[0]
     mean = "rt.exact_mean" if view.variant.exact else "np.mean"
     return binop("-", X, call(mean, X, axis=tuple(_mvn_axes(view)), keepdims=True))
+
+
+@microsoft("MatMulInteger16", exact=True)
+def matmul_integer16(view: NodeView):
+    return call("rt.matmul_integer16", *view.inputs[:2])
+
+
+@microsoft("QLinearWhere", exact=True)
+def qlinear_where(view: NodeView):
+    return call("rt.qlinear_where", *view.inputs[:9])
+
+
+@microsoft("UnfoldTensor", defaults={"dim": -1, "step": 1}, exact=True)
+def unfold_tensor(view: NodeView):
+    keywords = {name: view.attr(name) for name in ("dim", "size", "step")}
+    return call("rt.unfold_tensor", view.inputs[0], **keywords)
+
+
+@microsoft("NhwcMaxPool", defaults={"auto_pad": "NOTSET", "ceil_mode": 0}, exact=True)
+def nhwc_max_pool(view: NodeView):
+    """MaxPool's geometry given explicitly (the spatial axes are 1..rank-2 here: the compiler's
+    window rules read NCHW shapes), or auto_pad settled by the kernel at run time."""
+    kernel_shape = tuple(int(k) for k in view.attr("kernel_shape"))
+    count = len(kernel_shape)
+    keywords = {
+        "kernel_shape": kernel_shape,
+        "strides": tuple(view.attr("strides") or (1,) * count),
+        "dilations": tuple(view.attr("dilations") or (1,) * count),
+        "ceil_mode": view.attr("ceil_mode"),
+    }
+    if view.attr("auto_pad") not in ("NOTSET", ""):
+        keywords["auto_pad"] = view.attr("auto_pad")
+    else:
+        keywords["pads"] = tuple(view.attr("pads") or (0,) * (2 * count))
+    return call("rt.nhwc_max_pool", view.inputs[0], **keywords)
+
+
+_GRID_SAMPLE = {"align_corners": 0, "mode": "bilinear", "padding_mode": "zeros"}
+_emit, _exact = _default_rule("GridSample", 16)
+microsoft("GridSample", defaults=_GRID_SAMPLE, exact=_exact)(_emit)

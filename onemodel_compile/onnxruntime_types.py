@@ -258,6 +258,7 @@ def _qlinear_where_type(view: _View):
 
 
 RULES = {
+    (DOMAIN, "QLinearSoftmax"): _like(0),
     (DOMAIN, "MatMulInteger16"): _matmul16_type,
     (DOMAIN, "QLinearWhere"): _qlinear_where_type,
     (DOMAIN, "NhwcMaxPool"): lambda view: [_typed(view.inputs[0].dtype, None)],

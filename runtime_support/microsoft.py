@@ -23,7 +23,7 @@ from runtime_support.activation import exact_gelu, softmax
 from runtime_support.attention import rotary_embedding
 from runtime_support.conv import conv
 from runtime_support.exact import exact_conv, exact_matmul, exact_mean, exact_softmax, exact_sum
-from runtime_support.exact_math import exact_sigmoid, exact_tanh
+from runtime_support.exact_math import exact_exp, exact_sigmoid, exact_tanh
 from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
 from runtime_support.pool import average_pool, max_pool
@@ -63,6 +63,8 @@ __all__ = [
     "qlinear_binary",
     "qlinear_average_pool",
     "microsoft_rotary_embedding",
+    "qlinear_softmax",
+    "exact_qlinear_softmax",
     "qlinear_table",
     "qlinear_lookup",
     "qlinear_global_average_pool",
@@ -87,6 +89,7 @@ class _Primitives:
     gelu: Callable
     tanh: Callable
     sigmoid: Callable
+    exp: Callable
     mean: Callable  # mean(x, axis) with kept dims
     layer_normalization: Callable
     conv: Callable
@@ -98,6 +101,7 @@ FAST = _Primitives(
     gelu,
     np.tanh,
     sigmoid,
+    np.exp,
     lambda x, axis: np.mean(x, axis=axis, keepdims=True),
     layer_normalization,
     conv,
@@ -108,6 +112,7 @@ EXACT = _Primitives(
     exact_gelu,
     exact_tanh,
     exact_sigmoid,
+    exact_exp,
     lambda x, axis: exact_mean(x, axis, keepdims=True),
     exact_layer_normalization,
     exact_conv,
@@ -1028,6 +1033,53 @@ def nhwc_max_pool(x, **window):
     first and back."""
     channels_first = np.moveaxis(x, -1, 1)
     return np.ascontiguousarray(np.moveaxis(max_pool(channels_first, **window), 1, -1))
+
+
+def _qlinear_softmax(m, X, X_scale, x_zero_point=None, y_scale=None, y_zero_point=None, *, axis,
+                     opset):  # fmt: skip
+    if opset < 13:  # the 2-D coercion: rows of everything from `axis` on
+        axis = axis % X.ndim
+        rows = X.reshape(int(np.prod(X.shape[:axis], dtype=np.int64)), -1)
+    else:
+        rows = np.moveaxis(X, axis, -1)
+    length = rows.shape[-1]
+    if rows.size == 0:
+        return np.zeros_like(X)
+    x_scale = np.float32(np.asarray(X_scale).reshape(()))
+    # The table of exp((i - 255 + shift) * x_scale), shift keeping the sum below float's maximum.
+    headroom = float(np.log(np.float32(np.finfo(np.float32).max) / np.float32(length)))
+    shift = max(0.0, headroom - 5.0) / float(x_scale)
+    steps = (np.arange(256, dtype=np.float64) - 255.0 + shift) * float(x_scale)
+    table = m.exp(steps).astype(np.float32)
+    signed = X.dtype == np.int8
+    if signed:  # entry i serves the byte i - 128
+        table = table[(np.arange(256) + 128) % 256]
+        positions = ((np.int32(127) - rows.max(axis=-1, keepdims=True)) + rows).astype(np.uint8)
+        values = table[positions]
+    else:
+        shifted = (255 - rows.max(axis=-1, keepdims=True).astype(np.int32)) + rows
+        values = table[shifted]
+    total = np.cumsum(values, axis=-1, dtype=np.float32)[..., -1:]  # in order, in float32
+    scale = np.floor(np.float32(1) / np.float32(np.asarray(y_scale).reshape(())))
+    zero = 0 if y_zero_point is None else int(np.asarray(y_zero_point).reshape(()))
+    quantized = np.rint((values * scale) / total).astype(np.int64) + zero
+    if signed:  # onnxruntime's int8 store: above 255 becomes 255 (-1 as int8), the rest wraps
+        y = np.where(quantized > 255, 255, quantized).astype(np.uint8).view(np.int8)
+    else:
+        y = np.minimum(quantized, 255).astype(np.uint8)
+    y = y.reshape(X.shape) if opset < 13 else np.moveaxis(y, -1, axis)
+    return np.ascontiguousarray(y)
+
+
+qlinear_softmax, exact_qlinear_softmax = _twins(
+    _qlinear_softmax,
+    "qlinear_softmax",
+    """QLinearSoftmax as onnxruntime's CPU kernel computes it: a 256-entry float32 table of exp
+    at the input's scale (its zero point unused), each row shifted so its maximum reads the
+    table's last entry, the row's float32 sum in order, rint(t * floor(1 / y_scale) / sum) + zero
+    point, stored as onnxruntime stores it; along `axis` from opset 13, over the 2-D coercion
+    before.""",
+)
 
 
 # --- DynamicQuantizeLSTM ------------------------------------------------------------------------

@@ -885,3 +885,16 @@ def nhwc_max_pool(view: NodeView):
 _GRID_SAMPLE = {"align_corners": 0, "mode": "bilinear", "padding_mode": "zeros"}
 _emit, _exact = _default_rule("GridSample", 16)
 microsoft("GridSample", defaults=_GRID_SAMPLE, exact=_exact)(_emit)
+
+
+@microsoft("QLinearSoftmax", defaults={"axis": -1}, exact=True)
+def qlinear_softmax(view: NodeView):
+    """The `opset` attribute (required) says Softmax's semantics: along `axis` from 13, over the
+    2-D coercion at `axis` before; the schema's default axis is -1 for both (onnxruntime's kernel
+    would take 1 before 13 only for an axis its schema did not fill in)."""
+    opset = view.attr("opset")
+    if opset is None:
+        raise CompileError(f"{view.node.label}: QLinearSoftmax needs its opset attribute")
+    axis = view.attr("axis")
+    args, named = optional_arguments(view, {2: "x_zero_point", 4: "y_zero_point"})
+    return call("rt.qlinear_softmax", *args, **named, axis=axis, opset=opset)

@@ -258,6 +258,7 @@ def _qlinear_where_type(view: _View):
 
 
 RULES = {
+    (DOMAIN, "MatMulBnb4"): _nbits_type,
     (DOMAIN, "QLinearSoftmax"): _like(0),
     (DOMAIN, "MatMulInteger16"): _matmul16_type,
     (DOMAIN, "QLinearWhere"): _qlinear_where_type,

@@ -59,6 +59,8 @@ __all__ = [
     "matmul_integer_to_float",
     "matmul_nbits",
     "exact_matmul_nbits",
+    "matmul_bnb4",
+    "exact_matmul_bnb4",
     "gather_block_quantized",
     "qlinear_binary",
     "qlinear_average_pool",
@@ -763,6 +765,39 @@ matmul_nbits, exact_matmul_nbits = _twins(
     _matmul_nbits,
     "matmul_nbits",
     """MatMulNBits with 2- to 8-bit weights in blocks along K (see the implementation).""",
+)
+
+
+# The 4-bit code books of bitsandbytes' formats (what onnxruntime's MatMulBnb4 dequantizes by).
+_BNB4_CODES = {
+    0: (  # FP4: sign, two exponent bits, one mantissa bit, scaled to [-1, 1]
+        0.0, 0.005208333333, 0.66666667, 1.0, 0.33333333, 0.5, 0.16666667, 0.25,
+        -0.0, -0.005208333333, -0.66666667, -1.0, -0.33333333, -0.5, -0.16666667, -0.25,
+    ),
+    1: (  # NF4: the quantiles of a normal distribution, scaled to [-1, 1]
+        -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+        -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+        0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
+        0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0,
+    ),
+}  # fmt: skip
+
+
+def _matmul_bnb4(m, A, B, absmax, *, K, N, block_size, quant_type, transB=1):
+    """MatMulBnb4: A @ W^T with W (N, K) row-major, element j the code of its 4 bits (the high
+    nibble first) times absmax[j // block_size], in the absmax's type."""
+    codes = np.asarray(_BNB4_CODES[quant_type], np.float32)
+    nibbles = np.stack((B >> np.uint8(4), B & np.uint8(15)), axis=-1).reshape(-1)[: N * K]
+    scales = np.repeat(absmax.astype(np.float32), block_size)[: N * K]
+    weights = (codes[nibbles] * scales).astype(absmax.dtype).reshape(N, K)
+    y = m.matmul(A.astype(np.float32, copy=False), weights.T.astype(np.float32))
+    return y.astype(A.dtype, copy=False)
+
+
+matmul_bnb4, exact_matmul_bnb4 = _twins(
+    _matmul_bnb4,
+    "matmul_bnb4",
+    """MatMulBnb4 (bitsandbytes' FP4, quant_type 0, and NF4, 1): see _matmul_bnb4.""",
 )
 
 

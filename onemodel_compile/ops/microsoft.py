@@ -898,3 +898,14 @@ def qlinear_softmax(view: NodeView):
     axis = view.attr("axis")
     args, named = optional_arguments(view, {2: "x_zero_point", 4: "y_zero_point"})
     return call("rt.qlinear_softmax", *args, **named, axis=axis, opset=opset)
+
+
+@microsoft("MatMulBnb4", defaults={"transB": 1, "training_mode": 0}, exact=True)
+def matmul_bnb4(view: NodeView):
+    if view.attr("quant_type") not in (0, 1) or not view.attr("transB"):
+        raise UnsupportedError(
+            f"{view.node.label}: MatMulBnb4 with quant_type {view.attr('quant_type')} and transB "
+            f"{view.attr('transB')} is not supported (FP4 or NF4, transposed B)"
+        )
+    keywords = {name: view.attr(name) for name in ("K", "N", "block_size", "quant_type")}
+    return call("rt.matmul_bnb4", *view.inputs[:3], **keywords)

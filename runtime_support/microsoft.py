@@ -76,6 +76,7 @@ __all__ = [
     "qlinear_where",
     "unfold_tensor",
     "nhwc_max_pool",
+    "crop_and_resize",
     "dynamic_quantize_lstm",
     "exact_dynamic_quantize_lstm",
     "murmur_hash3",
@@ -1115,6 +1116,55 @@ qlinear_softmax, exact_qlinear_softmax = _twins(
     point, stored as onnxruntime stores it; along `axis` from opset 13, over the 2-D coercion
     before.""",
 )
+
+
+@kernel(exact=True)
+def crop_and_resize(X, rois, batch_indices, crop_size, *, mode="bilinear",
+                    extrapolation_value=0.0):  # fmt: skip
+    """CropAndResize (TensorFlow's crop_and_resize): each roi (y1, x1, y2, x2, in [0, 1] of the
+    image) of image batch_indices[r] sampled on a crop_size grid, bilinearly or at the nearest
+    pixel; a sample outside the image is extrapolation_value. The sample positions as TensorFlow
+    computes them: y1 (H - 1) + i (y2 - y1) (H - 1) / (h - 1), or the roi's middle when h is 1.
+    Every step is one IEEE operation in a fixed order (float32)."""
+    height, width = (int(v) for v in np.asarray(crop_size).reshape(-1)[:2])
+    _, _, image_height, image_width = X.shape
+    boxes = rois.astype(np.float32)
+
+    def positions(low, high, count, size):
+        span = np.float32(size - 1)
+        if count > 1:
+            step = (high - low) * span / np.float32(count - 1)
+            return low[:, None] * span + np.arange(count, dtype=np.float32)[None, :] * step[:, None]
+        return (np.float32(0.5) * (low + high) * span)[:, None]
+
+    ys = positions(boxes[:, 0], boxes[:, 2], height, image_height)  # (rois, height)
+    xs = positions(boxes[:, 1], boxes[:, 3], width, image_width)  # (rois, width)
+    images = X[np.asarray(batch_indices).astype(np.int64)]  # (rois, C, H, W)
+    inside = ((ys >= 0) & (ys <= image_height - 1))[:, :, None] & (
+        (xs >= 0) & (xs <= image_width - 1)
+    )[:, None, :]
+    rows = np.arange(len(boxes))[:, None, None]
+    if mode == "nearest":
+        yi = np.clip(np.rint(ys), 0, image_height - 1).astype(np.int64)
+        xi = np.clip(np.rint(xs), 0, image_width - 1).astype(np.int64)
+        samples = images[rows, :, yi[:, :, None], xi[:, None, :]]  # (rois, h, w, C)
+    else:
+        top = np.clip(np.floor(ys), 0, image_height - 1).astype(np.int64)
+        left = np.clip(np.floor(xs), 0, image_width - 1).astype(np.int64)
+        bottom = np.minimum(top + 1, image_height - 1)
+        right = np.minimum(left + 1, image_width - 1)
+        dy = (ys - top)[:, :, None, None].astype(np.float32)
+        dx = (xs - left)[:, None, :, None].astype(np.float32)
+
+        def pixel(y, x):
+            return images[rows, :, y[:, :, None], x[:, None, :]].astype(np.float32)
+
+        upper = pixel(top, left) + (pixel(top, right) - pixel(top, left)) * dx
+        lower = pixel(bottom, left) + (pixel(bottom, right) - pixel(bottom, left)) * dx
+        samples = upper + (lower - upper) * dy
+    fill = np.asarray(extrapolation_value, np.float32)
+    result = np.where(inside[..., None], samples, fill).astype(X.dtype)
+    return np.ascontiguousarray(result.transpose(0, 3, 1, 2))
 
 
 # --- DynamicQuantizeLSTM ------------------------------------------------------------------------

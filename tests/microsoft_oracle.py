@@ -192,7 +192,7 @@ OPERATORS = tuple(
     "DynamicQuantizeLSTM MurmurHash3 Trilu Range GatherND Pad ExpandDims Unique Affine Scale "
     "ImageScaler ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu "
     "MeanVarianceNormalization MatMulInteger16 QLinearWhere UnfoldTensor NhwcMaxPool GridSample "
-    "QLinearSoftmax MatMulBnb4".split()
+    "QLinearSoftmax MatMulBnb4 CropAndResize".split()
 )
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -572,14 +572,14 @@ CASES = [
     Case("ms_grid_sample_nearest_border", "GridSample", 17, (x(2, 1, 3, 3), x(2, 2, 4, 2,
          gen="uniform", low=-1.2, high=1.2)), attrs={"mode": "nearest", "padding_mode": "border",
          "align_corners": 1}),
-    Case("ms_qsoftmax", "QLinearSoftmax MatMulBnb4", 17, (_u8(3, 10), _scale(0.1), c(np.uint8(128), "uint8"),
+    Case("ms_qsoftmax", "QLinearSoftmax MatMulBnb4 CropAndResize", 17, (_u8(3, 10), _scale(0.1), c(np.uint8(128), "uint8"),
          _scale(1 / 256), c(np.uint8(0), "uint8")), attrs={"opset": 13}),
-    Case("ms_qsoftmax_s8_axis", "QLinearSoftmax MatMulBnb4", 17, (_i8(2, 5, 3), _scale(0.05),
+    Case("ms_qsoftmax_s8_axis", "QLinearSoftmax MatMulBnb4 CropAndResize", 17, (_i8(2, 5, 3), _scale(0.05),
          c(np.int8(0), "int8"), _scale(1 / 255), c(np.int8(-128), "int8")),
          attrs={"opset": 13, "axis": 1}),
-    Case("ms_qsoftmax_opset12", "QLinearSoftmax MatMulBnb4", 17, (_u8(2, 3, 4), _scale(0.2),
+    Case("ms_qsoftmax_opset12", "QLinearSoftmax MatMulBnb4 CropAndResize", 17, (_u8(2, 3, 4), _scale(0.2),
          c(np.uint8(100), "uint8"), _scale(1 / 256), c(np.uint8(0), "uint8")), attrs={"opset": 12}),
-    Case("ms_qsoftmax_opset12_axis1", "QLinearSoftmax MatMulBnb4", 17, (_u8(2, 3, 4), _scale(0.05),
+    Case("ms_qsoftmax_opset12_axis1", "QLinearSoftmax MatMulBnb4 CropAndResize", 17, (_u8(2, 3, 4), _scale(0.05),
          c(np.uint8(100), "uint8"), _scale(1 / 256), c(np.uint8(0), "uint8")),
          attrs={"opset": 12, "axis": 1}),
     Case("ms_bnb4_nf4", "MatMulBnb4", 17, (x(3, 32), w(8 * 32 // 2, dtype="uint8", gen="int",
@@ -588,6 +588,14 @@ CASES = [
     Case("ms_bnb4_fp4_ragged", "MatMulBnb4", 17, (x(2, 3, 20), w(5 * 20 // 2, dtype="uint8",
          gen="int", low=0, high=255), w(-(-5 * 20 // 16), gen="uniform", low=0.1, high=1)),
          attrs={"K": 20, "N": 5, "block_size": 16, "quant_type": 0}, note=DOT),
+    Case("ms_crop_and_resize", "CropAndResize", 17, (x(2, 3, 6, 8),
+         v(np.array([[0.1, 0.2, 0.8, 0.9], [0.0, 0.0, 1.0, 1.0], [-0.2, 0.3, 0.5, 1.3]],
+                    np.float32), "float32"), v(np.array([0, 1, 1], np.int32), "int32"),
+         c(np.array([3, 4], np.int32), "int32")), note=DOT),
+    Case("ms_crop_and_resize_nearest_single", "CropAndResize", 17, (x(1, 2, 5, 5),
+         v(np.array([[0.2, 0.1, 0.7, 0.9], [0.5, 0.5, 0.5, 0.5]], np.float32), "float32"),
+         v(np.array([0, 0], np.int32), "int32"), c(np.array([1, 3], np.int32), "int32")),
+         attrs={"mode": "nearest", "extrapolation_value": -1.0}),
     # hashing
     Case("ms_murmur_i32", "MurmurHash3", 17, (x(3, 4, dtype="int32", gen="int", low=-1000,
          high=1000),), attrs={"seed": 42}),  # fmt: skip

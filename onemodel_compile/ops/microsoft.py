@@ -909,3 +909,14 @@ def matmul_bnb4(view: NodeView):
         )
     keywords = {name: view.attr(name) for name in ("K", "N", "block_size", "quant_type")}
     return call("rt.matmul_bnb4", *view.inputs[:3], **keywords)
+
+
+@microsoft("CropAndResize", defaults={"mode": "bilinear", "extrapolation_value": 0.0}, exact=True)
+def crop_and_resize(view: NodeView):
+    mode = view.attr("mode")
+    if mode not in ("bilinear", "nearest"):
+        raise UnsupportedError(f"{view.node.label}: CropAndResize mode {mode!r} is not supported")
+    extrapolation = float(np.float32(view.attr("extrapolation_value")))
+    return call(
+        "rt.crop_and_resize", *view.inputs[:4], mode=mode, extrapolation_value=extrapolation
+    )

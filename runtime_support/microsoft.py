@@ -1145,8 +1145,9 @@ def crop_and_resize(X, rois, batch_indices, crop_size, *, mode="bilinear",
     )[:, None, :]
     rows = np.arange(len(boxes))[:, None, None]
     if mode == "nearest":
-        yi = np.clip(np.rint(ys), 0, image_height - 1).astype(np.int64)
-        xi = np.clip(np.rint(xs), 0, image_width - 1).astype(np.int64)
+        half = np.float32(0.5)  # round half up (roundf: the positions inside are >= 0)
+        yi = np.clip(np.floor(ys + half), 0, image_height - 1).astype(np.int64)
+        xi = np.clip(np.floor(xs + half), 0, image_width - 1).astype(np.int64)
         samples = images[rows, :, yi[:, :, None], xi[:, None, :]]  # (rois, h, w, C)
     else:
         top = np.clip(np.floor(ys), 0, image_height - 1).astype(np.int64)

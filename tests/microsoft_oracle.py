@@ -596,6 +596,10 @@ CASES = [
          v(np.array([[0.2, 0.1, 0.7, 0.9], [0.5, 0.5, 0.5, 0.5]], np.float32), "float32"),
          v(np.array([0, 0], np.int32), "int32"), c(np.array([1, 3], np.int32), "int32")),
          attrs={"mode": "nearest", "extrapolation_value": -1.0}),
+    Case("ms_crop_and_resize_nearest_halves", "CropAndResize", 17, (x(1, 1, 5, 5),
+         c(np.array([[0.125, 0.375, 0.625, 0.875]], np.float32), "float32"),
+         c(np.array([0], np.int32), "int32"), c(np.array([2, 2], np.int32), "int32")),
+         attrs={"mode": "nearest"}),
     # hashing
     Case("ms_murmur_i32", "MurmurHash3", 17, (x(3, 4, dtype="int32", gen="int", low=-1000,
          high=1000),), attrs={"seed": 42}),  # fmt: skip

@@ -30,8 +30,8 @@ from runtime_support.pool import average_pool, max_pool
 from runtime_support.quantization import dynamic_quantize_linear
 
 __all__ = [
-    "attention",
-    "exact_attention",
+    "microsoft_attention",
+    "exact_microsoft_attention",
     "multi_head_attention",
     "exact_multi_head_attention",
     "skip_layer_normalization",
@@ -449,9 +449,9 @@ def _projected_attention(
     return y if outputs == 1 else (y, np.stack((k, v)))
 
 
-attention, exact_attention = _twins(
+microsoft_attention, exact_microsoft_attention = _twins(
     _attention,
-    "attention",
+    "microsoft_attention",
     """com.microsoft Attention: the Q, K, V projections of input by weights (+ bias), split by
     qkv_hidden_sizes, scaled dot-product attention per head with mask_index's and causality's
     additive mask_filter_value and attention_bias; past (2, batch, heads, past, size) is

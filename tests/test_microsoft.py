@@ -115,6 +115,27 @@ def test_the_harness_can_fail(monkeypatch):
     assert oracle.run_case(case, "fast").status == "mismatch"
 
 
+def test_kernel_names_are_the_family_s_own():
+    """runtime_support re-exports every family's kernels into one namespace (`rt`): a kernel
+    named like another family's would replace it (an `attention` did, once)."""
+    import importlib
+    import pkgutil
+
+    import runtime_support
+    from runtime_support import microsoft as kernels
+
+    others = set()
+    for info in pkgutil.iter_modules(runtime_support.__path__):
+        if info.name.startswith("_") or info.name == "microsoft":
+            continue
+        others |= set(
+            getattr(importlib.import_module(f"runtime_support.{info.name}"), "__all__", ())
+        )
+    assert not set(kernels.__all__) & others, sorted(set(kernels.__all__) & others)
+    for name in kernels.__all__:
+        assert getattr(runtime_support, name) is getattr(kernels, name), name
+
+
 # --- the registrations --------------------------------------------------------------------------
 
 

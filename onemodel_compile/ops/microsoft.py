@@ -357,7 +357,10 @@ def attention(view: NodeView):
         if value != _ATTENTION.get(name) and value is not None:
             keywords[name] = tuple(value) if isinstance(value, list) else value
     return _kernel_call(
-        view, "attention", {2: "bias", 3: "mask_index", 4: "past", 5: "attention_bias"}, **keywords
+        view,
+        "microsoft_attention",
+        {2: "bias", 3: "mask_index", 4: "past", 5: "attention_bias"},
+        **keywords,
     )
 
 

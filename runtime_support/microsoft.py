@@ -77,6 +77,7 @@ __all__ = [
     "unfold_tensor",
     "nhwc_max_pool",
     "crop_and_resize",
+    "ngram_repeat_block",
     "dynamic_quantize_lstm",
     "exact_dynamic_quantize_lstm",
     "murmur_hash3",
@@ -1166,6 +1167,26 @@ def crop_and_resize(X, rois, batch_indices, crop_size, *, mode="bilinear",
     fill = np.asarray(extrapolation_value, np.float32)
     result = np.where(inside[..., None], samples, fill).astype(X.dtype)
     return np.ascontiguousarray(result.transpose(0, 3, 1, 2))
+
+
+@kernel(exact=True)
+def ngram_repeat_block(input_ids, scores, *, ngram_size):
+    """NGramRepeatBlock: the score of every token that would repeat an n-gram already in
+    input_ids (its last ngram_size - 1 ids followed by that token) set to -inf."""
+    result = scores.copy()
+    batch, length = input_ids.shape
+    n = int(ngram_size)
+    if n < 1 or length + 1 < n:
+        return result
+    for b in range(batch):
+        ids = input_ids[b]
+        tail = ids[length - n + 1 :] if n > 1 else ids[:0]
+        for start in range(length - n + 1):
+            if np.array_equal(ids[start : start + n - 1], tail):
+                token = int(ids[start + n - 1])
+                if 0 <= token < result.shape[1]:
+                    result[b, token] = -np.inf
+    return result
 
 
 # --- DynamicQuantizeLSTM ------------------------------------------------------------------------

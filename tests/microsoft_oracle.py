@@ -192,7 +192,7 @@ OPERATORS = tuple(
     "DynamicQuantizeLSTM MurmurHash3 Trilu Range GatherND Pad ExpandDims Unique Affine Scale "
     "ImageScaler ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu "
     "MeanVarianceNormalization MatMulInteger16 QLinearWhere UnfoldTensor NhwcMaxPool GridSample "
-    "QLinearSoftmax MatMulBnb4 CropAndResize".split()
+    "QLinearSoftmax MatMulBnb4 CropAndResize NGramRepeatBlock".split()
 )
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -572,14 +572,14 @@ CASES = [
     Case("ms_grid_sample_nearest_border", "GridSample", 17, (x(2, 1, 3, 3), x(2, 2, 4, 2,
          gen="uniform", low=-1.2, high=1.2)), attrs={"mode": "nearest", "padding_mode": "border",
          "align_corners": 1}),
-    Case("ms_qsoftmax", "QLinearSoftmax MatMulBnb4 CropAndResize", 17, (_u8(3, 10), _scale(0.1), c(np.uint8(128), "uint8"),
+    Case("ms_qsoftmax", "QLinearSoftmax MatMulBnb4 CropAndResize NGramRepeatBlock", 17, (_u8(3, 10), _scale(0.1), c(np.uint8(128), "uint8"),
          _scale(1 / 256), c(np.uint8(0), "uint8")), attrs={"opset": 13}),
-    Case("ms_qsoftmax_s8_axis", "QLinearSoftmax MatMulBnb4 CropAndResize", 17, (_i8(2, 5, 3), _scale(0.05),
+    Case("ms_qsoftmax_s8_axis", "QLinearSoftmax MatMulBnb4 CropAndResize NGramRepeatBlock", 17, (_i8(2, 5, 3), _scale(0.05),
          c(np.int8(0), "int8"), _scale(1 / 255), c(np.int8(-128), "int8")),
          attrs={"opset": 13, "axis": 1}),
-    Case("ms_qsoftmax_opset12", "QLinearSoftmax MatMulBnb4 CropAndResize", 17, (_u8(2, 3, 4), _scale(0.2),
+    Case("ms_qsoftmax_opset12", "QLinearSoftmax MatMulBnb4 CropAndResize NGramRepeatBlock", 17, (_u8(2, 3, 4), _scale(0.2),
          c(np.uint8(100), "uint8"), _scale(1 / 256), c(np.uint8(0), "uint8")), attrs={"opset": 12}),
-    Case("ms_qsoftmax_opset12_axis1", "QLinearSoftmax MatMulBnb4 CropAndResize", 17, (_u8(2, 3, 4), _scale(0.05),
+    Case("ms_qsoftmax_opset12_axis1", "QLinearSoftmax MatMulBnb4 CropAndResize NGramRepeatBlock", 17, (_u8(2, 3, 4), _scale(0.05),
          c(np.uint8(100), "uint8"), _scale(1 / 256), c(np.uint8(0), "uint8")),
          attrs={"opset": 12, "axis": 1}),
     Case("ms_bnb4_nf4", "MatMulBnb4", 17, (x(3, 32), w(8 * 32 // 2, dtype="uint8", gen="int",
@@ -600,6 +600,10 @@ CASES = [
          c(np.array([[0.125, 0.375, 0.625, 0.875]], np.float32), "float32"),
          c(np.array([0], np.int32), "int32"), c(np.array([2, 2], np.int32), "int32")),
          attrs={"mode": "nearest"}),
+    Case("ms_ngram_repeat_block", "NGramRepeatBlock", 17, (v(np.array([[1, 2, 3, 1, 2], [4, 4, 4, 4, 0]],
+         np.int64)), x(2, 6)), attrs={"ngram_size": 3}),
+    Case("ms_ngram_repeat_block_random", "NGramRepeatBlock", 17, (x(3, 12, dtype="int64",
+         gen="int", low=0, high=3), x(3, 5)), attrs={"ngram_size": 2}),
     # hashing
     Case("ms_murmur_i32", "MurmurHash3", 17, (x(3, 4, dtype="int32", gen="int", low=-1000,
          high=1000),), attrs={"seed": 42}),  # fmt: skip

@@ -923,3 +923,8 @@ def crop_and_resize(view: NodeView):
     return call(
         "rt.crop_and_resize", *view.inputs[:4], mode=mode, extrapolation_value=extrapolation
     )
+
+
+@microsoft("NGramRepeatBlock", exact=True)
+def ngram_repeat_block(view: NodeView):
+    return call("rt.ngram_repeat_block", *view.inputs[:2], ngram_size=view.attr("ngram_size"))

@@ -1,5 +1,5 @@
 """The com.microsoft domain (issue #14, points 4 and 5): every case of the com.microsoft oracle
-(tests/microsoft_oracle.py) in both variants against onnxruntime 1.31.1, also with the graph's
+(tests/harness/microsoft_oracle.py) in both variants against onnxruntime 1.31.1, also with the graph's
 shapes hidden; the table's coverage; the registrations against onnxruntime's own schemas.
 
 No expected value is written here: onnxruntime computes it. In the exact variant a refusal is an
@@ -20,7 +20,7 @@ import onemodel_compile.resolve
 from onemodel_compile import UnsupportedError, generate
 from onemodel_compile.ops import microsoft
 from onemodel_compile.ops.registry import lookup, registered
-from tests import microsoft_oracle as oracle
+from tests.harness import microsoft_oracle as oracle
 
 VARIANTS = ("fast", "exact")
 # The registrations of this family: com.microsoft's, and the default-domain operators only

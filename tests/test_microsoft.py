@@ -17,7 +17,7 @@ import pytest
 from onnx import helper
 
 import onemodel_compile.resolve
-from onemodel_compile import UnsupportedError, generate
+from onemodel_compile import UnsupportedError, generate, onnxruntime_types
 from onemodel_compile.ops import microsoft
 from onemodel_compile.ops.registry import lookup, registered
 from tests.harness import microsoft_oracle as oracle
@@ -148,7 +148,7 @@ def test_registration_is_an_onnxruntime_schema(entry):
     schemas = _onnxruntime_schemas()
     schema = schemas.get((entry.domain, entry.op_type, entry.since))
     assert schema is not None, f"onnxruntime has no {entry.op_type} at opset {entry.since}"
-    for name, value in microsoft.DEFAULTS[entry.op_type].items():
+    for name, value in onnxruntime_types.DEFAULTS[(entry.domain, entry.op_type)].items():
         attribute = schema.attributes.get(name)
         assert attribute is not None, f"{entry.op_type} has no attribute {name!r}"
         raw = attribute._default_value

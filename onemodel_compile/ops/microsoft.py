@@ -1,16 +1,20 @@
-"""onnxruntime's com.microsoft operators (domain opset 1) that its CPU provider runs and real
-models contain: the transformer optimizer's fusions, the quantization tool's operators, weight-only
-quantized matrix products; and the two default-domain operators onnxruntime defines where onnx has
-no schema (SimplifiedLayerNormalization; LayerNormalization before opset 17). onnxruntime 1.31.1
-is their definition (docs/com-microsoft.md). Kernels in runtime_support/microsoft.py.
+"""onnxruntime's own operators: the com.microsoft ones (domain opset 1) its CPU provider runs and
+real models contain (the transformer optimizer's fusions, the quantization tool's operators,
+weight-only quantized matrix products, ...), and the default-domain ones it defines where onnx has
+no schema at the model's opset (SimplifiedLayerNormalization, LayerNormalization before 17, the
+experimental era's ImageScaler, Affine, ...). onnxruntime 1.31.1 is their definition
+(docs/com-microsoft.md). Kernels in runtime_support/microsoft.py.
 
 onnx knows no schema of these operators, so it fills no attribute defaults and infers no types:
-each registration here declares onnxruntime's defaults (tests/test_microsoft.py compares them
-with onnxruntime's schemas) and a type rule.
+each registration here declares onnxruntime's defaults (tests/test_microsoft.py compares them with
+onnxruntime's schemas); the output types are onnxruntime_types.py's rules, read by shapes.py.
+Operators of the same semantics as a default-domain one compile through that one's rule
+(`_default_rule`).
 
 Exactness: every float kernel has a declared exact twin (the same steps through exact_matmul,
-exact_softmax, exact_gelu, exact_tanh, exact_sigmoid, exact_mean); quantized arithmetic is
-integer arithmetic or IEEE arithmetic in a fixed order. Inverse (LAPACK) is refused.
+exact_softmax, exact_gelu, exact_tanh, exact_sigmoid, exact_exp, exact_mean); quantized arithmetic
+is integer arithmetic or IEEE arithmetic in a fixed order. Inverse (LAPACK) and GridSample are
+refused.
 """
 
 from __future__ import annotations
@@ -31,15 +35,13 @@ from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
 
 DOMAIN = "com.microsoft"
 
-# onnxruntime 1.31.1's attribute defaults, by operator (what its schemas declare, and what its CPU
-# kernels take for an optional attribute the schema gives no default).
-DEFAULTS: dict[str, dict[str, object]] = {}
-
 
 def microsoft(*op_types: str, defaults: dict | None = None, domain: str = DOMAIN, **options):
     """Register a rule for com.microsoft `op_types` (opset 1) whose view has onnxruntime's
     attribute `defaults` filled in (and so does the view of an `exact` rule); the defaults also
-    serve the type rules (onnxruntime_types.DEFAULTS)."""
+    serve the type rules: onnxruntime_types.DEFAULTS, by (domain, operator). They are
+    onnxruntime 1.31.1's: what its schemas declare, and what its CPU kernels take for an optional
+    attribute the schema gives no default."""
     defaults = dict(defaults or {})
     options.setdefault("since", 1)
     if callable(options.get("exact")):
@@ -48,7 +50,6 @@ def microsoft(*op_types: str, defaults: dict | None = None, domain: str = DOMAIN
     def register(rule):
         emitter(*op_types, domain=domain, **options)(_with_defaults_of(rule, defaults))
         for op_type in op_types:
-            DEFAULTS[op_type] = defaults
             onnxruntime_types.DEFAULTS[(domain, op_type)] = defaults
         return rule
 
@@ -247,27 +248,27 @@ _QEMBED_INPUTS = (
 
 
 _MATMUL = {"alpha": 1.0, "transA": 0, "transB": 0}
+_FUSED_MATMUL = {**_MATMUL, "transBatchA": 0, "transBatchB": 0}
 
 
 @microsoft(
     "FusedMatMul",
-    defaults={**_MATMUL, "transBatchA": 0, "transBatchB": 0},
+    defaults=_FUSED_MATMUL,
     exact=True,
 )
 def fused_matmul(view: NodeView):
-    keywords = {name: view.attr(name) for name in DEFAULTS["FusedMatMul"]}
-    return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, "FusedMatMul"))
+    keywords = {name: view.attr(name) for name in _FUSED_MATMUL}
+    return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, _FUSED_MATMUL))
 
 
 @microsoft("TransposeMatMul", defaults=_MATMUL, exact=True)
 def transpose_matmul(view: NodeView):
     keywords = {name: view.attr(name) for name in _MATMUL}
-    return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, "TransposeMatMul"))
+    return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, _MATMUL))
 
 
-def _non_default(keywords: dict, op_type: str) -> dict:
+def _non_default(keywords: dict, defaults: dict) -> dict:
     """The keywords whose value is not the default (shorter calls)."""
-    defaults = DEFAULTS[op_type]
     return {k: v for k, v in keywords.items() if defaults.get(k) != v}
 
 

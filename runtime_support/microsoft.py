@@ -77,6 +77,7 @@ __all__ = [
     "unfold_tensor",
     "nhwc_max_pool",
     "crop_and_resize",
+    "dynamic_time_warping",
     "ngram_repeat_block",
     "dynamic_quantize_lstm",
     "exact_dynamic_quantize_lstm",
@@ -1187,6 +1188,43 @@ def ngram_repeat_block(input_ids, scores, *, ngram_size):
                 if 0 <= token < result.shape[1]:
                     result[b, token] = -np.inf
     return result
+
+
+@kernel(exact=True)
+def dynamic_time_warping(input):
+    """DynamicTimeWarping: the cheapest monotone path through a (rows, cols) cost matrix (or
+    (1, rows, cols)), as onnxruntime computes it: accumulated float32 costs column by column, a
+    step from the diagonal only when strictly cheapest, else from above when strictly cheapest,
+    else from the left; traced back from the last cell until a row or column index reaches 0.
+    Returns the path's (row, column) indices, int32 (2, length). A Python loop over the cells:
+    each depends on the one above it."""
+    matrix = np.asarray(input, np.float32)
+    if matrix.ndim == 3 and matrix.shape[0] == 1:
+        matrix = matrix[0]
+    if matrix.ndim != 2:
+        raise ValueError(f"DynamicTimeWarping takes a 2-D cost matrix, got shape {input.shape}")
+    rows, cols = matrix.shape
+    cost = np.full((rows + 1, cols + 1), np.inf, np.float32)
+    cost[0, 0] = 0
+    trace = np.full((rows + 1, cols + 1), -1, np.int8)
+    for j in range(1, cols + 1):
+        for i in range(1, rows + 1):
+            c0, c1, c2 = cost[i - 1, j - 1], cost[i - 1, j], cost[i, j - 1]
+            if c0 < c1 and c0 < c2:
+                best, step = c0, 0
+            elif c1 < c0 and c1 < c2:
+                best, step = c1, 1
+            else:
+                best, step = c2, 2
+            cost[i, j] = best + matrix[i - 1, j - 1]
+            trace[i, j] = step
+    path = []
+    i, j = rows, cols
+    while i > 0 and j > 0:
+        path.append((i - 1, j - 1))
+        step = trace[i, j]
+        i, j = (i - 1, j - 1) if step == 0 else (i - 1, j) if step == 1 else (i, j - 1)
+    return np.array(path[::-1], np.int32).reshape(-1, 2).T.copy()
 
 
 # --- DynamicQuantizeLSTM ------------------------------------------------------------------------

@@ -929,3 +929,8 @@ def crop_and_resize(view: NodeView):
 @microsoft("NGramRepeatBlock", exact=True)
 def ngram_repeat_block(view: NodeView):
     return call("rt.ngram_repeat_block", *view.inputs[:2], ngram_size=view.attr("ngram_size"))
+
+
+@microsoft("DynamicTimeWarping", exact=True)
+def dynamic_time_warping(view: NodeView):
+    return call("rt.dynamic_time_warping", view.inputs[0])

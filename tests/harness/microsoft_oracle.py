@@ -193,6 +193,7 @@ OPERATORS = tuple("""
     MatMulInteger16 NhwcMaxPool DynamicQuantizeLSTM MurmurHash3 CropAndResize NGramRepeatBlock
     GridSample UnfoldTensor Trilu Range GatherND Pad ExpandDims Unique Affine Scale ImageScaler
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
+    DynamicTimeWarping
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -604,6 +605,9 @@ CASES = [
          np.int64)), x(2, 6)), attrs={"ngram_size": 3}),
     Case("ms_ngram_repeat_block_random", "NGramRepeatBlock", 17, (x(3, 12, dtype="int64",
          gen="int", low=0, high=3), x(3, 5)), attrs={"ngram_size": 2}),
+    Case("ms_dtw", "DynamicTimeWarping", 17, (x(6, 9),)),
+    Case("ms_dtw_batch_of_one_ties", "DynamicTimeWarping", 17, (x(1, 5, 4, dtype="float32",
+         gen="int", low=0, high=2),)),
     # hashing
     Case("ms_murmur_i32", "MurmurHash3", 17, (x(3, 4, dtype="int32", gen="int", low=-1000,
          high=1000),), attrs={"seed": 42}),  # fmt: skip

@@ -17,7 +17,7 @@ import pytest
 from onnx import helper
 
 import onemodel_compile.resolve
-from onemodel_compile import UnsupportedError, generate, onnxruntime_types
+from onemodel_compile import CompileError, UnsupportedError, generate, onnxruntime_types
 from onemodel_compile.ops import microsoft
 from onemodel_compile.ops.registry import lookup, registered
 from tests.harness import microsoft_oracle as oracle
@@ -161,6 +161,37 @@ def test_registration_is_an_onnxruntime_schema(entry):
             assert np.float32(value) == np.float32(expected), (name, value, expected)
         else:
             assert value == expected, (name, value, expected)
+
+
+@pytest.mark.parametrize(
+    "entry", MICROSOFT, ids=lambda e: f"{e.domain or 'ai.onnx'}:{e.op_type}:{e.since}"
+)
+def test_required_attributes_are_onnxruntime_s(entry):
+    """What onnxruntime's schema requires either has a declared default (the kernel's, where the
+    schema is younger than the models: Crop's border) or is required here too: a node without it
+    is a compile error naming the node, not a failure at run time."""
+    schema = _onnxruntime_schemas()[(entry.domain, entry.op_type, entry.since)]
+    needed = {name for name, attribute in schema.attributes.items() if attribute.required}
+    declared = set(microsoft.REQUIRED[(entry.domain, entry.op_type)])
+    defaults = set(onnxruntime_types.DEFAULTS[(entry.domain, entry.op_type)])
+    assert needed <= declared | defaults, sorted(needed - declared - defaults)
+    assert declared <= needed, sorted(declared - needed)
+
+
+def test_a_missing_required_attribute_names_the_node():
+    node = helper.make_node("MatMulNBits", ["a", "b", "s"], ["y"], domain=microsoft.DOMAIN, N=2)
+    inputs = [
+        helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [1, 32]),
+        helper.make_tensor_value_info("b", onnx.TensorProto.UINT8, [2, 1, 16]),
+        helper.make_tensor_value_info("s", onnx.TensorProto.FLOAT, [2]),
+    ]
+    out = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2])
+    graph = helper.make_graph([node], "g", inputs, [out])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    )
+    with pytest.raises(CompileError, match=r"MatMulNBits node \(unnamed\): .* attribute 'K'"):
+        generate(model)
 
 
 def test_the_domain_is_opset_one_only():

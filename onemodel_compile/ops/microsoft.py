@@ -36,28 +36,48 @@ from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
 DOMAIN = "com.microsoft"
 
 
-def microsoft(*op_types: str, defaults: dict | None = None, domain: str = DOMAIN, **options):
+def microsoft(
+    *op_types: str,
+    defaults: dict | None = None,
+    required: tuple[str, ...] = (),
+    domain: str = DOMAIN,
+    **options,
+):
     """Register a rule for com.microsoft `op_types` (opset 1) whose view has onnxruntime's
     attribute `defaults` filled in (and so does the view of an `exact` rule); the defaults also
     serve the type rules: onnxruntime_types.DEFAULTS, by (domain, operator). They are
     onnxruntime 1.31.1's: what its schemas declare, and what its CPU kernels take for an optional
-    attribute the schema gives no default."""
+    attribute the schema gives no default. A `required` attribute the node lacks is a compile
+    error naming the node and the attribute."""
     defaults = dict(defaults or {})
     options.setdefault("since", 1)
     if callable(options.get("exact")):
         options["exact"] = _with_defaults_of(options["exact"], defaults)
 
     def register(rule):
-        emitter(*op_types, domain=domain, **options)(_with_defaults_of(rule, defaults))
+        emitter(*op_types, domain=domain, **options)(
+            _with_defaults_of(rule, defaults, tuple(required))
+        )
         for op_type in op_types:
             onnxruntime_types.DEFAULTS[(domain, op_type)] = defaults
+            REQUIRED[(domain, op_type)] = tuple(required)
         return rule
 
     return register
 
 
-def _with_defaults_of(rule, defaults: dict):
+# (domain, operator) -> the attributes its registration requires (tests/test_microsoft.py checks
+# them against onnxruntime's schemas).
+REQUIRED: dict[tuple[str, str], tuple[str, ...]] = {}
+
+
+def _with_defaults_of(rule, defaults: dict, required: tuple[str, ...] = ()):
     def with_defaults(view: NodeView):
+        for name in required:
+            if name not in view.node.attrs:
+                raise CompileError(
+                    f"{view.node.label}: {view.op_type} needs its attribute {name!r}"
+                )
         node = dataclasses.replace(view.node, attrs={**defaults, **view.node.attrs})
         filled = NodeView(
             node,
@@ -345,7 +365,7 @@ def _refuse(view: NodeView, *attributes: str) -> None:
             )
 
 
-@microsoft("Attention", defaults=_ATTENTION, exact=True)
+@microsoft("Attention", defaults=_ATTENTION, required=("num_heads",), exact=True)
 def attention(view: NodeView):
     _refuse(view, "do_rotary", "past_present_share_buffer")
     if view.input(6) is not None:
@@ -365,7 +385,7 @@ def attention(view: NodeView):
     )
 
 
-@microsoft("MultiHeadAttention", defaults=_ATTENTION, exact=True)
+@microsoft("MultiHeadAttention", defaults=_ATTENTION, required=("num_heads",), exact=True)
 def multi_head_attention(view: NodeView):
     for index_, what in ((8, "past_sequence_length"), (9, "cache_indirection")):
         if view.input(index_) is not None:
@@ -390,7 +410,7 @@ _GQA.update({"local_window_size": -1, "smooth_softmax": -1, "qk_output": 0, "cau
 _GQA.update({"k_quant_type": "NONE", "v_quant_type": "NONE", "sliding_window_cache": 0})
 
 
-@microsoft("GroupQueryAttention", defaults=_GQA, exact=True)
+@microsoft("GroupQueryAttention", defaults=_GQA, required=("num_heads", "kv_num_heads"), exact=True)
 def group_query_attention(view: NodeView):
     """What onnxruntime-genai's model builder writes: grouped heads, a key/value cache, rotary
     positions from seqlens_k. Sliding windows, smooth softmax, head sinks, quantized caches, QK
@@ -432,7 +452,7 @@ def group_query_attention(view: NodeView):
     return _kernel_call(view, "group_query_attention", optional, **keywords)
 
 
-@microsoft("QAttention", defaults=_ATTENTION, exact=True)
+@microsoft("QAttention", defaults=_ATTENTION, required=("num_heads",), exact=True)
 def qattention(view: NodeView):
     _refuse(view, "do_rotary", "past_present_share_buffer")
     keywords = {"num_heads": view.attr("num_heads")}
@@ -519,6 +539,7 @@ def dynamic_quantize_lstm(view: NodeView):
 @microsoft(
     "MatMulNBits",
     defaults={"bits": 4, "accuracy_level": 0, "weight_prepacked": 0},
+    required=("K", "N", "block_size"),
     exact=True,
 )
 def matmul_nbits(view: NodeView):
@@ -613,6 +634,7 @@ def qlinear_global_average_pool(view: NodeView):
 @microsoft(
     "QLinearAveragePool",
     defaults={"auto_pad": "NOTSET", "ceil_mode": 0, "channels_last": 0, "count_include_pad": 0},
+    required=("kernel_shape",),
     exact=True,
 )
 def qlinear_average_pool(view: NodeView):
@@ -632,7 +654,7 @@ def qlinear_average_pool(view: NodeView):
     )
 
 
-@microsoft("QLinearConcat", exact=True)
+@microsoft("QLinearConcat", required=("axis",), exact=True)
 def qlinear_concat(view: NodeView):
     if (len(view.inputs) - 2) % 3:
         raise CompileError(f"{view.node.label}: QLinearConcat takes (X, scale, zero point) triples")
@@ -861,13 +883,18 @@ def qlinear_where(view: NodeView):
     return call("rt.qlinear_where", *view.inputs[:9])
 
 
-@microsoft("UnfoldTensor", defaults={"dim": -1, "step": 1}, exact=True)
+@microsoft("UnfoldTensor", defaults={"dim": -1, "step": 1}, required=("size",), exact=True)
 def unfold_tensor(view: NodeView):
     keywords = {name: view.attr(name) for name in ("dim", "size", "step")}
     return call("rt.unfold_tensor", view.inputs[0], **keywords)
 
 
-@microsoft("NhwcMaxPool", defaults={"auto_pad": "NOTSET", "ceil_mode": 0}, exact=True)
+@microsoft(
+    "NhwcMaxPool",
+    defaults={"auto_pad": "NOTSET", "ceil_mode": 0},
+    required=("kernel_shape",),
+    exact=True,
+)
 def nhwc_max_pool(view: NodeView):
     """MaxPool's geometry given explicitly (the spatial axes are 1..rank-2 here: the compiler's
     window rules read NCHW shapes), or auto_pad settled by the kernel at run time."""
@@ -891,7 +918,7 @@ _emit, _exact = _default_rule("GridSample", 16)
 microsoft("GridSample", defaults=_GRID_SAMPLE, exact=_exact)(_emit)
 
 
-@microsoft("QLinearSoftmax", defaults={"axis": -1}, exact=True)
+@microsoft("QLinearSoftmax", defaults={"axis": -1}, required=("opset",), exact=True)
 def qlinear_softmax(view: NodeView):
     """The `opset` attribute (required) says Softmax's semantics: along `axis` from 13, over the
     2-D coercion at `axis` before; the schema's default axis is -1 for both (onnxruntime's kernel
@@ -904,7 +931,12 @@ def qlinear_softmax(view: NodeView):
     return call("rt.qlinear_softmax", *args, **named, axis=axis, opset=opset)
 
 
-@microsoft("MatMulBnb4", defaults={"transB": 1, "training_mode": 0}, exact=True)
+@microsoft(
+    "MatMulBnb4",
+    defaults={"transB": 1, "training_mode": 0},
+    required=("K", "N", "block_size", "quant_type"),
+    exact=True,
+)
 def matmul_bnb4(view: NodeView):
     if view.attr("quant_type") not in (0, 1) or not view.attr("transB"):
         raise UnsupportedError(
@@ -926,7 +958,7 @@ def crop_and_resize(view: NodeView):
     )
 
 
-@microsoft("NGramRepeatBlock", exact=True)
+@microsoft("NGramRepeatBlock", required=("ngram_size",), exact=True)
 def ngram_repeat_block(view: NodeView):
     return call("rt.ngram_repeat_block", *view.inputs[:2], ngram_size=view.attr("ngram_size"))
 

@@ -258,6 +258,7 @@ def _qlinear_where_type(view: _View):
 
 
 RULES = {
+    (DOMAIN, "ConvTransposeWithDynamicPads"): _conv_type,
     (DOMAIN, "DynamicTimeWarping"): lambda view: [_typed(np.int32, (2, None))],
     (DOMAIN, "NGramRepeatBlock"): _like(1),
     (DOMAIN, "CropAndResize"): lambda view: [_typed(view.inputs[0].dtype, None)],

@@ -26,7 +26,7 @@ import numpy as np
 import runtime_support
 from onemodel_compile import onnxruntime_types
 from onemodel_compile.errors import CompileError, UnsupportedError
-from onemodel_compile.ops import linalg, pool, pyir, quantization, recurrent
+from onemodel_compile.ops import conv, linalg, pool, pyir, quantization, recurrent
 from onemodel_compile.ops.common import optional_arguments, span
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import Const, binop, call, index, scalar
@@ -966,3 +966,18 @@ def ngram_repeat_block(view: NodeView):
 @microsoft("DynamicTimeWarping", exact=True)
 def dynamic_time_warping(view: NodeView):
     return call("rt.dynamic_time_warping", view.inputs[0])
+
+
+@microsoft("ConvTransposeWithDynamicPads", defaults={"group": 1, "auto_pad": "NOTSET"}, exact=True)
+def conv_transpose_with_dynamic_pads(view: NodeView):
+    """ConvTranspose (the default domain's kernel and attributes) with its pads an input: a tuple
+    literal when constant, else read at run time."""
+    keywords = conv._conv_transpose_keywords(view)
+    pads = view.input(2)
+    if pads is not None and not {"output_shape", "auto_pad"} & set(keywords):
+        if pads.const is not None:
+            keywords["pads"] = tuple(int(p) for p in pads.const.reshape(-1))
+        else:
+            keywords["pads"] = call("tuple", pyir.method(pads, "tolist"))
+    operands = [view.inputs[0], view.inputs[1]] + ([view.input(3)] if view.input(3) else [])
+    return call("rt.conv_transpose", *operands, **keywords)

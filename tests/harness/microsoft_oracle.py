@@ -193,7 +193,7 @@ OPERATORS = tuple("""
     MatMulInteger16 NhwcMaxPool DynamicQuantizeLSTM MurmurHash3 CropAndResize NGramRepeatBlock
     GridSample UnfoldTensor Trilu Range GatherND Pad ExpandDims Unique Affine Scale ImageScaler
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
-    DynamicTimeWarping
+    DynamicTimeWarping ConvTransposeWithDynamicPads
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -608,6 +608,10 @@ CASES = [
     Case("ms_dtw", "DynamicTimeWarping", 17, (x(6, 9),)),
     Case("ms_dtw_batch_of_one_ties", "DynamicTimeWarping", 17, (x(1, 5, 4, dtype="float32",
          gen="int", low=0, high=2),)),
+    Case("ms_conv_transpose_dynamic_pads", "ConvTransposeWithDynamicPads", 17, (x(1, 2, 4, 4),
+         w(2, 3, 3, 3), v(np.array([1, 0, 1, 2])), w(3)), attrs={"strides": [2, 2]}, note=DOT),
+    Case("ms_conv_transpose_constant_pads", "ConvTransposeWithDynamicPads", 17, (x(2, 1, 5),
+         w(1, 2, 3), c(np.array([1, 1]))), note=DOT),
     # float16, as LLM exports run them (onnxruntime registers float16 CPU kernels for these)
     Case("ms_f16_nbits4", "MatMulNBits", 17, (x(2, 64, dtype="float16"),
          w(6, 2, 16, dtype="uint8", gen="int", low=0, high=255),

@@ -177,12 +177,10 @@ class _Rewriter:
             emitter = lookup("ConvActivation", fused.DOMAIN, 1, "fast", node.label)
             folded = getattr(step, "fused", ())  # fold_conv_affine's nodes
             applied = tuple(steps[i].node for i in pattern)
-            note = "Conv" + (
-                f" with {', '.join(n.op_type for n in folded)} folded into its weights"
-                if folded
-                else ""
-            )
-            note += f", then {' and '.join(n.op_type for n in applied)} in place, one kernel call"
+            note = "Conv"
+            if folded:
+                note += f" with {', '.join(n.op_type for n in folded)} folded in"
+            note += f", then {' and '.join(n.op_type for n in applied)} in place, in one call"
             steps[index] = FusedStep(new, emitter, step.bodies, folded + applied, node, note)
             removed.update(pattern)
         steps[:] = [s for i, s in enumerate(steps) if i not in removed]

@@ -121,7 +121,7 @@ def test_conv_absorbs_the_affine_chain(tmp_path, tail, bias):
     for op in ("batch_normalization", "np.multiply", "np.add", "np.subtract", "np.divide"):
         assert op not in source
     assert source.count("\n        # + ") == len(TAILS[tail]) + 1  # the chain and the Relu
-    assert "folded into its weights, then Relu in place" in source
+    assert "folded in, then Relu in place, in one call" in source
     assert "# Conv 'conv' (opset 15)" in source
 
     x = _input(model)
@@ -292,7 +292,7 @@ def test_folding_inside_a_subgraph(tmp_path):
         ],
     )
     model = models.finish(graph, opset=15)
-    assert "folded into its weights" in generate(model, "fast").source
+    assert "BatchNormalization folded in, then Relu" in generate(model, "fast").source
     x = _input(model)
     session = onnxruntime.InferenceSession(model.SerializeToString())
     module = onemodel_compile.load_compiled(model, "fast")

@@ -300,15 +300,15 @@ def _gather_path(plan, X, w, bias):
 
 # Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 6x6) are
 # computed channels last (`_depthwise_last_path`): rows of N * C values instead of one short row
-# per channel. MobileNetV2's 960 channels at 3x3: 89 -> 47 us with one gather and one product for
-# all taps, 66 -> 41 us with the taps accumulated one by one (the gathered columns were K times
-# the result); 384 channels at 6x6: 67 -> 53 us, 672 at 6x6 with 5x5 taps: 260 -> 195 us; at
-# 12x12 the per-channel products are faster (80 against 90 us on 192 channels).
+# per channel, the taps accumulated one by one. MobileNetV2's 960 channels at 3x3: 74 -> 45 us
+# (before: one gather and one product over all taps, columns K times the result); against the
+# per-channel products, 384 channels at 6x6 67 -> 58, EfficientNet's 672 at 6x6 with 5x5 taps
+# 253 -> 187; at 12x12 the products are faster (80 against 90 us on 192 channels).
 _DEPTHWISE_LAST_POSITIONS = 36
 # ... and so are maps whose outputs are at most this share of the padded grid the per-channel
 # products run over (short, wide maps with wide pads, as in OCR models: 200 channels of 2x96 with
-# 5x5 taps, 192 outputs on a 600-position grid: 1832 -> 544 us; 0.41 of the grid: 762 -> 466;
-# 0.55: 318 -> 298; at 0.73 the products win, 92 against 138).
+# 5x5 taps, 192 outputs on a 600-position grid: 1832 -> 517 us; 0.41 of the grid: 762 -> 325;
+# about even at 0.55; at 0.73 the products win, 92 against 138).
 _DEPTHWISE_LAST_SHARE = 0.6
 
 

@@ -27,16 +27,12 @@ def scale_shift(view: NodeView) -> Expr:
     return call("rt.scale_shift", *view.inputs[:3])
 
 
-# The activations optimize.py fuses into a Conv, by the kernel's name for them.
-CONV_ACTIVATIONS = ("relu", "clip", "hard_swish", "silu")
-
-
 # Not exact: the convolution sums through BLAS (as Conv's fast kernel).
 @emitter("ConvActivation", since=1, domain=DOMAIN, exact=False)
 def conv_activation(view: NodeView) -> Expr:
     """ConvActivation(X, W[, B]) = the Conv (the model's Conv attributes) followed by
-    `activation` (one of CONV_ACTIVATIONS; Clip's bounds as the floats `low`, `high`, either
-    absent): rt.conv_activation applies it in place to the Conv's new result."""
+    `activation` ("relu", "clip", "hard_swish" or "silu"; Clip's bounds as the floats `low`,
+    `high`, either absent): rt.conv_activation applies it in place to the Conv's new result."""
     operands, keywords = conv_arguments(view)
     bounds = {name: view.attr(name) for name in ("low", "high") if view.attr(name) is not None}
     return call(

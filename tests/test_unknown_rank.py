@@ -404,6 +404,8 @@ NOT_EXERCISED = {
     ("GroupNormalization", 18, None): "deprecated: onnx's checker (load.py) refuses opsets 18-20",
     ("onemodel.fused.ScaleShift", 1, None): "never in a model: optimize.py makes it from a "
     "BatchNormalization (tested there); its kernel broadcasts, whatever the rank",
+    ("onemodel.fused.ConvActivation", 1, None): "never in a model: optimize.py makes it from a "
+    "Conv and its activation (tested there); Conv's keywords and rt.conv, which take any rank",
 }
 
 

@@ -41,11 +41,26 @@ from tests.harness import backend_cases, conformance
 from tests.harness.modules import import_generated
 
 BACKEND_CASES = sorted(EXPECTED["fast"] | EXPECTED["exact"])
+# Cases that compile only with their shapes known (strict: the day they pass, drop the mark):
+# CausalConvWithState has no emit rule; it compiles through the function body onnx builds for the
+# node's input types, and builds none when their ranks are unknown (issue #14 point 2 left).
+SHAPES_NEEDED = {
+    name: "CausalConvWithState compiles only through its context-dependent function body"
+    for name in BACKEND_CASES
+    if name.startswith("test_causal_conv_with_state") and not name.endswith("_expanded")
+}
+
+
+def _hidden_params():
+    for name in BACKEND_CASES:
+        reason = SHAPES_NEEDED.get(name)
+        marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+        yield pytest.param(name, marks=marks, id=name)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("name", BACKEND_CASES)
+@pytest.mark.parametrize("name", list(_hidden_params()))
 def test_backend_case_with_shapes_hidden(name: str, variant: str) -> None:
     """As tests/test_conformance.py's test_backend_case, with no shape of a graph input or output
     known to the compiler."""
@@ -460,7 +475,11 @@ def test_every_emitter_is_exercised_with_an_unknown_rank(monkeypatch) -> None:
     monkeypatch.setattr(onemodel_compile.emit.black, "format_str", lambda source, mode: source)
     models_by_variant = {
         variant: itertools.chain(
-            (backend_cases.case(name).model for name in sorted(EXPECTED[variant])),
+            (
+                backend_cases.case(name).model
+                for name in sorted(EXPECTED[variant])
+                if name not in SHAPES_NEEDED
+            ),
             (spec.model() for spec in SPECS),
         )
         for variant in VARIANTS

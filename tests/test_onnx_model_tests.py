@@ -160,7 +160,7 @@ def test_all_149_model_tests_are_found() -> None:
 
 
 def test_the_marks_name_model_tests_that_exist() -> None:
-    assert len(LATER) == 8, sorted(LATER)
+    assert len(LATER) == 2, sorted(LATER)  # the Gradient models (strnorm passes since #14)
     for _, name in WAITING:
         assert name in MODEL_TESTS, name
 

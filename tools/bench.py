@@ -67,7 +67,7 @@ BLOCK_SECONDS = 0.25  # one side runs this long before the other side's turn
 SETTLE_SECONDS = 0.2  # pause between blocks: spinning worker threads go idle
 
 # The issue's targets (ratios against onnxruntime in the same run, 1 thread).
-TARGETS = {"transformer": 1.2, "conv": 1.5, "small": 2.5}
+TARGETS = {"transformer": 1.2, "conv": 1.5, "recurrent": 2.0, "audio": 2.0, "small": 2.5}
 SMALL_MS = (
     1.0  # onnxruntime under this (1 thread): a small model, where per-call overhead dominates
 )
@@ -79,7 +79,7 @@ MEMORY_FACTOR = 1.5
 @dataclass
 class Case:
     name: str
-    category: str  # "transformer", "conv" or "other" (issue 7's groups)
+    category: str  # "transformer", "conv", "recurrent", "audio" or "other" (issues 7 and 12)
     source: str  # path the compiler reads
     onnx_path: str  # path onnxruntime and the ReferenceEvaluator read
     inputs: str  # .npz of the feeds, keyed by ONNX input name

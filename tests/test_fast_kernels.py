@@ -345,3 +345,43 @@ def test_conv_with_many_taps_matches_onnxruntime(x_shape, w_shape, pads, strides
         X, W, B if bias else None, pads=pads, strides=strides, dilations=(1,) * len(strides)
     )
     np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-4)
+
+
+_PAD_CASES = [
+    ((1, 512), (0, 0, 0, 64)),  # silero-vad's reflect pad of its audio chunk
+    ((2, 3, 5, 4), (0, 1, 2, 3, 0, 2, 4, 3)),  # pads up to the axis: one reflection
+    ((3, 4), (-1, 1, 1, -1)),  # negative pads crop first
+]
+_LONG_PAD = (
+    (2, 3),
+    (0, 3, 0, 2),
+)  # as long as the axis: np.pad's path (onnxruntime refuses reflect)
+
+
+@pytest.mark.parametrize(
+    "mode,shape,pads",
+    [(m, *case) for m in ("constant", "edge", "reflect", "wrap") for case in _PAD_CASES]
+    + [(m, *_LONG_PAD) for m in ("constant", "edge", "wrap")],
+)
+def test_pad_matches_onnxruntime(mode, shape, pads):
+    """rt.pad assigns pads shorter than their axis itself (axis by axis, as np.pad, so the corners
+    agree) and leaves longer ones and wrap to np.pad; onnxruntime is the reference."""
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    X = np.random.default_rng(9).normal(size=shape).astype(np.float32)
+    value = np.array(2.5, np.float32)
+    inputs = ["X", "pads"] + (["value"] if mode == "constant" else [])
+    graph = helper.make_graph(
+        [helper.make_node("Pad", inputs, ["Y"], mode=mode)],
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(pads, np.int64), "pads")]
+        + ([numpy_helper.from_array(value, "value")] if mode == "constant" else []),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    constant = (value,) if mode == "constant" else ()
+    np.testing.assert_array_equal(rt.pad(X, np.array(pads), *constant, mode=mode), expected)

@@ -99,6 +99,8 @@ def _cast(view: NodeView, target) -> pyir.Expr:
     X = view.inputs[0]
     if view.variant.exact and is_float(X.dtype) and target.kind in "iu":
         return call("rt.cast", X, to=target)
+    if X.dtype == target:
+        return pyir.expr(X)  # a cast to its own type is the identity (astype would copy)
     return method(X, "astype", target)
 
 

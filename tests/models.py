@@ -9,16 +9,16 @@ elements end up in the weights file; smaller ones are written inline.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import io
 import itertools
-import sys
 import tokenize
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from runtime_support._importing import import_module_file
 
 IR_VERSION = 10  # onnx 1.23.2 writes IR 14, which onnxruntime 1.31.1 rejects
 FLOAT = TensorProto.FLOAT
@@ -176,15 +176,7 @@ def save(model: onnx.ModelProto, path: Path) -> Path:
 def import_module(path: Path):
     """Import the generated module at `path` under a fresh, unique name."""
     name = f"onemodel_test_generated_{next(_module_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    return import_module_file(path, name)
 
 
 def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

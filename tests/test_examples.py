@@ -3,7 +3,6 @@ compiled module matches onnxruntime, and examples/app.py runs as a user would ru
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import onnx
 import pytest
 
 from onemodel_compile import compile_model
+from runtime_support._importing import import_module_file
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MODEL = EXAMPLES / "tiny_classifier.onnx"
@@ -26,10 +26,7 @@ def run_script(*args, cwd: Path) -> subprocess.CompletedProcess:
 
 def import_path(path: Path):
     name = f"_examples_{path.parent.name}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_module_file(path, name)
 
 
 def test_make_model_reproduces_the_committed_model(tmp_path: Path) -> None:

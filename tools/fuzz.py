@@ -1285,6 +1285,7 @@ def compile_and_run(mutant: Mutant, model_path: Path, out_dir: Path, stage) -> d
     import runtime_support
     from onemodel_compile import cli
     from onemodel_compile.errors import CompileError
+    from runtime_support._importing import import_module_file
 
     started = time.perf_counter()
     result: dict = {"kind": None, "detail": ""}
@@ -1308,11 +1309,7 @@ def compile_and_run(mutant: Mutant, model_path: Path, out_dir: Path, stage) -> d
 
     if result["kind"] is None:
         try:
-            spec = importlib.util.spec_from_file_location(
-                f"fuzzed_{mutant.index}", out_dir / "m.py"
-            )
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            module = import_module_file(out_dir / "m.py", f"fuzzed_{mutant.index}")
         except Exception as exc:
             kind = "memory" if _is_memory(exc) else "import error"
             result.update(kind=kind, detail=traceback.format_exc(limit=-4))
@@ -1413,6 +1410,7 @@ def _warm_up(folder: Path) -> None:
     """Compile and run one model in the parent, so that children inherit warm caches (black's
     grammar, the template, onnx's schemas) instead of each building them."""
     import onemodel_compile
+    from runtime_support._importing import import_module_file
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
@@ -1421,9 +1419,7 @@ def _warm_up(folder: Path) -> None:
         [_tensor("y", [2])],
     )
     path = onemodel_compile.compile_model(_finish(graph), folder / "warm" / "warm.py")
-    spec = importlib.util.spec_from_file_location("fuzz_warm", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_module_file(path, "fuzz_warm")
     module.run(np.ones(2, np.float32))
 
 

@@ -6,7 +6,7 @@ function of the input bits (exact; docs/exact-variant.md): AffineGrid and NonMax
 GridSample, whose taps' weights and products are summed in float64 in the order of the taps
 (innermost axis fastest), rounded once; RoiAlign, interpolating in the input's precision (float32
 for float16 and bfloat16, as onnxruntime), the sample points added in the order of the grid.
-Positions that are NaN read pixel 0 (a float-to-integer cast of NaN is the CPU's choice), and
+A NaN position reads index 0 along its axis (a float-to-integer cast of NaN is the CPU's choice), and
 every NaN of a result is np.nan (NaN signs and payloads differ between CPUs).
 """
 
@@ -114,8 +114,8 @@ def grid_sample(X, grid, *, mode="linear", padding_mode="zeros", align_corners=0
     the next), cubic 4 (Keys, a = -0.75); a tap outside the input reads 0 (zeros), the edge
     (border) or its reflection at the borders. Linear and cubic sum the taps' products in float64,
     innermost axis fastest: w = w_x * w_y (* w_z) in that order, total = ((t_0 + t_1) + t_2)...
-    of t = value * w; taps outside with zeros padding add +0.0. A NaN coordinate reads pixel 0
-    with weight NaN (linear, cubic), or is outside (nearest with zeros padding)."""
+    of t = value * w; taps outside with zeros padding add +0.0. A NaN coordinate reads pixel 0:
+    outside with zeros padding (0), Keys weights 0 (cubic: 0), linear weights NaN (NaN)."""
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
     if mode not in ("nearest", "linear", "cubic"):
         raise ValueError(f"GridSample: unknown mode {mode!r}")

@@ -6,8 +6,8 @@ function of the input bits (exact; docs/exact-variant.md): AffineGrid and NonMax
 GridSample, whose taps' weights and products are summed in float64 in the order of the taps
 (innermost axis fastest), rounded once; RoiAlign, interpolating in the input's precision (float32
 for float16 and bfloat16, as onnxruntime), the sample points added in the order of the grid.
-A NaN position reads index 0 along its axis (a float-to-integer cast of NaN is the CPU's choice), and
-every NaN of a result is np.nan (NaN signs and payloads differ between CPUs).
+A NaN position reads index 0 along its axis (a float-to-integer cast of NaN is the CPU's
+choice), and every NaN of a result is np.nan (NaN signs and payloads differ between CPUs).
 """
 
 from __future__ import annotations

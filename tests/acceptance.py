@@ -10,7 +10,7 @@ mismatch on the values and for the reason recorded (so the record fails once it 
 
 from __future__ import annotations
 
-from tools import conformance
+from tests.harness import conformance
 
 VARIANTS = ("fast", "exact")
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import runtime_support as rt
-from tools.bit_identity import NO_AVX2, other_numpy_python, run_json_script
+from tests.harness.bit_identity import NO_AVX2, other_numpy_python, run_json_script
 
 LD = np.longdouble
 

@@ -13,7 +13,7 @@ import pytest
 
 import runtime_support as rt
 from runtime_support.exact_trig import cos_sin_of_turns
-from tools.bit_identity import NO_AVX2, other_numpy_python, run_json_script
+from tests.harness.bit_identity import NO_AVX2, other_numpy_python, run_json_script
 
 
 def complex_of(x: np.ndarray) -> np.ndarray:
@@ -120,7 +120,7 @@ def test_dft_inverse_cases_exact_nearer_the_truth(name):
     mpmath, exact_dft's error is below the backend data's everywhere it matters, and where the
     data differ from exact_dft beyond the case's tolerance (the true value is 0) the data hold
     single-precision FFT noise and exact_dft float64 noise."""
-    from tools import backend_cases
+    from tests.harness import backend_cases
 
     case = backend_cases.case(name)
     (x, *_), (expected,) = case.data_sets[0]

@@ -16,7 +16,7 @@ VARIANTS = ("fast", "exact")
 
 
 def compiled(model, tmp_path, variant: str, stem: str = "model"):
-    return models.import_module(compile_model(model, tmp_path / f"{stem}_{variant}.py", variant))
+    return models.import_generated(compile_model(model, tmp_path / f"{stem}_{variant}.py", variant))
 
 
 # --- SequenceInsert -------------------------------------------------------------------------

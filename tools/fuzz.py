@@ -41,7 +41,6 @@ import argparse
 import copy
 import dataclasses
 import importlib
-import importlib.util
 import io
 import json
 import os
@@ -65,6 +64,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from tests.harness.modules import import_generated  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_MODELS = ROOT / "tests" / "real_models"
@@ -1285,7 +1286,6 @@ def compile_and_run(mutant: Mutant, model_path: Path, out_dir: Path, stage) -> d
     import runtime_support
     from onemodel_compile import cli
     from onemodel_compile.errors import CompileError
-    from runtime_support._importing import import_module_file
 
     started = time.perf_counter()
     result: dict = {"kind": None, "detail": ""}
@@ -1309,7 +1309,7 @@ def compile_and_run(mutant: Mutant, model_path: Path, out_dir: Path, stage) -> d
 
     if result["kind"] is None:
         try:
-            module = import_module_file(out_dir / "m.py", f"fuzzed_{mutant.index}")
+            module = import_generated(out_dir / "m.py", f"fuzzed_{mutant.index}", register=False)
         except Exception as exc:
             kind = "memory" if _is_memory(exc) else "import error"
             result.update(kind=kind, detail=traceback.format_exc(limit=-4))
@@ -1410,7 +1410,6 @@ def _warm_up(folder: Path) -> None:
     """Compile and run one model in the parent, so that children inherit warm caches (black's
     grammar, the template, onnx's schemas) instead of each building them."""
     import onemodel_compile
-    from runtime_support._importing import import_module_file
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["y"], name="relu")],
@@ -1419,7 +1418,7 @@ def _warm_up(folder: Path) -> None:
         [_tensor("y", [2])],
     )
     path = onemodel_compile.compile_model(_finish(graph), folder / "warm" / "warm.py")
-    module = import_module_file(path, "fuzz_warm")
+    module = import_generated(path, "fuzz_warm", register=False)
     module.run(np.ones(2, np.float32))
 
 

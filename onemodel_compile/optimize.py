@@ -10,6 +10,11 @@ Rewrites:
   one Conv with weights W' = W * s and bias B' = B * s + t, where y -> y * s + t is the chain's map.
   Every value along the chain but the last must have no other reader and not be a graph output.
   The map is composed in float64 and rounded once to the weights' type.
+- A Conv whose result only its activation reads -- Relu, Clip with constant single-element
+  bounds, HardSwish, or Sigmoid and the Mul of the result by it (SiLU) -- becomes the project's
+  own ConvActivation (ops/fused.py): `rt.conv_activation` applies the activation in place to the
+  Conv's new result, one call and no array for the activation (after the affine folding above,
+  so a Conv, BatchNormalization, Relu chain becomes one call).
 - A BatchNormalization left over with constant statistics gets its per-channel factor and shift
   computed here and becomes the project's own ScaleShift (ops/fused.py), so the module does one
   multiply and one add: `rt.scale_shift(x, factor, shift)`.
@@ -82,6 +87,7 @@ class _Rewriter:
             for body in step.bodies.values():
                 self.graph(body)
         self.fold_conv_affine(resolved)
+        self.fuse_conv_activation(resolved)
         self.precompute_batch_normalization(resolved)
         self.fuse_layer_normalization(resolved)
         self.fuse_gelu(resolved)
@@ -144,6 +150,39 @@ class _Rewriter:
             fused = tuple(steps[i].node for i in chain)
             steps[index] = FusedStep(conv, step.emitter, step.bodies, fused)
             removed.update(chain)
+        steps[:] = [s for i, s in enumerate(steps) if i not in removed]
+
+    def fuse_conv_activation(self, resolved: ResolvedGraph) -> None:
+        steps = resolved.steps
+        flow = _Flow(resolved)
+        removed: set[int] = set()
+        for index, step in enumerate(steps):
+            node = step.node
+            if node.op_type != "Conv" or node.domain or index in removed:
+                continue
+            value = node.outputs[0]
+            value_type = resolved.types.get(value, ir.UNKNOWN)
+            if getattr(value_type, "dtype", None) not in FLOAT_TYPES:
+                continue
+            match = _conv_activation(flow, value)
+            if match is None or removed & set(match[2]):
+                continue
+            activation, bounds, pattern = match
+            last = steps[pattern[-1]].node
+            attrs = {**node.attrs, "activation": activation, **bounds}
+            new = ir.Node(
+                "ConvActivation", fused.DOMAIN, node.name, list(node.inputs), list(last.outputs),
+                attrs, 1,
+            )  # fmt: skip
+            emitter = lookup("ConvActivation", fused.DOMAIN, 1, "fast", node.label)
+            folded = getattr(step, "fused", ())  # fold_conv_affine's nodes
+            applied = tuple(steps[i].node for i in pattern)
+            note = "Conv"
+            if folded:
+                note += f" with {', '.join(n.op_type for n in folded)} folded in"
+            note += f", then {' and '.join(n.op_type for n in applied)} in place, in one call"
+            steps[index] = FusedStep(new, emitter, step.bodies, folded + applied, node, note)
+            removed.update(pattern)
         steps[:] = [s for i, s in enumerate(steps) if i not in removed]
 
     def precompute_batch_normalization(self, resolved: ResolvedGraph) -> None:
@@ -673,6 +712,55 @@ _GELU_CUBIC = 0.044715
 _GELU_CORES = {
     "Erf": ("none", "0.5 * x * (1 + erf(x / sqrt 2))"),
     "Tanh": ("tanh", "0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))"),
+}
+
+
+def _conv_activation(flow: _Flow, value: str):
+    """(activation, bounds, the steps it takes) when the activation of a Conv's result `value`
+    is one ConvActivation computes, read by nothing else; else None."""
+    readers = flow.readers[value]
+    if value in flow.resolved.graph.outputs or readers not in (1, 2):
+        return None
+    first = _reader(flow.steps, value, flow.producer[value])
+    node = flow.steps[first].node if first is not None else None
+    if node is None or node.domain or node.inputs[:1] != [value]:
+        return None
+    if readers == 2:  # SiLU: Mul(value, Sigmoid(value)), in either operand order
+        mul = flow.only_reader(node.outputs[0]) if node.op_type == "Sigmoid" else None
+        product = flow.steps[mul].node if mul is not None else None
+        if product is None or product.op_type != "Mul" or product.domain:
+            return None
+        if sorted(product.inputs) != sorted([value, node.outputs[0]]):
+            return None
+        return "silu", {}, [first, mul]
+    rule = _CONV_ACTIVATIONS.get(node.op_type)
+    bounds = rule(node, flow.resolved) if rule is not None else None
+    return None if bounds is None else (bounds.pop("activation"), bounds, [first])
+
+
+def _clip_bounds(node: ir.Node, resolved: ResolvedGraph) -> dict | None:
+    """Clip's bounds as floats (absent ones left out): attributes before opset 11, single-element
+    constant inputs after; None when a bound is known only at run time."""
+    if node.opset < 11:
+        low, high = node.attrs.get("min"), node.attrs.get("max")
+        bounds = {"low": low, "high": high}
+    else:
+        bounds = {}
+        for name, position in (("low", 1), ("high", 2)):
+            if len(node.inputs) > position and node.inputs[position]:
+                c = resolved.constants.get(node.inputs[position])
+                if c is None or c.size != 1:
+                    return None
+                bounds[name] = float(c.reshape(()))
+    bounds = {name: float(v) for name, v in bounds.items() if v is not None}
+    return {"activation": "clip", **bounds}
+
+
+# The single activations ConvActivation takes, by op type: their keywords, None if not fusable.
+_CONV_ACTIVATIONS = {
+    "Relu": lambda node, resolved: {"activation": "relu"},
+    "HardSwish": lambda node, resolved: {"activation": "hard_swish"},
+    "Clip": _clip_bounds,
 }
 
 

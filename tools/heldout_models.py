@@ -22,6 +22,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.pop("OPENBLAS_CORETYPE", None)  # OpenBLAS picks its kernels, as in tools/bench.py
 
 import numpy as np  # noqa: E402
 

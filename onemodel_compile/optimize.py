@@ -782,6 +782,8 @@ def _build_attention(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Bui
         inputs.pop()
     attrs = {} if scale == 1.0 else {"scale": scale}
     scores = "Q @ K" + ("" if scale == 1.0 else f" * {scale!r}")
+    if getattr(flow.steps[m.nodes["scores"]], "fused", ()):  # product-scale's work
+        scores += " (its scale in the query's weights)"
     if "keep" in m.values:
         scores = f"where(keep, {scores}, fill)"
     note = (

@@ -50,10 +50,10 @@ Rules:
   it. (A walk through any number of layout steps: by hand.)
 - attention: softmax(Q @ K * scale + mask) @ V over the last two axes as exporters write it --
   MatMul, an optional Div or Mul by a single-element constant (or Muls of Q and K by one each),
-  an optional Add of a mask, Softmax over the last axis, MatMul by V -- becomes Attention
-  (`rt.attention_heads`: the heads' products as two batched matmuls, the scale folded into Q, the
-  mask added and the softmax computed in place in the scores). It runs after product-scale, so a
-  scale that could move into the query's weights is already there.
+  an optional Where(keep, scores, fill) (GPT-2's causal mask) and/or Add of a mask, Softmax over
+  the last axis, MatMul by V -- becomes Attention (`rt.attention_heads`: the heads' products as two
+  batched matmuls, the scale, fill, mask and softmax in place in the one scores array). It runs
+  after product-scale, so a scale that could move into the query's weights is already there.
 
 A new rule: a pattern and a build (or a function over `_Rewrite` for what patterns cannot say)
 appended to RULES, and the operator it makes in ops/fused.py.

@@ -4,10 +4,8 @@ the files."""
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -16,17 +14,18 @@ import onnx
 from onemodel_compile import ir
 from onemodel_compile.emit import EmittedModule, emit_module
 from onemodel_compile.errors import CompileError
-from onemodel_compile.load import load, pin_input_dims, source_files
+from onemodel_compile.load import LoadedModel, load, pin_input_dims, source_files
 from onemodel_compile.names import sanitize
 from onemodel_compile.report import CompileReport
 from onemodel_compile.resolve import resolve
 from onemodel_compile.variants import Variant, variant_named
+from runtime_support._importing import import_module_file
 
 WEIGHTS_SUFFIX = ".weights.safetensors"
 
 
 def generate(
-    model: str | Path | onnx.ModelProto,
+    model: str | Path | onnx.ModelProto | LoadedModel,
     variant: str | Variant = "fast",
     weights_name: str = "model" + WEIGHTS_SUFFIX,
     input_dims: dict[str, int] | None = None,
@@ -53,7 +52,7 @@ def generate(
 
 
 def compile_model(
-    model: str | Path | onnx.ModelProto,
+    model: str | Path | onnx.ModelProto | LoadedModel,
     output: str | Path | None = None,
     variant: str | Variant = "fast",
     name: str | None = None,
@@ -64,14 +63,15 @@ def compile_model(
     """Compile `model` and write `<output>.py` (and its weights file beside it); return the path.
 
     Default output: `<name or model stem>.py` beside the model (the current folder for a
-    ModelProto). Files are written atomically: a failed compile leaves existing files untouched.
-    `input_dims` pins symbolic input dims by name; `report` is filled in when given.
+    ModelProto; a LoadedModel is verify's, already read). Files are written atomically: a failed
+    compile leaves existing files untouched. `input_dims` pins symbolic input dims by name;
+    `report` is filled in when given.
     """
     output = _output_path(model, output, name)
     _refuse_overwriting_model(model, output)
     emitted = generate(model, variant, output.stem + WEIGHTS_SUFFIX, input_dims, report)
     files = [(output, emitted.source.encode("utf-8"))]
-    if emitted.weights is not None:
+    if emitted.weights is not None and emitted.weights_name is not None:
         # The weights go in place first: should moving the module then fail, the earlier module
         # refuses the new weights at import (their sha256 differs) instead of running with them.
         files.insert(0, (output.with_name(emitted.weights_name), emitted.weights))
@@ -102,11 +102,7 @@ def load_compiled(model: str | Path | onnx.ModelProto, variant: str = "fast"):
     stem = "model" if isinstance(model, onnx.ModelProto) else sanitize(Path(model).stem, "model")
     path = compile_model(model, folder / f"{stem}.py", variant)
     module_name = f"onemodel_generated.{folder.name.replace('-', '_')}.{stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_module_file(path, module_name)
 
 
 def _output_path(model, output, name) -> Path:

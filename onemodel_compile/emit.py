@@ -302,7 +302,7 @@ class GraphBody:
         if statement.targets != (self.names.name(node.outputs[0]),) or statement.unpack:
             return emitted
         value = statement.value
-        arguments = _out_call_arguments(value)
+        arguments = _out_call_arguments(value) or []
         result = self.resolved.types.get(node.outputs[0])
         for name in dict.fromkeys(node.inputs) if arguments else ():
             if (
@@ -346,7 +346,7 @@ class GraphBody:
         nodes = tuple(element_node(v) for v in values)
         elements = nodes[0] if value.scalar else pyir.Tuple(nodes)
         array = pyir.call("np.array", elements, dtype=value.dtype)
-        return Operand(array, value.type, None, values, self.printer.source)
+        return Operand(array, value.type, values=values, render=self.printer.source)
 
     def _view(self, step, functions: list[str]) -> NodeView:
         node = step.node

@@ -192,12 +192,6 @@ def resolve_graph(
                     f"{node.label}: {node.op_type} {reason} in the exact variant; "
                     f"compile with --variant fast"
                 )
-        for index in emitter.const_inputs:
-            if index < len(node.inputs) and node.inputs[index] and view.const(index) is None:
-                raise CompileError(
-                    f"{node.label}: input {index} ({node.inputs[index]!r}) must be known at "
-                    f"compile time"
-                )
         values = _fold(node, emitter, view, budget)
         known = [
             (
@@ -228,10 +222,6 @@ def resolve_graph(
             }
             steps.append(Step(node, emitter, bodies))
             _infer_node(node, graph.types, constants)
-            if emitter.infer is not None:
-                for name, value_type in zip(node.outputs, emitter.infer(view)):
-                    if name and graph.types.get(name, ir.UNKNOWN) == ir.UNKNOWN:
-                        graph.types[name] = value_type
             if node.op_type == "SequenceEmpty" and not node.domain:
                 empty_sequences.update(node.outputs)
             _own_inference(

@@ -13,9 +13,7 @@ with the largest error in ULPs.
 from __future__ import annotations
 
 import html
-import importlib.util
 import math
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,7 @@ import onnx
 from onemodel_compile.compiler import compile_model
 from onemodel_compile.errors import CompileError
 from onemodel_compile.load import LoadedModel, load, pin_input_dims
+from runtime_support._importing import import_module_file
 
 AGAINST = ("onnxruntime", "reference")
 ORT_MAX_IR_VERSION = 13  # onnxruntime 1.31.1 reads IR versions up to 13
@@ -149,11 +148,7 @@ def verify(
 def _compile_and_import(loaded: LoadedModel, path: Path, variant: str, stem: str, report=None):
     compile_model(loaded, path, variant, report=report)
     name = f"onemodel_verify_{id(path):x}_{stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_module_file(path, name)
 
 
 def _run_ours(module, feeds) -> dict:
@@ -220,7 +215,8 @@ def _every_value_an_output(proto: onnx.ModelProto) -> tuple[onnx.ModelProto, lis
 
 def _graph_order(graph: onnx.GraphProto) -> tuple[dict[str, str], dict[str, int]]:
     """value name -> "OpType 'node'" of its producer, and -> the producer's depth."""
-    producers, depths = {}, {}
+    producers: dict[str, str] = {}
+    depths: dict[str, int] = {}
     for node in graph.node:
         depth = 1 + max((depths.get(name, 0) for name in node.input if name), default=0)
         label = f"{node.op_type} {node.name!r}" if node.name else node.op_type

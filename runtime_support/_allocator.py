@@ -31,7 +31,7 @@ MAPPED_FROM_BYTES = 32 << 20
 def keep_freed_memory() -> bool:
     """Set glibc's thresholds so freed memory stays for reuse; True if they were set."""
     try:
-        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+        if not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
             return False
         mallopt = ctypes.CDLL(None).mallopt  # the C library the process runs on
     except (AttributeError, ValueError, OSError, TypeError):

@@ -56,6 +56,7 @@ def _fields(data: bytes, start: int = 0, end: int | None = None):
         number, wire = key >> 3, key & 7
         if number == 0:
             raise MalformedModel("field number 0")
+        value: int | tuple[int, int] | None
         if wire == _VARINT:
             value, position = _varint(data, position)
         elif wire == _LENGTH:

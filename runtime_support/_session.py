@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import importlib.util
 import json
 import os
 import re
-import sys
 import threading
 import time
 import types
@@ -33,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runtime_support._importing import import_module_file
 from runtime_support._model_proto import MalformedModel, ModelInfo, read_model_info
 from runtime_support._validate import InvalidInput
 from runtime_support._version import __version__
@@ -241,7 +240,7 @@ class NodeArg:
 
     name: str
     type: str
-    shape: list
+    shape: list | None
 
 
 @dataclass(frozen=True)
@@ -254,7 +253,7 @@ class ModelMetadata:
     description: str = ""
     graph_description: str = ""
     version: int = NO_MODEL_VERSION
-    custom_metadata_map: dict = None
+    custom_metadata_map: dict | None = None
 
     @staticmethod
     def of(info: ModelInfo | None) -> ModelMetadata:
@@ -442,7 +441,7 @@ def _wrap_pointer(buffer_ptr: int, element_type, shape) -> np.ndarray:
     shape = tuple(int(d) for d in shape)
     count = int(np.prod(shape, dtype=np.int64))
     buffer = (ctypes.c_char * (count * dtype.itemsize)).from_address(int(buffer_ptr))
-    return np.frombuffer(buffer, dtype=dtype, count=count).reshape(shape)
+    return np.frombuffer(memoryview(buffer), dtype=dtype, count=count).reshape(shape)
 
 
 # --- finding, compiling and importing the module ---------------------------------------------
@@ -485,14 +484,7 @@ def _import_file(path: Path) -> types.ModuleType:
             return _LOADED[key]
         digest = hashlib.sha256(key.encode()).hexdigest()[:16]
         name = f"onemodel_session_{digest}_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
+        module = import_module_file(path, name)
         _LOADED[key] = module
         return module
 
@@ -508,14 +500,11 @@ def _compile(model: Path | bytes, target: Path, variant: str, dims: dict[str, in
             "model beforehand (`onemodel-compile model.onnx`) and pass the imported module or "
             f"its .py file to runtime_support.InferenceSession ({exc})"
         ) from None
-    source = model
-    if isinstance(model, bytes):
-        import onnx
+    import onnx
 
-        source = onnx.load_model_from_string(model)
-    options = {"input_dims": dims} if dims else {}
+    source = onnx.load_model_from_string(model) if isinstance(model, bytes) else model
     try:
-        onemodel_compile.compile_model(source, target, variant, **options)
+        onemodel_compile.compile_model(source, target, variant, input_dims=dims or None)
     except onemodel_compile.CompileError as exc:
         raise InvalidGraph(_status(10, "INVALID_GRAPH", str(exc))) from exc
 
@@ -602,7 +591,7 @@ def _info_beside_module(module) -> ModelInfo | None:
     sits beside the module; None otherwise."""
     path = getattr(module, "__file__", None)
     header = _module_header(Path(path)) if path else None
-    if header is None:
+    if path is None or header is None:
         return None
     source, sha, _ = header
     model = Path(path).with_name(Path(source).name)

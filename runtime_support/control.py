@@ -87,8 +87,9 @@ def scan(
 def scan_batched(body, sequence_lens, *values, num_scan_inputs, outputs, directions=None):
     """ONNX Scan of opset 8: axis 0 is a batch, axis 1 the sequence; each batch entry is scanned
     on its own for its sequence_lens entry (all of axis 1 when absent)."""
-    _state_count(values, num_scan_inputs, outputs)
+    state_count = _state_count(values, num_scan_inputs, outputs)
     batch = values[0].shape[0]
+    length = values[state_count].shape[1] if len(values) > state_count else 0
     per_entry = []
     for b in range(batch):
         entry = [v[b] for v in values]
@@ -102,5 +103,17 @@ def scan_batched(body, sequence_lens, *values, num_scan_inputs, outputs, directi
             outputs=outputs,
             scan_input_directions=directions,
         )
-        per_entry.append(results)
+        # an entry shorter than the sequence axis gets zeros after its last step
+        per_entry.append(
+            [*results[:state_count], *(_padded(y, length) for y in results[state_count:])]
+        )
     return tuple(np.stack([r[i] for r in per_entry]) for i in range(outputs))
+
+
+def _padded(scanned: np.ndarray, length: int) -> np.ndarray:
+    """`scanned` (steps first) extended with zeros to `length` steps."""
+    if scanned.shape[0] == length:
+        return scanned
+    padded = np.zeros((length, *scanned.shape[1:]), scanned.dtype)
+    padded[: scanned.shape[0]] = scanned
+    return padded

@@ -8,7 +8,7 @@ refusal list, the message naming it (issue #6's acceptance).
 
 from __future__ import annotations
 
-from tools import conformance
+from tests.harness import conformance
 
 VARIANTS = ("fast", "exact")
 

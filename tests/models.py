@@ -9,10 +9,7 @@ elements end up in the weights file; smaller ones are written inline.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import io
-import itertools
-import sys
 import tokenize
 from pathlib import Path
 
@@ -20,10 +17,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.harness.modules import import_generated  # noqa: F401 (the tests' helper, re-exported)
+
 IR_VERSION = 10  # onnx 1.23.2 writes IR 14, which onnxruntime 1.31.1 rejects
 FLOAT = TensorProto.FLOAT
-
-_module_counter = itertools.count()
 
 
 def finish(graph: onnx.GraphProto, opset: int = 17, extra_opsets=()) -> onnx.ModelProto:
@@ -171,20 +168,6 @@ def save(model: onnx.ModelProto, path: Path) -> Path:
 
 
 # --- loading and running generated modules --------------------------------------------------
-
-
-def import_module(path: Path):
-    """Import the generated module at `path` under a fresh, unique name."""
-    name = f"onemodel_test_generated_{next(_module_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
 
 
 def ort_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -11,14 +11,14 @@ import onnxruntime
 import pytest
 
 from onemodel_compile import compile_model
-from tests.models import import_module
+from tests.harness.modules import import_generated
 from tools.bench_models import MODELS
 
 
 @pytest.mark.parametrize("spec", MODELS, ids=lambda spec: spec.name)
 def test_tiny_bench_model_compiles_and_matches_onnxruntime(spec, tmp_path: Path) -> None:
     built = spec.tiny()
-    module = import_module(compile_model(built.model, tmp_path / f"{spec.name}.py"))
+    module = import_generated(compile_model(built.model, tmp_path / f"{spec.name}.py"))
     session = onnxruntime.InferenceSession(
         built.model.SerializeToString(), providers=["CPUExecutionProvider"]
     )

@@ -1,5 +1,5 @@
 """Proof of bit-identity (docs/contract.md "Exactness"): every exact module gives the same output bits in
-every environment of tools.bit_identity.ENVIRONMENTS, and those bits are the golden ones committed in
+every environment of tests.harness.bit_identity.ENVIRONMENTS, and those bits are the golden ones committed in
 tests/bit_identity/golden_exact.json.
 
 The harness compiles every exact-compilable backend case and the example models, runs them in one
@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from tools import bit_identity
+from tests.harness import bit_identity
 
 JOBS = 2
 
@@ -44,7 +44,7 @@ def test_exact_bits_identical_in_every_environment_and_golden(tmp_path) -> None:
     )
     timings["run matrix"] = time.perf_counter() - start
     golden = bit_identity.load_golden()
-    verdict = bit_identity.compare(results, golden)
+    verdict = bit_identity.judge(results, golden)
     print(
         f"\n{len(manifest['cases'])} exact cases, {len(manifest['refused'])} refused; "
         + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
@@ -106,16 +106,16 @@ def _result(digests, probes=None, numpy="2.4.6"):
 def test_compare_names_cases_and_environments() -> None:
     golden = {"digests": {"a": "1", "b": "2"}}
     same = {bit_identity.DEFAULT: _result({"a": "1", "b": "2"}), "x": _result({"a": "1", "b": "2"})}
-    verdict = bit_identity.compare(same, golden)
+    verdict = bit_identity.judge(same, golden)
     assert not verdict.problems and not verdict.case_set_changed
 
     off = {bit_identity.DEFAULT: _result({"a": "1", "b": "2"}), "x": _result({"a": "1", "b": "9"})}
-    verdict = bit_identity.compare(off, golden)
+    verdict = bit_identity.judge(off, golden)
     assert not verdict.case_set_changed
     assert verdict.differing["x"] == ["b"]
     assert any("case b" in p and "'x'" not in p and "under x" in p for p in verdict.problems)
 
     grown = {bit_identity.DEFAULT: _result({"a": "1", "b": "2", "c": "3"})}
-    verdict = bit_identity.compare(grown, golden)
+    verdict = bit_identity.judge(grown, golden)
     assert verdict.case_set_changed
     assert "1 new: c" in verdict.problems[0] and "--update-golden" in verdict.problems[0]

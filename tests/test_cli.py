@@ -134,7 +134,7 @@ def test_success_default_output_beside_the_model(tmp_path, runner):
     assert (tmp_path / "models" / "mlp.weights.safetensors").is_file()
     assert list(elsewhere.iterdir()) == [], "nothing is written to the current folder"
 
-    module = models.import_module(expected)
+    module = models.import_generated(expected)
     x = models.rng(1).standard_normal((5, 4)).astype(np.float32)
     got = module.run_feeds({"x": x})
     for name, want in models.mlp_reference(model, x).items():
@@ -150,7 +150,7 @@ def test_success_with_output_in_new_folder(tmp_path):
     assert sorted(p.name for p in output.parent.iterdir()) == ["net.py", "net.weights.safetensors"]
     assert not (tmp_path / "mlp.py").exists()
     assert not (tmp_path / "mlp.weights.safetensors").exists()
-    module = models.import_module(output)
+    module = models.import_generated(output)
     assert [name for name, _, _ in module.INPUTS] == ["x"]
 
 
@@ -161,7 +161,7 @@ def test_success_overwrites_an_earlier_compile(tmp_path):
     assert result.returncode == 0, result.stderr
     for file, old in previous.items():
         assert file.read_bytes() != old
-    models.import_module(tmp_path / "out" / "net.py")  # the new pair matches
+    models.import_generated(tmp_path / "out" / "net.py")  # the new pair matches
 
 
 def test_name_sets_the_module_and_weights_file_names(tmp_path):
@@ -174,7 +174,7 @@ def test_name_sets_the_module_and_weights_file_names(tmp_path):
     assert (tmp_path / "classifier.weights.safetensors").is_file()
     assert not (tmp_path / "mlp.py").exists()
     assert "classifier.weights.safetensors" in output.read_text()
-    module = models.import_module(output)
+    module = models.import_generated(output)
     x = np.ones((2, 4), dtype=np.float32)
     np.testing.assert_allclose(
         module.run(x).probs, models.mlp_reference(model, x)["probs"], rtol=1e-5, atol=1e-6
@@ -205,7 +205,7 @@ def test_variant(tmp_path, variant):
     assert result.returncode == 0, result.stderr
     source = (tmp_path / f"{variant}.py").read_text()
     assert variant in "\n".join(models.header_comments(source))
-    module = models.import_module(tmp_path / f"{variant}.py")
+    module = models.import_generated(tmp_path / f"{variant}.py")
     a = np.array([[1, -2, 3]], dtype=np.float32)
     b = np.array([[0.5, 0.5, -4]], dtype=np.float32)
     expected = models.ort_run(model, {"a": a, "b": b})
@@ -412,7 +412,7 @@ def test_opset_below_7_is_converted_with_one_note(tmp_path, version):
     )
     x = models.rng(2).standard_normal((2, 3)).astype(np.float32)
     np.testing.assert_array_equal(
-        models.import_module(tmp_path / "relu.py").run(x).y, np.maximum(x, 0)
+        models.import_generated(tmp_path / "relu.py").run(x).y, np.maximum(x, 0)
     )
 
 
@@ -429,7 +429,7 @@ def test_opset_below_7_is_converted_for_a_model_proto(tmp_path, capsys):
     assert hashlib.sha256(before).hexdigest() in (tmp_path / "relu.py").read_text()
     x = np.array([[-1.0, 0.0, 2.0], [3.0, -4.0, 5.0]], dtype=np.float32)
     np.testing.assert_array_equal(
-        models.import_module(tmp_path / "relu.py").run(x).y, np.maximum(x, 0)
+        models.import_generated(tmp_path / "relu.py").run(x).y, np.maximum(x, 0)
     )
 
 
@@ -572,7 +572,7 @@ def test_model_with_hostile_file_name(tmp_path):
     path = models.save(models.mlp_model(), tmp_path / name)
     result = cli(path, "-o", tmp_path / "out" / "net.py")
     assert result.returncode == 0, result.stderr
-    module = models.import_module(tmp_path / "out" / "net.py")
+    module = models.import_generated(tmp_path / "out" / "net.py")
     module.run(np.zeros((1, 4), dtype=np.float32))
     assert not marker.exists()
 

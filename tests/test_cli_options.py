@@ -108,7 +108,7 @@ def test_input_dim_pins_a_symbolic_dim(tmp_path):
     path = models.save(models.mlp_model(), tmp_path / "mlp.onnx")
     result = cli(path, "--input-dim", "N=3", "-o", tmp_path / "pinned.py")
     assert result.returncode == 0, result.stderr
-    module = models.import_module(tmp_path / "pinned.py")
+    module = models.import_generated(tmp_path / "pinned.py")
     assert module.INPUTS == (("x", "float32", (3, 4)),)
     x = models.rng(0).standard_normal((3, 4)).astype(np.float32)
     expected = models.ort_run(models.mlp_model(), {"x": x})

@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 
 from tests.acceptance import EXPECTED, REFUSAL_LIST, VARIANTS, assert_accepted
-from tools import backend_cases, conformance
+from tests.harness import backend_cases, conformance
+from tests.harness.compare import compare
 
 __all__ = ["REFUSAL_LIST"]  # still importable from here (test_onnx_model_tests, test_real_models)
 
@@ -64,9 +65,9 @@ def test_comparison_detects_differences() -> None:
     import numpy as np
 
     same = np.array([1.0, np.nan], dtype=np.float32)
-    assert conformance.compare(same, same.copy(), 1e-3, 1e-7, "x") is None
-    assert conformance.compare(same, np.array([1.1, np.nan], dtype=np.float32), 1e-3, 1e-7, "x")
-    assert conformance.compare(same, np.array([1.0, 0.0], dtype=np.float32), 1e-3, 1e-7, "x")
-    assert conformance.compare(same, same.astype(np.float64), 1e-3, 1e-7, "x")
-    assert conformance.compare(same, same[:1], 1e-3, 1e-7, "x")
-    assert conformance.compare(np.array([1, 2]), np.array([1, 3]), 1e-3, 1e-7, "x")
+    assert compare(same, same.copy(), 1e-3, 1e-7, "x") is None
+    assert compare(same, np.array([1.1, np.nan], dtype=np.float32), 1e-3, 1e-7, "x")
+    assert compare(same, np.array([1.0, 0.0], dtype=np.float32), 1e-3, 1e-7, "x")
+    assert compare(same, same.astype(np.float64), 1e-3, 1e-7, "x")
+    assert compare(same, same[:1], 1e-3, 1e-7, "x")
+    assert compare(np.array([1, 2]), np.array([1, 3]), 1e-3, 1e-7, "x")

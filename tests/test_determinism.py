@@ -224,6 +224,6 @@ def test_module_without_weights_compiles_and_is_black(tmp_path):
     py_compile.compile(str(path), cfile=str(tmp_path / "net.pyc"), doraise=True)
     source = path.read_text()
     assert black.format_str(source, mode=black.Mode(line_length=BLACK_LINE_LENGTH)) == source
-    module = models.import_module(path)
+    module = models.import_generated(path)
     a = np.ones((2, 3), dtype=np.float32)
     np.testing.assert_array_equal(module.run(a, a)[0], a + a)

@@ -39,7 +39,7 @@ from runtime_support.exact import (
     exact_var,
 )
 from runtime_support.exact_math import exact_exp, exact_log
-from tools.bit_identity import NO_AVX2, NO_AVX512, other_numpy_python, run_json_script
+from tests.harness.bit_identity import NO_AVX2, NO_AVX512, other_numpy_python, run_json_script
 
 ROOT = Path(__file__).resolve().parents[1]
 U = 2.0**-53

@@ -42,7 +42,7 @@ from runtime_support.exact_trig import (
     exact_sin,
     exact_tan,
 )
-from tools.bit_identity import NO_AVX2, other_numpy_python, run_json_script
+from tests.harness.bit_identity import NO_AVX2, other_numpy_python, run_json_script
 from tools.measure_exact_transcendentals import correctly_rounded, mp_ulps, mp_value
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ from onnx import TensorProto, helper
 
 import runtime_support as rt
 from onemodel_compile.compiler import generate, load_compiled
-from tools.bit_identity import NO_AVX2, run_json_script
+from tests.harness.bit_identity import NO_AVX2, run_json_script
 
 # --- the reference -------------------------------------------------------------------------------
 

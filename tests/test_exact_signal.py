@@ -13,7 +13,7 @@ import pytest
 
 import runtime_support as rt
 from runtime_support.exact_trig import cos_sin_of_turns
-from tools.bit_identity import NO_AVX2, other_numpy_python, run_json_script
+from tests.harness.bit_identity import NO_AVX2, other_numpy_python, run_json_script
 
 
 def complex_of(x: np.ndarray) -> np.ndarray:

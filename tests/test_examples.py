@@ -3,7 +3,6 @@ compiled module matches onnxruntime, and examples/app.py runs as a user would ru
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import onnx
 import pytest
 
 from onemodel_compile import compile_model
+from tests.harness.modules import import_generated
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MODEL = EXAMPLES / "tiny_classifier.onnx"
@@ -22,14 +22,6 @@ def run_script(*args, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=300
     )
-
-
-def import_path(path: Path):
-    name = f"_examples_{path.parent.name}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_make_model_reproduces_the_committed_model(tmp_path: Path) -> None:
@@ -58,7 +50,7 @@ def test_compiled_example_matches_onnxruntime(tmp_path: Path, batch: int) -> Non
     onnxruntime = pytest.importorskip("onnxruntime")
     path = compile_model(MODEL, tmp_path / "tiny_classifier.py")
     assert (tmp_path / "tiny_classifier.weights.safetensors").exists()
-    module = import_path(path)
+    module = import_generated(path)
     assert module.INPUTS == (("image", "float32", ("batch", 3, 32, 32)),)
     assert module.OUTPUTS == (("probabilities", "float32", ("batch", 10)),)
 

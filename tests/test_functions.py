@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 from onemodel_compile import generate, load_compiled
 from onemodel_compile.ops import registry
-from tools import conformance
+from tests.harness import conformance
 
 
 def local_function_model():

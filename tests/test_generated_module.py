@@ -24,7 +24,7 @@ ORT_TYPE = {"float32": "tensor(float)", "float64": "tensor(double)", "int64": "t
 
 def compile_and_import(model, tmp_path, stem="net", variant="fast"):
     path = onemodel_compile.compile_model(model, tmp_path / f"{stem}.py", variant)
-    return path, models.import_module(path)
+    return path, models.import_generated(path)
 
 
 def typed_model(unknown_dim: bool = False) -> onnx.ModelProto:

@@ -411,7 +411,7 @@ def check_module(path: Path, case: Case, marker: Path) -> None:
     source = path.read_text(encoding="utf-8")
     check_source(source, case.hostile, marker)
 
-    module = models.import_module(path)
+    module = models.import_generated(path)
     assert not marker.exists(), "importing ran model content"
     graph = case.model.graph
     initializers = {t.name for t in graph.initializer}
@@ -460,7 +460,7 @@ def test_hostile_names_match_onnxruntime(tmp_path):
     names = [n for n in hostile_names(marker) if "\x00" not in n]
     case = intermediates_case(names)
     path = onemodel_compile.compile_model(case.model, tmp_path / "hostile.py")
-    module = models.import_module(path)
+    module = models.import_generated(path)
     expected = models.ort_run(case.model, case.feeds)
     for name, value in module.run_feeds(case.feeds).items():
         np.testing.assert_allclose(value, expected[name], rtol=1e-5, atol=1e-6)
@@ -471,7 +471,7 @@ def test_names_colliding_across_roles(tmp_path):
     case = collisions_case(marker)
     path = onemodel_compile.compile_model(case.model, tmp_path / "collisions.py")
     check_module(path, case, marker)
-    module = models.import_module(path)
+    module = models.import_generated(path)
     results = module.run_feeds(case.feeds)
     assert not np.shares_memory(results["run"], case.feeds["run"]), "an input handed back as output"
 
@@ -518,7 +518,7 @@ def test_hostile_attribute_strings(tmp_path, attribute):
         source = path.read_text()
         check_source(source, [payload], marker)
         try:
-            module = models.import_module(path)
+            module = models.import_generated(path)
             module.run(np.ones(shape, np.float32))
         except Exception:
             pass  # an unknown mode may fail at run time; it must not run the payload
@@ -705,7 +705,7 @@ def test_resource_bomb_compiles_and_fails_cleanly_at_run_time(tmp_path, case, va
     tracemalloc.start()
     try:
         path = onemodel_compile.compile_model(model, tmp_path / "bomb.py", variant)
-        module = models.import_module(path)
+        module = models.import_generated(path)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -725,7 +725,7 @@ def test_the_allocation_limit_can_be_lowered_and_raised(tmp_path):
     the size, and runs once the limit is raised again."""
     model = BOMBS["Expand to 10^6 x 10^6"][0]()
     model.graph.initializer[0].CopyFrom(_int64("s", 1000, 1000))
-    module = models.import_module(onemodel_compile.compile_model(model, tmp_path / "m.py"))
+    module = models.import_generated(onemodel_compile.compile_model(model, tmp_path / "m.py"))
     x = np.full(1, 2.5, np.float32)
     previous = runtime_support.set_allocation_limit(1 << 20)
     try:
@@ -778,7 +778,7 @@ def test_small_constant_shapes_still_fold(tmp_path):
     for kernel in ("rt.constant_of_shape", "rt.tile", "rt.arange", "rt.range_"):
         assert kernel not in source, kernel
     x = _x((4, 6), 12)
-    np.testing.assert_allclose(models.import_module(path).run(x)[0], x + np.arange(6.0))
+    np.testing.assert_allclose(models.import_generated(path).run(x)[0], x + np.arange(6.0))
 
 
 def test_the_module_total_of_folded_bytes_is_bounded(tmp_path, monkeypatch):
@@ -803,7 +803,7 @@ def test_the_module_total_of_folded_bytes_is_bounded(tmp_path, monkeypatch):
     path = onemodel_compile.compile_model(models.finish(graph), tmp_path / "m.py")
     assert path.read_text().count("rt.tile(") == 2  # 1600 bytes fit, 3200 do not
     x = _x((20, 20), 14)
-    for result in models.import_module(path).run(x):
+    for result in models.import_generated(path).run(x):
         np.testing.assert_array_equal(result, np.tile(w, (2, 2)) + x)
 
 
@@ -826,7 +826,7 @@ def test_an_absurd_shape_arithmetic_is_not_followed(tmp_path):
         [_int64("one", 1)],
     )
     path = onemodel_compile.compile_model(models.finish(graph), tmp_path / "m.py")
-    value = models.import_module(path).run(np.ones(1, np.float32))[0]
+    value = models.import_generated(path).run(np.ones(1, np.float32))[0]
     expected = np.array([2], np.int64)
     with np.errstate(over="ignore"):
         for _ in range(40):
@@ -872,7 +872,7 @@ def test_the_models_external_data_is_never_overwritten_or_removed(tmp_path, size
     else:
         path = onemodel_compile.compile_model(model_path)
         x = _x((size,), 16)
-        np.testing.assert_array_equal(models.import_module(path).run(x)[0], x + values)
+        np.testing.assert_array_equal(models.import_generated(path).run(x)[0], x + values)
     assert (tmp_path / "m.weights.safetensors").read_bytes() == data
     assert model_path.exists()
 
@@ -901,4 +901,4 @@ def test_a_compile_failing_while_writing_leaves_the_earlier_files(tmp_path, monk
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     x = _x((2, 4), 17)
     expected = models.mlp_reference(models.mlp_model(seed=1), x)["probs"]
-    np.testing.assert_allclose(models.import_module(path).run(x)[0], expected, rtol=1e-5)
+    np.testing.assert_allclose(models.import_generated(path).run(x)[0], expected, rtol=1e-5)

@@ -16,7 +16,8 @@ import pytest
 from onnx import numpy_helper
 
 from onemodel_compile import compile_model
-from tools.conformance import compare, import_module_from
+from tests.harness.compare import compare
+from tests.harness.modules import import_generated
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 MODELS = sorted(p.stem for p in LIGHT.glob("light_*.onnx"))
@@ -52,7 +53,7 @@ ILL_CONDITIONED = {"light_squeezenet": "uniform logits near 9.5e9: softmax of th
 )
 def test_light_model_matches_its_expected_output(name: str, tmp_path: Path) -> None:
     path = compile_model(LIGHT / f"{name}.onnx", tmp_path / f"{name}.py")
-    module = import_module_from(path, f"light_{name}")
+    module = import_generated(path, f"light_{name}")
     ((_, dtype, shape),) = module.INPUTS
     assert dtype == "float32"
     outputs = module.run(runner_input(shape))

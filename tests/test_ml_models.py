@@ -38,7 +38,7 @@ from onemodel_compile import (  # noqa: E402
 from onemodel_compile.load import DOMAIN_OPSETS  # noqa: E402
 from onemodel_compile.ops import lookup, registered  # noqa: E402
 from tests.acceptance import REFUSAL_LIST  # noqa: E402
-from tools.conformance import import_module_from  # noqa: E402
+from tests.harness.modules import import_generated  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "tests" / "ml_models"
@@ -145,7 +145,7 @@ def outcome(model, feeds: list[dict], variant: str, folder: Path, tag: str, refe
     except Exception as exc:  # noqa: BLE001 - an internal error is a failure to report
         return f"internal {type(exc).__name__}: {exc}".splitlines()[0]
     try:
-        module = import_module_from(path, f"ml_{tag}")
+        module = import_generated(path, f"ml_{tag}")
         for index, feed in enumerate(feeds):
             expected = run_onnxruntime(model if reference is None else reference, feed)
             with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -711,7 +711,7 @@ BACKEND_CASES = (
 
 
 def test_backend_case_list_is_complete() -> None:
-    from tools import backend_cases
+    from tests.harness import backend_cases
 
     assert sorted(n for n in backend_cases.all_cases() if "ai_onnx_ml" in n) == list(BACKEND_CASES)
 
@@ -721,7 +721,7 @@ def test_backend_case_list_is_complete() -> None:
 def test_backend_case(name: str, variant: str) -> None:
     """onnx 1.23.2's ai.onnx.ml node cases reproduce the backend data (they are outside the
     seed's conformance scope, tests/conformance/scope.json, so they run here)."""
-    from tools import conformance
+    from tests.harness import conformance
 
     result = conformance.run_case(name, variant)
     assert result.status == "pass", f"{result.status}: {result.detail}"
@@ -836,10 +836,10 @@ def _rankless(value_type) -> bool:
 @pytest.mark.slow
 def test_every_ml_emitter_takes_an_unknown_rank(monkeypatch, tmp_path: Path) -> None:
     """Every converted model and small graph, compiled with its graph's shapes hidden
-    (tools.conformance.hide_shapes), still gives onnxruntime's outputs in both variants, and every
+    (tests.harness.conformance.hide_shapes), still gives onnxruntime's outputs in both variants, and every
     ai.onnx.ml registration is handed an input of unknown rank on the way (the rule
     tests/test_unknown_rank.py holds the other emitters to)."""
-    from tools import conformance
+    from tests.harness import conformance
 
     exercised: set = set()
     original = resolve.lookup
@@ -873,8 +873,9 @@ def test_every_ml_emitter_takes_an_unknown_rank(monkeypatch, tmp_path: Path) -> 
 # The run step of the bit-identity check: numpy and runtime_support only (it also runs under
 # numpy 1.26). Prints {case: sha256 of its outputs on every feed set}.
 _DIGEST_SCRIPT = r"""
-import hashlib, importlib.util, json, sys
+import hashlib, json, sys
 import numpy as np
+from tests.harness.modules import import_generated
 
 def feeds(path):
     sets, maps = {}, {}
@@ -906,9 +907,7 @@ def update(h, value):
 
 out = {}
 for case, (module_path, feeds_path) in sorted(json.loads(sys.argv[1]).items()):
-    spec = importlib.util.spec_from_file_location("m_" + case, module_path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_generated(module_path, "m_" + case, register=False)
     h = hashlib.sha256()
     with np.errstate(all="ignore"):
         for feed in feeds(feeds_path):
@@ -923,12 +922,12 @@ print(json.dumps(out))
 @pytest.mark.slow
 def test_exact_bits_are_the_same_in_every_environment(tmp_path: Path) -> None:
     """The exact modules of every converted model and small graph give the same output bits under
-    every environment of tools.bit_identity.ENVIRONMENTS (SIMD levels off, OpenBLAS kernels and
+    every environment of tests.harness.bit_identity.ENVIRONMENTS (SIMD levels off, OpenBLAS kernels and
     threads, numpy 1.26): the exactness the ai.onnx.ml emitters declare."""
     import json
     import subprocess
 
-    from tools import bit_identity
+    from tests.harness import bit_identity
     from tools.make_ml_models import feed_arrays, write_npz
 
     cases = {}

@@ -24,8 +24,8 @@ from onnx.backend.test.runner import Runner
 
 from onemodel_compile import ExactnessError, UnsupportedError, compile_model
 from tests import models
+from tests.harness.compare import compare
 from tests.test_conformance import REFUSAL_LIST
-from tools.conformance import compare
 
 DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"
 FOLDER_KINDS = ("pytorch-converted", "pytorch-operator", "simple")
@@ -185,7 +185,7 @@ def test_model_matches_onnx_data(name: str, variant: str, tmp_path: Path) -> Non
         assert operator in operators(proto), message
         assert "--variant fast" in message, message
         return
-    module = models.import_module(path)
+    module = models.import_generated(path)
     for index, (feeds, expected) in enumerate(data_sets(test, proto)):
         outputs = list(module.run(*(feeds[name] for name, _, _ in module.INPUTS)))
         assert len(outputs) == len(expected), (len(outputs), len(expected))

@@ -1,5 +1,5 @@
-"""Every case of the operator oracle (tools/ops_coverage_oracle.py and the family tables of
-tools/oracle_cases/), in every variant, against onnxruntime 1.31.1; plus checks that the tables
+"""Every case of the operator oracle (tests/harness/oracle.py and the family tables of
+tests/harness/oracle_cases/), in every variant, against onnxruntime 1.31.1; plus checks that the tables
 cover what they promise and that the harness can fail.
 
 No expected value is written here: onnxruntime computes it. Cases the table marks as divergent
@@ -16,7 +16,9 @@ from onnx import helper
 
 from onemodel_compile import ExactnessError
 from onemodel_compile.load import MIN_OPSET
-from tools import ops_coverage_oracle as oracle
+from tests.harness import oracle
+from tests.harness.compare import compare
+from tools import ops_coverage_oracle
 
 # The variants under test. The exact variant joins by being listed here; in it, a compile refused
 # with ExactnessError is an expected outcome, provided the message names the operator.
@@ -41,6 +43,7 @@ SEMANTIC_CHANGES = {
 
 
 ALL_CASES = oracle.all_cases()
+FOUNDATION = oracle.tables()["foundation"][1]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -62,7 +65,7 @@ def test_operator_matches_onnxruntime(case, variant):
 
 
 def test_table_size_and_names():
-    assert len(oracle.CASES) >= 60
+    assert len(FOUNDATION) >= 60
     names = [case.name for case in ALL_CASES]
     duplicates = sorted({name for name in names if names.count(name) > 1})
     assert not duplicates, f"case names must be unique across tables (test ids): {duplicates}"
@@ -89,7 +92,7 @@ def test_table_covers_semantic_changes(op):
 
 
 def test_table_covers_conv_geometry():
-    convs = [case for case in oracle.CASES if case.op == "Conv"]
+    convs = [case for case in FOUNDATION if case.op == "Conv"]
     pads = {case.attrs.get("auto_pad", "NOTSET") for case in convs}
     assert pads >= {"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"}
     ranks = {len(case.inputs[1].shape) - 2 for case in convs}
@@ -99,18 +102,18 @@ def test_table_covers_conv_geometry():
 
 
 def test_table_covers_edge_shapes():
-    _, arrays = zip(*[oracle.case_arrays(case) for case in oracle.CASES])
+    _, arrays = zip(*[oracle.case_arrays(case) for case in FOUNDATION])
     empty = [
         case.op
-        for case, values in zip(oracle.CASES, arrays)
+        for case, values in zip(FOUNDATION, arrays)
         if any(
             a is not None and a.size == 0 and a.ndim > 0 and spec.value is None
             for a, spec in zip(values, case.inputs)
         )
     ]
     assert len(set(empty)) >= 10, f"empty tensors only for {sorted(set(empty))}"
-    assert any(spec is not None and spec.dynamic for case in oracle.CASES for spec in case.inputs)
-    assert sum(1 for case in oracle.CASES if case.divergence) < len(oracle.CASES) // 10
+    assert any(spec is not None and spec.dynamic for case in FOUNDATION for spec in case.inputs)
+    assert sum(1 for case in FOUNDATION if case.divergence) < len(FOUNDATION) // 10
 
 
 def test_looser_tolerances_say_why():
@@ -174,24 +177,21 @@ def test_ir_version_cap_is_onnxruntime_s():
 
 def test_compare_catches_differences():
     f32 = np.array([1.0, np.nan, np.inf, -0.0], dtype=np.float32)
-    assert oracle.compare(f32, f32.copy(), 1e-4, 1e-5) is None
-    assert oracle.compare(f32, f32.astype(np.float64), 1e-4, 1e-5)  # dtype
-    assert oracle.compare(f32, f32.reshape(2, 2), 1e-4, 1e-5)  # shape
-    assert oracle.compare(f32, list(f32), 1e-4, 1e-5)  # not an array
+    assert compare(f32, f32.copy(), 1e-4, 1e-5) is None
+    assert compare(f32, f32.astype(np.float64), 1e-4, 1e-5)  # dtype
+    assert compare(f32, f32.reshape(2, 2), 1e-4, 1e-5)  # shape
+    assert compare(f32, list(f32), 1e-4, 1e-5)  # not an array
     nan_moved = np.array([np.nan, 1.0, np.inf, 0.0], dtype=np.float32)
-    assert oracle.compare(f32, nan_moved, 1e-4, 1e-5)
+    assert compare(f32, nan_moved, 1e-4, 1e-5)
     nan_gained = np.array([np.nan, np.nan, np.inf, 0.0], dtype=np.float32)
-    assert oracle.compare(f32, nan_gained, 1e-4, 1e-5)
-    assert oracle.compare(f32, np.array([1.0, np.nan, -np.inf, 0.0], np.float32), 1e-4, 1e-5)
-    assert oracle.compare(f32, np.array([1.001, np.nan, np.inf, 0.0], np.float32), 1e-4, 1e-5)
-    assert (
-        oracle.compare(f32, np.array([1.00001, np.nan, np.inf, 0.0], np.float32), 1e-4, 1e-5)
-        is None
-    )
+    assert compare(f32, nan_gained, 1e-4, 1e-5)
+    assert compare(f32, np.array([1.0, np.nan, -np.inf, 0.0], np.float32), 1e-4, 1e-5)
+    assert compare(f32, np.array([1.001, np.nan, np.inf, 0.0], np.float32), 1e-4, 1e-5)
+    assert compare(f32, np.array([1.00001, np.nan, np.inf, 0.0], np.float32), 1e-4, 1e-5) is None
     ints = np.array([3, -4], dtype=np.int64)
-    assert oracle.compare(ints, np.array([3, -3], dtype=np.int64), 1.0, 1.0)  # ints are exact
-    assert oracle.compare(np.array([True]), np.array([False]), 0, 0)
-    assert oracle.compare(np.array(2.0, np.float32), np.float32(2.0), 0, 0)  # a scalar, not 0-d
+    assert compare(ints, np.array([3, -3], dtype=np.int64), 1.0, 1.0)  # ints are exact
+    assert compare(np.array([True]), np.array([False]), 0, 0)
+    assert compare(np.array(2.0, np.float32), np.float32(2.0), 0, 0)  # a scalar, not 0-d
 
 
 def test_run_case_reports_a_wrong_module(monkeypatch):
@@ -251,6 +251,6 @@ def test_stale_marks_fail(monkeypatch):
 
 
 def test_command_line(capsys):
-    assert oracle.main(["-k", "abs_special", "--table", "foundation"]) == 0
+    assert ops_coverage_oracle.main(["-k", "abs_special", "--table", "foundation"]) == 0
     out = capsys.readouterr().out
     assert "PASS abs_special" in out and "1 pass" in out

@@ -1,7 +1,7 @@
 """Regressions found by onnx's model tests and by exported models, each checked against
 onnxruntime 1.31.1 on a model built with onnx.helper: SequenceInsert at a negative position, a
 declared dim of -1 (Paddle's batch dim), float64 LayerNormalization in the fast variant, and Resize
-with tf_crop_and_resize and nearest."""
+with tf_crop_and_resize and nearest, Scan-8 with sequence_lens."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ VARIANTS = ("fast", "exact")
 
 
 def compiled(model, tmp_path, variant: str, stem: str = "model"):
-    return models.import_module(compile_model(model, tmp_path / f"{stem}_{variant}.py", variant))
+    return models.import_generated(compile_model(model, tmp_path / f"{stem}_{variant}.py", variant))
 
 
 # --- SequenceInsert -------------------------------------------------------------------------
@@ -272,3 +272,50 @@ def test_resize_to_the_same_shape_returns_the_input(tmp_path, mode, transform, r
     np.testing.assert_array_equal(expected, x)  # what onnxruntime does, checked
     for variant in VARIANTS:
         np.testing.assert_array_equal(compiled(model, tmp_path, variant).run(x).Y, expected)
+
+
+# --- Scan (opset 8) with sequence_lens --------------------------------------------------------
+
+
+def _scan8_model(reverse: bool):
+    """Scan-8 over a batch of sequences: a running sum as state, the sums as scan output."""
+    vec = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in "sx"]
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s", "x"], ["t"]), helper.make_node("Identity", ["t"], ["y"])],
+        "body",
+        vec,
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in "ty"],
+    )
+    attributes = {"directions": [1]} if reverse else {}
+    scan = helper.make_node(
+        "Scan", ["lens", "init", "xs"], ["final", "ys"], body=body, num_scan_inputs=1, **attributes
+    )
+    graph = helper.make_graph(
+        [scan],
+        "scan8",
+        [
+            models.tensor("lens", [3], TensorProto.INT64),
+            models.tensor("init", [3, 2]),
+            models.tensor("xs", [3, 5, 2]),
+        ],
+        [models.tensor("final", [3, 2]), models.tensor("ys", [3, 5, 2])],
+    )
+    return models.finish(graph, 8)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan8_sequence_lens_matches_onnxruntime(tmp_path, variant, reverse):
+    """Each batch entry is scanned over its own length; its scan outputs are zero after its last
+    step (entries of different lengths stacked once failed)."""
+    model = _scan8_model(reverse)
+    rng = np.random.default_rng(0)
+    feeds = {
+        "lens": np.array([4, 2, 3], dtype=np.int64),
+        "init": rng.normal(size=(3, 2)).astype(np.float32),
+        "xs": rng.normal(size=(3, 5, 2)).astype(np.float32),
+    }
+    expected = models.ort_run(model, feeds)
+    got = compiled(model, tmp_path, variant).run_feeds(feeds)
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-6, atol=1e-6)

@@ -40,7 +40,8 @@ if __name__ == "__main__":  # `python tests/test_real_models.py` from the reposi
 from test_conformance import REFUSAL_LIST  # noqa: E402
 
 from onemodel_compile import CompileError, ExactnessError, compile_model  # noqa: E402
-from tools.conformance import compare, import_module_from  # noqa: E402
+from tests.harness.compare import compare  # noqa: E402
+from tests.harness.modules import import_generated  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = ROOT / "tests" / "real_models"
@@ -104,7 +105,7 @@ def outcome(name: str, variant: str, symbolic: bool, folder: Path) -> str | None
     except Exception as exc:  # noqa: BLE001 - an internal error is a failure to report
         return f"internal {type(exc).__name__}: {exc}".splitlines()[0]
     try:
-        module = import_module_from(path, f"real_{tag}")
+        module = import_generated(path, f"real_{tag}")
         for index, (inputs, expected) in enumerate(load_feeds(name)):
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")

@@ -122,7 +122,7 @@ def test_metadata_of_a_module_beside_its_model(tmp_path):
     model = models.mlp_model()
     model.model_version = 4
     path = models.save(model, tmp_path / "mlp.onnx")
-    module = models.import_module(compile_model(path))
+    module = models.import_generated(compile_model(path))
     meta = runtime_support.InferenceSession(module).get_modelmeta()
     assert (meta.graph_name, meta.version, meta.producer_name) == ("mlp", 4, "onemodel-tests")
 

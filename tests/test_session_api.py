@@ -578,7 +578,7 @@ def test_a_module_still_works(files, tmp_path):
     import onemodel_compile
 
     path = onemodel_compile.compile_model(files["plain"], tmp_path / "plain.py")
-    s = runtime_support.InferenceSession(models.import_module(path))
+    s = runtime_support.InferenceSession(models.import_generated(path))
     same(s.run(None, {"x": X}), session(onnxruntime, files["plain"]).run(None, {"x": X}))
     assert s.get_modelmeta().version == 2**63 - 1 and s.get_modelmeta().graph_name == ""
     assert describe(s.get_inputs()) == describe(session(onnxruntime, files["plain"]).get_inputs())

@@ -23,7 +23,7 @@ import pytest
 from onnx import helper
 
 from onemodel_compile import ExactnessError, load_compiled
-from tools import backend_cases
+from tests.harness import backend_cases
 
 IR_VERSION = 10
 NAMES = ("Q", "K", "V", "attn_mask", "past_key", "past_value", "nonpad_kv_seqlen")

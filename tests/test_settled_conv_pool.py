@@ -19,7 +19,7 @@ import pytest
 from onnx import helper, numpy_helper
 
 from onemodel_compile import load_compiled
-from tools import backend_cases
+from tests.harness import backend_cases
 
 IR_VERSION = 10
 

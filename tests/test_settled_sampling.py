@@ -26,7 +26,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onemodel_compile import load_compiled
-from tools import backend_cases
+from tests.harness import backend_cases
 
 # --- Resize, antialias -------------------------------------------------------------------------
 

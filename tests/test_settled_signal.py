@@ -21,7 +21,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from onemodel_compile import ExactnessError, UnsupportedError, compile_model, load_compiled
-from tools import backend_cases
+from tests.harness import backend_cases
 
 
 def _mel_weights_by_loops(num_mel_bins, dft_length, sample_rate, lower, upper, divisions=None):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from onemodel_compile import compile_model
-from tests.models import import_module
+from tests.harness.modules import import_generated
 from tests.test_real_models import FOLDER, load_feeds
 
 THREADS = 4
@@ -52,7 +52,7 @@ def _varied(feeds: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str,
 
 @pytest.mark.parametrize("name,variant", MODELS, ids=[f"{n}-{v}" for n, v in MODELS])
 def test_concurrent_runs_match_single_threaded(tmp_path, name, variant):
-    module = import_module(compile_model(FOLDER / f"{name}.onnx", tmp_path / "m.py", variant))
+    module = import_generated(compile_model(FOLDER / f"{name}.onnx", tmp_path / "m.py", variant))
     stored = [inputs for inputs, _ in load_feeds(name)]
     rng = np.random.default_rng(17)
     work = [

@@ -192,8 +192,8 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path, restore_count):
     expected = onnxruntime.InferenceSession(
         model.SerializeToString(), providers=["CPUExecutionProvider"]
     ).run(None, feeds)[0]
-    fast = models.import_module(compile_model(model, tmp_path / "fast.py"))
-    exact = models.import_module(compile_model(model, tmp_path / "exact.py", variant="exact"))
+    fast = models.import_generated(compile_model(model, tmp_path / "fast.py"))
+    exact = models.import_generated(compile_model(model, tmp_path / "exact.py", variant="exact"))
     exact_bits = []
     for count in (1, 2, 3):
         with rt.threads(count):
@@ -206,7 +206,7 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path, restore_count):
 def test_the_sessions_intra_op_num_threads_sets_the_count(tmp_path, restore_count):
     blas_threads = _openblas_get()
     model, feeds = _conv_model()
-    module = models.import_module(compile_model(model, tmp_path / "session.py"))
+    module = models.import_generated(compile_model(model, tmp_path / "session.py"))
     rt.set_num_threads(1)
     options = rt.SessionOptions()
     options.intra_op_num_threads = 2

@@ -7,7 +7,7 @@ depends on the rank (axes, the spatial geometry of a convolution) is settled at 
 "Adding an operator").
 
 - Every backend case of the expected-pass lists, compiled with the shapes of its graph inputs and
-  outputs hidden (tools.conformance.hide_shapes), meets the conformance rule in both variants
+  outputs hidden (tests.harness.conformance.hide_shapes), meets the conformance rule in both variants
   (tests/acceptance.py): the expected values are the ONNX backend data.
 - Small models reach what the backend cases do not: the run-time forms they never need (Softmax
   before opset 13, a convolution with no geometry attribute, NonZero of a scalar, ...) and the
@@ -37,7 +37,8 @@ from onemodel_compile.compiler import generate
 from onemodel_compile.ops.registry import registered
 from tests import models
 from tests.acceptance import EXPECTED, VARIANTS, assert_accepted
-from tools import backend_cases, conformance
+from tests.harness import backend_cases, conformance
+from tests.harness.modules import import_generated
 
 BACKEND_CASES = sorted(EXPECTED["fast"] | EXPECTED["exact"])
 
@@ -335,7 +336,7 @@ SPECS = [
 def _compile_and_run(model, inputs, variant: str, path):
     """(source, outputs) of `model` compiled in `variant` and run on `inputs`."""
     written = compile_model(model, path, variant)
-    module = conformance.import_module_from(written, f"unknown_rank_{path.stem}")
+    module = import_generated(written, f"unknown_rank_{path.stem}")
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         return written.read_text(), list(module.run(*inputs))
@@ -388,7 +389,7 @@ def test_an_axis_out_of_range_fails_at_run_time_when_the_rank_is_unknown(spec: S
     declares none)."""
     model = dataclasses.replace(spec, shapes={"y": ()}).model()
     path = compile_model(conformance.hide_shapes(model), tmp_path / "hidden.py", "fast")
-    module = conformance.import_module_from(path, f"unknown_rank_range_{spec.name}")
+    module = import_generated(path, f"unknown_rank_range_{spec.name}")
     with pytest.raises(ValueError, match="axis .* out of range"):
         module.run(*spec.inputs.values())
 

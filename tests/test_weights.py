@@ -180,7 +180,7 @@ def test_tampered_weights_are_refused_at_import(compiled, tmp_path, case):
     _, path, weights = compiled
     TAMPERING[case](weights, tmp_path)
     with pytest.raises(runtime_support.WeightsError) as info:
-        models.import_module(path)
+        models.import_generated(path)
     message = str(info.value)
     assert weights.name in message, message
     assert "\n" not in message.strip()
@@ -190,7 +190,7 @@ def test_weights_of_an_identical_compile_are_accepted(compiled, tmp_path):
     model, path, weights = compiled
     again = onemodel_compile.compile_model(model, tmp_path / "again" / "net.py")
     shutil.copyfile(again.with_name(weights.name), weights)
-    module = models.import_module(path)
+    module = models.import_generated(path)
     x = np.ones((2, 4), dtype=np.float32)
     np.testing.assert_allclose(
         module.run(x).probs, models.mlp_reference(model, x)["probs"], rtol=1e-5, atol=1e-6
@@ -235,7 +235,7 @@ def _weight_arrays(module) -> dict[str, np.ndarray]:
 
 def test_module_weights_are_read_only_zero_copy_views_of_the_file(compiled):
     model, path, weights = compiled
-    module = models.import_module(path)
+    module = models.import_generated(path)
     arrays = _weight_arrays(module)
     initializers = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     on_file = parse_safetensors(weights.read_bytes())
@@ -309,7 +309,7 @@ def test_weights_file_with_every_dtype_is_valid_safetensors(tmp_path):
         assert len(found) == 1, f"no {want.dtype} tensor of the right values"
         assert header[found[0]]["dtype"] == TAG_OF[want.dtype.name]
 
-    module = models.import_module(path)
+    module = models.import_generated(path)
     feeds = {
         f"x_{dtype}": np.ones_like(value)
         for dtype, value in ((k[2:], v) for k, v in values.items())
@@ -337,7 +337,7 @@ def test_recompiling_without_weights_removes_the_stale_file(compiled):
     _, path, weights = compiled
     onemodel_compile.compile_model(models.relu_model(), path)
     assert not weights.exists()
-    module = models.import_module(path)
+    module = models.import_generated(path)
     x = np.array([[-1.0, 2.0, 0.5], [3.0, -4.0, 0.0]], dtype=np.float32)
     np.testing.assert_array_equal(module.run(x)[0], np.maximum(x, 0))
 

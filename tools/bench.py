@@ -45,7 +45,7 @@ import argparse
 import cProfile
 import datetime
 import gc
-import importlib.util
+import importlib
 import json
 import os
 import platform
@@ -160,12 +160,9 @@ def load_feeds(case: Case):
 
 
 def import_generated(path: Path):
-    name = f"bench_generated_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    from tests.harness.modules import import_generated as harness_import
+
+    return harness_import(path, f"bench_generated_{path.stem}")
 
 
 def ort_session(case: Case, threads: int, profile_prefix: str | None = None):

@@ -41,7 +41,6 @@ import argparse
 import copy
 import dataclasses
 import importlib
-import importlib.util
 import io
 import json
 import os
@@ -65,6 +64,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from tests.harness.modules import import_generated  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_MODELS = ROOT / "tests" / "real_models"
@@ -1308,11 +1309,7 @@ def compile_and_run(mutant: Mutant, model_path: Path, out_dir: Path, stage) -> d
 
     if result["kind"] is None:
         try:
-            spec = importlib.util.spec_from_file_location(
-                f"fuzzed_{mutant.index}", out_dir / "m.py"
-            )
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
+            module = import_generated(out_dir / "m.py", f"fuzzed_{mutant.index}", register=False)
         except Exception as exc:
             kind = "memory" if _is_memory(exc) else "import error"
             result.update(kind=kind, detail=traceback.format_exc(limit=-4))
@@ -1421,9 +1418,7 @@ def _warm_up(folder: Path) -> None:
         [_tensor("y", [2])],
     )
     path = onemodel_compile.compile_model(_finish(graph), folder / "warm" / "warm.py")
-    spec = importlib.util.spec_from_file_location("fuzz_warm", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = import_generated(path, "fuzz_warm", register=False)
     module.run(np.ones(2, np.float32))
 
 

@@ -102,7 +102,8 @@ def check(path: Path, key: str, variant: str) -> str:
     import onnxruntime
 
     from onemodel_compile import CompileError, compile_model
-    from tools.conformance import compare, import_module_from
+    from tests.harness.compare import compare
+    from tests.harness.modules import import_generated
 
     feeds = FEEDS[key](np.random.default_rng(0))
     options = onnxruntime.SessionOptions()
@@ -115,7 +116,9 @@ def check(path: Path, key: str, variant: str) -> str:
             module_path = compile_model(path, Path(folder) / "model.py", variant)
         except CompileError as exc:
             return f"compile error: {exc}"
-        module = import_module_from(module_path, f"heldout_{abs(hash(key))}_{variant}")
+        module = import_generated(
+            module_path, f"heldout_{abs(hash(key))}_{variant}", register=False
+        )
         try:
             got = module.run_feeds(feeds)
         except Exception as exc:

@@ -40,7 +40,7 @@ The models (widths in the builders):
   slice of a buffer at `[key_length - query_length : key_length, :key_length]`, a left-padded
   attention mask over past + sequence.
 - llama: Llama-like decoder: RMSNorm, rotary embeddings whose cos/sin are computed at run time
-  from the positions (so Sin/Cos, which the exact variant refuses), causal mask from
+  from the positions (Sin/Cos at run time: the exact variant's own trigonometry), causal mask from
   `full(finfo.min).triu(1)`, SiLU-gated MLP.
 - decoder_sdpa: nn.RMSNorm and `F.scaled_dot_product_attention(is_causal=True)` blocks, SiLU MLP:
   the dynamo exporter at opset 23 writes RMSNormalization and Attention (the exact variant

@@ -6,7 +6,7 @@ Choices where the specification leaves room (checked against onnxruntime 1.31.1 
 - GatherElements and ScatterElements accept indices smaller than the data on the other axes, as
   onnxruntime does; ScatterND/ScatterElements without reduction keep the last of duplicate indices.
 - OneHot casts non-integer indices to int64 (truncation) before use, as the specification says;
-  onnxruntime compares the float values instead (tools/oracle_cases/tensor.py marks it).
+  onnxruntime compares the float values instead (tests/harness/oracle_cases/tensor.py marks it).
 - Unique: docs/contract.md's settled semantics (slices compared element by element, NaN never equal to
   NaN and sorted last; the first occurrence is kept, so of -0.0 and 0.0 the earlier one).
 - TfIdfVectorizer: weights[i] belongs to pool n-gram i (the specification and onnxruntime; the

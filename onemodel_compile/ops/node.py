@@ -118,14 +118,6 @@ class NodeView:
         operand = self.input(index)
         return None if operand is None else operand.const
 
-    def require_const(self, index: int, what: str) -> np.ndarray:
-        value = self.const(index)
-        if value is None:
-            raise CompileError(
-                f"{self.node.label}: input {index} ({what}) must be known at compile time"
-            )
-        return value
-
     def dim_code(self, dim) -> str | None:
         """Python source for a dim at run time: an int's digits, a symbol's identifier or an
         expression of them; None when the module cannot compute it without looking."""

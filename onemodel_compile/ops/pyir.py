@@ -237,7 +237,8 @@ def optional_arguments(names, operands) -> tuple[list, dict]:
     """Operands of a node with optional inputs as a kernel's arguments: positionally up to the
     first absent one (None), the present ones after it as keywords named by `names` (the kernel's
     parameter names, in order), so that no absent input is passed as a positional None."""
-    args, kwargs = [], {}
+    args: list = []
+    kwargs: dict = {}
     for position, (name, operand) in enumerate(zip(names, operands)):
         if operand is None:
             continue

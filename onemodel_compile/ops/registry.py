@@ -3,9 +3,10 @@
 An emitter declares, beside its emit rule:
 - its exactness: True (bit-identical everywhere), False (refused by the exact variant), or a
   function of the node returning a refusal reason or None;
-- which inputs must be known at compile time (`const_inputs`);
-- optionally a shape rule (`infer`) for when onnx's inference gives up, and a `fold` rule that
-  computes outputs from input types alone (Shape, Size).
+- optionally a `fold` rule that computes outputs from input types alone (Shape, Size), and
+  whether it may run at compile time on constant inputs (`foldable`).
+Shape rules live in shapes.py (the compiler's own inference), not with the emitters; no input is
+required to be a compile-time constant: what is not known is computed at run time.
 Lookup takes the registration whose opset range holds the model's opset, preferring one made for the
 variant; anything else is an error naming the operator, the opset and the variant.
 """
@@ -31,9 +32,7 @@ class Emitter:
     until: int | None  # inclusive; None: still current
     variant: str | None  # a variant's name (onemodel_compile.variants); None: every variant
     exact: Exactness
-    const_inputs: tuple[int, ...]
     emit: Callable
-    infer: Callable | None = None
     fold: Callable | None = None
     foldable: bool = True  # may run at compile time when every input is constant
 
@@ -59,8 +58,6 @@ def emitter(
     domain: str = "",
     variant: str | None = None,
     exact: Exactness = False,
-    const_inputs: tuple[int, ...] = (),
-    infer: Callable | None = None,
     fold: Callable | None = None,
     foldable: bool = True,
 ):
@@ -68,19 +65,7 @@ def emitter(
 
     def register(emit: Callable) -> Callable:
         for op_type in op_types:
-            entry = Emitter(
-                op_type,
-                domain,
-                since,
-                until,
-                variant,
-                exact,
-                tuple(const_inputs),
-                emit,
-                infer,
-                fold,
-                foldable,
-            )
+            entry = Emitter(op_type, domain, since, until, variant, exact, emit, fold, foldable)
             for other in _REGISTRY.setdefault((domain, op_type), []):
                 if other.variant == variant and (other.covers(since) or entry.covers(other.since)):
                     raise ValueError(f"{op_type}: overlapping registrations at opset {since}")

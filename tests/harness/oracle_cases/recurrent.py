@@ -16,7 +16,7 @@ Not covered here, with the reason:
 
 from __future__ import annotations
 
-from tools.ops_coverage_oracle import TRANSCENDENTAL, Case, c, v, w, x
+from tests.harness.oracle import TRANSCENDENTAL, Case, c, v, w, x
 
 OPERATORS = ("RNN", "GRU", "LSTM")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tools.ops_coverage_oracle import Case, c, v, w, x
+from tests.harness.oracle import Case, c, v, w, x
 
 OPERATORS = ("NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tools.ops_coverage_oracle import Case, c, v, x
+from tests.harness.oracle import Case, c, v, x
 
 OPERATORS = (
     "ReduceL1",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import onnx
 
-from tools.ops_coverage_oracle import Case, c, v, w, x
+from tests.harness.oracle import Case, c, v, w, x
 
 OPERATORS = (
     "QuantizeLinear",

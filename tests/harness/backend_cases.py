@@ -12,7 +12,7 @@ import json
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCOPE_FILE = ROOT / "tests" / "conformance" / "scope.json"
 
 
@@ -56,3 +56,15 @@ def operators(name: str) -> list[str]:
 
     walk(case(name).model.graph)
     return sorted(found)
+
+
+def as_numpy(value):
+    """Backend data holds some tensors as TensorProto (bfloat16, float16); sequences as lists."""
+    import onnx
+    from onnx import numpy_helper
+
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, list):
+        return [as_numpy(v) for v in value]
+    return value

@@ -7,7 +7,7 @@ opset: "fmod attribute must be true for floating point types") and BitShift on s
 
 from __future__ import annotations
 
-from tools.ops_coverage_oracle import TRANSCENDENTAL, Case, c, v, w, x
+from tests.harness.oracle import TRANSCENDENTAL, Case, c, v, w, x
 
 OPERATORS = (
     "Acos",

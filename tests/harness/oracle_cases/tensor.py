@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from tools.ops_coverage_oracle import INT64_MAX, Case, c, v, w, x
+from tests.harness.oracle import INT64_MAX, Case, c, v, w, x
 
 OPERATORS = (
     "Cast",

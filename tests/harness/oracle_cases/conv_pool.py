@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tools.ops_coverage_oracle import DOT, Case, c, v, w, x
+from tests.harness.oracle import DOT, Case, c, v, w, x
 
 OPERATORS = (
     "Conv",

@@ -12,7 +12,7 @@ Not covered here, with the reason:
 
 from __future__ import annotations
 
-from tools.ops_coverage_oracle import Case, c, v, w, x
+from tests.harness.oracle import Case, c, v, w, x
 
 OPERATORS = ("AffineGrid", "GridSample", "NonMaxSuppression", "Resize", "RoiAlign", "Upsample")
 

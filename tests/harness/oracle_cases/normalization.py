@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tools.ops_coverage_oracle import TRANSCENDENTAL, Case, c, v, w, x
+from tests.harness.oracle import TRANSCENDENTAL, Case, c, v, w, x
 
 OPERATORS = (
     "BatchNormalization",

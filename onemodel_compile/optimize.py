@@ -75,8 +75,6 @@ from onemodel_compile.resolve import ResolvedGraph, Step
 
 FLOAT_TYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
-Affine = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-
 
 @dataclasses.dataclass
 class FusedStep(Step):
@@ -272,13 +270,12 @@ class Scalar:
 class Op:
     """A default-domain step of `op_type` whose only output is the value matched and whose inputs
     match `operands` (Add and Mul in either order); `extra`: inputs past the operands are allowed
-    (ReduceMean's axes), left to `where`, a check of the match so far and the step's index. The
-    step's index is bound to `name` when given; a name bound already must be the same step."""
+    (ReduceMean's axes: the build checks them). The step's index is bound to `name` when given; a
+    name bound already must be the same step."""
 
     op_type: str
     operands: tuple
     name: str | None = None
-    where: Callable[["Match", int], bool] | None = None
     extra: bool = False
 
 
@@ -293,8 +290,8 @@ Pattern = Union[Value, Scalar, Op, Alt]
 COMMUTATIVE = frozenset({"Add", "Mul"})
 
 
-def op(op_type: str, *operands, name=None, where=None, extra=False) -> Op:
-    return Op(op_type, operands, name, where, extra)
+def op(op_type: str, *operands, name=None, extra=False) -> Op:
+    return Op(op_type, operands, name, extra)
 
 
 def alt(*options) -> Alt:
@@ -386,9 +383,7 @@ class _Matcher:
         for order in orders:
             # a Scalar's checks look at the other operand of a two-input step
             siblings = order[::-1] if len(node.inputs) == 2 else [None] * count
-            for found in self.operands(pattern.operands, order, siblings, m):
-                if pattern.where is None or pattern.where(found, index):
-                    yield found
+            yield from self.operands(pattern.operands, order, siblings, m)
 
     def operands(self, patterns: tuple, values: list, siblings: list, m: Match) -> Iterator[Match]:
         if not patterns:

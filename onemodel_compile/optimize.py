@@ -50,8 +50,8 @@ Rules:
   it. (A walk through any number of layout steps: by hand.)
 - attention: softmax(Q @ K * scale + mask) @ V over the last two axes as exporters write it --
   MatMul, an optional Div or Mul by a single-element constant (or Muls of Q and K by one each),
-  an optional Where(keep, scores, fill) (GPT-2's causal mask) and/or Add of a mask, Softmax over
-  the last axis, MatMul by V -- becomes Attention (`rt.attention_heads`: the heads' products as two
+  an optional Where(keep, scores, fill) (GPT-2's causal mask) and/or Add of a mask, an optional
+  Cast to the scores' own type (T5's), Softmax over the last axis, MatMul by V -- becomes Attention (`rt.attention_heads`: the heads' products as two
   batched matmuls, the scale, fill, mask and softmax in place in the one scores array). It runs
   after product-scale, so a scale that could move into the query's weights is already there.
 
@@ -730,9 +730,11 @@ _QK = op(
 )
 _SCALED = alt(op("Div", _QK, Scalar(None, "divisor")), op("Mul", _QK, Scalar(None, "factor")), _QK)
 _KEPT = alt(op("Where", Value("keep", None), _SCALED, Value("fill", None)), _SCALED)
+_MASKED = alt(op("Add", _KEPT, Value("mask", None)), _KEPT)
 ATTENTION = op(
     "MatMul",
-    op("Softmax", alt(op("Add", _KEPT, Value("mask", None)), _KEPT), name="softmax"),
+    # T5 casts the scores to float before the softmax (a no-op in a float model)
+    op("Softmax", alt(op("Cast", _MASKED, name="cast"), _MASKED), name="softmax"),
     Value("v"),
 )
 ATTENTION_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -740,8 +742,8 @@ ATTENTION_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _build_attention(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Built | None:
     """Q, K and V of one float type and rank (at least 3: a stack of heads), the softmax over the
-    last axis, a mask and a fill of that type and no higher rank (a boolean `keep`), every scale
-    finite and non-zero."""
+    last axis, a mask and a fill of that type and no higher rank (a boolean `keep`), a Cast only
+    to the type it has, every scale finite and non-zero."""
     q, k, v = (m.values[name] for name in ("q", "k", "v"))
     types = [flow.type_of(name) for name in (q, k, v)]
     dtype = getattr(types[0], "dtype", None)
@@ -753,6 +755,12 @@ def _build_attention(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Bui
     softmax = flow.steps[m.nodes["softmax"]].node
     if softmax.attrs.get("axis", -1 if softmax.opset >= 13 else 1) % rank != rank - 1:
         return None
+    if "cast" in m.nodes:
+        cast = flow.steps[m.nodes["cast"]].node
+        if {getattr(flow.type_of(v), "dtype", None) for v in (*cast.inputs, *cast.outputs)} != {
+            dtype
+        }:
+            return None
     for name, expected in (("mask", dtype), ("fill", dtype), ("keep", np.dtype(np.bool_))):
         value_type = flow.type_of(m.values.get(name, q))
         if name not in m.values:

@@ -895,6 +895,7 @@ def attention_model(form: str = "bert", extra_output: str | None = None, softmax
       MiniLM/SDPA export), no mask
     - "causal": GPT-2's Where(tril, scores, -10000) over a boolean [seq, seq] input `keep`,
       then the mask added
+    - "t5": as bert without the scale, the masked scores cast to float before the Softmax
     """
     r = models.rng(5)
     inits = [init("heads", np.array([0, 0, 2, 8])), init("merged", np.array([0, 0, 16]))]
@@ -924,7 +925,7 @@ def attention_model(form: str = "bert", extra_output: str | None = None, softmax
         scores_in = ["q_s", "k_s"]
     nodes.append(helper.make_node("MatMul", scores_in, ["s"], name="scores"))
     last = "s"
-    if form in ("bert", "causal"):
+    if form in ("bert", "causal", "t5"):
         inits += [
             init("root", np.array(math.sqrt(8), np.float32)),
             init("one", np.array(1.0, np.float32)),
@@ -938,14 +939,19 @@ def attention_model(form: str = "bert", extra_output: str | None = None, softmax
             helper.make_node("Mul", ["inverted", "big"], ["bias"]),
         ]
         inits.append(init("axes12", np.array([1, 2])))
-        last = "scaled"
+        last = "s" if form == "t5" else "scaled"
+    if form == "t5":
+        nodes = [n for n in nodes if n.name != "scale"]
     if form == "causal":
         inputs.append(tensor("keep", ["seq", "seq"], TensorProto.BOOL))
         nodes.append(helper.make_node("Where", ["keep", last, "big"], ["kept"], name="causal"))
         last = "kept"
-    if form in ("bert", "causal"):
+    if form in ("bert", "causal", "t5"):
         nodes.append(helper.make_node("Add", [last, "bias"], ["masked"], name="mask"))
         last = "masked"
+    if form == "t5":
+        nodes.append(helper.make_node("Cast", [last], ["cast"], to=TensorProto.FLOAT))
+        last = "cast"
     nodes += [
         helper.make_node("Softmax", [last], ["p"], name="softmax", axis=softmax_axis),
         helper.make_node("MatMul", ["p", "v_t"], ["c"], name="context"),
@@ -969,7 +975,7 @@ def _attention_feeds(model, batch: int, seq: int) -> dict:
     return feeds
 
 
-@pytest.mark.parametrize("form", ["bert", "scaled_qk", "causal"])
+@pytest.mark.parametrize("form", ["bert", "scaled_qk", "causal", "t5"])
 def test_attention_becomes_one_kernel_call(form):
     model = attention_model(form)
     source = generate(model, "fast").source
@@ -977,7 +983,7 @@ def test_attention_becomes_one_kernel_call(form):
     for gone in ("rt.softmax(", "np.where("):
         assert gone not in source
     # the Div by sqrt(8) is in the query's weights, the two Muls of scaled_qk in the kernel's scale
-    assert ("Wq_scaled" in source) == (form != "scaled_qk")
+    assert ("Wq_scaled" in source) == (form in ("bert", "causal"))
     assert ("scale=" in source) == (form == "scaled_qk")
     for batch, seq in ((2, 5), (3, 9), (1, 1)):  # dynamic batch and sequence
         _run_against_onnxruntime(model, _attention_feeds(model, batch, seq))

@@ -18,7 +18,24 @@ MAX_OPSET = 28
 MIN_CONVERTIBLE_OPSET = 1  # opsets 1 to 6 are converted to MIN_OPSET at load
 DEFAULT_DOMAINS = ("", "ai.onnx")
 # Other domains and the opsets of theirs the compiler reads (onnxruntime 1.31.1's ranges).
-DOMAIN_OPSETS = {"ai.onnx.ml": (1, 5)}
+DOMAIN_OPSETS = {"ai.onnx.ml": (1, 5), "com.microsoft": (1, 1)}
+# Operators onnxruntime defines in the default domain where onnx has no schema (at that opset):
+# its transformer optimizer writes them (docs/com-microsoft.md). onnx's checker sees them in a
+# domain of their own; ops/microsoft.py compiles them.
+ONNXRUNTIME_DEFAULT_DOMAIN = (
+    "SimplifiedLayerNormalization",
+    "LayerNormalization",
+    "Affine",
+    "Crop",
+    "DynamicSlice",
+    "ImageScaler",
+    "MeanVarianceNormalization",
+    "ParametricSoftplus",
+    "ScaledTanh",
+    "Scale",
+    "ThresholdedRelu",
+)
+ONNXRUNTIME_CHECK_DOMAIN = "onnxruntime.default"
 # The compiler's own domain (ops/fused.py): what its rewrites create, never read from a model.
 INTERNAL_DOMAINS = ("onemodel.fused",)
 
@@ -64,7 +81,7 @@ def load(model: str | Path | onnx.ModelProto | LoadedModel) -> LoadedModel:
     opset = default_opset(proto, label)
     _check_domain_opsets(proto, label)
     try:
-        onnx.checker.check_model(_with_shape_fields(proto))
+        onnx.checker.check_model(_onnxruntime_ops_aside(_with_shape_fields(proto)))
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"{label}: invalid model: {_one_line(exc)}") from None
     if opset is not None and opset < MIN_OPSET:
@@ -106,6 +123,42 @@ def _repeated(field) -> bool:
     if hasattr(field, "is_repeated"):  # protobuf 6 and later
         return field.is_repeated
     return field.label == field.LABEL_REPEATED
+
+
+def _onnxruntime_ops_aside(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """`proto` for onnx's checker, or a copy where the default-domain nodes onnx has no schema for
+    but onnxruntime defines (ONNXRUNTIME_DEFAULT_DOMAIN) sit in a domain of their own, which the
+    checker does not know and so does not check."""
+    opset = next((e.version for e in proto.opset_import if e.domain in DEFAULT_DOMAINS), None)
+
+    def unknown_to_onnx(node: onnx.NodeProto) -> bool:
+        if node.domain not in DEFAULT_DOMAINS or node.op_type not in ONNXRUNTIME_DEFAULT_DOMAIN:
+            return False
+        try:
+            onnx.defs.get_schema(node.op_type, opset or 1, "")
+        except onnx.defs.SchemaError:
+            return True
+        return False
+
+    def graphs(graph: onnx.GraphProto):
+        yield graph
+        for node in graph.node:
+            for attribute in node.attribute:
+                if attribute.HasField("g"):
+                    yield from graphs(attribute.g)
+                for sub in attribute.graphs:
+                    yield from graphs(sub)
+
+    if not any(unknown_to_onnx(n) for g in graphs(proto.graph) for n in g.node):
+        return proto
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    for graph in graphs(copy.graph):
+        for node in graph.node:
+            if unknown_to_onnx(node):
+                node.domain = ONNXRUNTIME_CHECK_DOMAIN
+    copy.opset_import.append(onnx.helper.make_opsetid(ONNXRUNTIME_CHECK_DOMAIN, 1))
+    return copy
 
 
 def _has_shape(type_proto: onnx.TypeProto) -> bool:

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from onemodel_compile import ir
+from onemodel_compile import ir, onnxruntime_types
 from onemodel_compile import symbolic as sym
 
 MAX_ELEMENTS = 64  # a longer int vector is data, not a shape
@@ -373,7 +373,11 @@ def _where(node, inputs):
 
 
 def output_types(node: ir.Node, inputs: list[Known | None]) -> list[ir.ValueType] | None:
-    """Types of `node`'s outputs that follow from shape values (None where nothing follows)."""
+    """Types of `node`'s outputs that follow from shape values (None where nothing follows);
+    onnxruntime's own operators (onnx infers nothing of them) by onnxruntime_types's rules."""
+    own = onnxruntime_types.output_types(node, inputs)
+    if own is not None:
+        return [_plausible(t) if isinstance(t, ir.TensorType) else t for t in own]
     if node.domain or node.op_type not in _TYPE_RULES:
         return None
     try:

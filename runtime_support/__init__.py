@@ -60,6 +60,7 @@ from runtime_support.indexing import *  # noqa: F403
 from runtime_support.linalg import *  # noqa: F403
 from runtime_support.loss import *  # noqa: F403
 from runtime_support.math import *  # noqa: F403
+from runtime_support.microsoft import *  # noqa: F403
 from runtime_support.ml import *  # noqa: F403
 from runtime_support.normalization import *  # noqa: F403
 from runtime_support.pool import *  # noqa: F403

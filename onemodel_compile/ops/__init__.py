@@ -10,6 +10,7 @@ from onemodel_compile.ops import (  # noqa: F401  (imported to register their em
     indexing,
     linalg,
     loss,
+    microsoft,
     ml,
     normalization,
     pool,

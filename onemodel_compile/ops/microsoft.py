@@ -1,0 +1,983 @@
+"""onnxruntime's own operators: the com.microsoft ones (domain opset 1) its CPU provider runs and
+real models contain (the transformer optimizer's fusions, the quantization tool's operators,
+weight-only quantized matrix products, ...), and the default-domain ones it defines where onnx has
+no schema at the model's opset (SimplifiedLayerNormalization, LayerNormalization before 17, the
+experimental era's ImageScaler, Affine, ...). onnxruntime 1.31.1 is their definition
+(docs/com-microsoft.md). Kernels in runtime_support/microsoft.py.
+
+onnx knows no schema of these operators, so it fills no attribute defaults and infers no types:
+each registration here declares onnxruntime's defaults (tests/test_microsoft.py compares them with
+onnxruntime's schemas); the output types are onnxruntime_types.py's rules, read by shapes.py.
+Operators of the same semantics as a default-domain one compile through that one's rule
+(`_default_rule`).
+
+Exactness: every float kernel has a declared exact twin (the same steps through exact_matmul,
+exact_softmax, exact_gelu, exact_tanh, exact_sigmoid, exact_exp, exact_mean); quantized arithmetic
+is integer arithmetic or IEEE arithmetic in a fixed order. Inverse (LAPACK) and GridSample are
+refused.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+import runtime_support
+from onemodel_compile import onnxruntime_types
+from onemodel_compile.errors import CompileError, UnsupportedError
+from onemodel_compile.ops import conv, linalg, pool, pyir, quantization, recurrent
+from onemodel_compile.ops.common import optional_arguments, span
+from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.pyir import Const, binop, call, index, scalar
+from onemodel_compile.ops.registry import emitter, lookup
+from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
+
+DOMAIN = "com.microsoft"
+
+
+def microsoft(
+    *op_types: str,
+    defaults: dict | None = None,
+    required: tuple[str, ...] = (),
+    domain: str = DOMAIN,
+    **options,
+):
+    """Register a rule for com.microsoft `op_types` (opset 1) whose view has onnxruntime's
+    attribute `defaults` filled in (and so does the view of an `exact` rule); the defaults also
+    serve the type rules: onnxruntime_types.DEFAULTS, by (domain, operator). They are
+    onnxruntime 1.31.1's: what its schemas declare, and what its CPU kernels take for an optional
+    attribute the schema gives no default. A `required` attribute the node lacks is a compile
+    error naming the node and the attribute."""
+    defaults = dict(defaults or {})
+    options.setdefault("since", 1)
+    if callable(options.get("exact")):
+        options["exact"] = _with_defaults_of(options["exact"], defaults)
+
+    def register(rule):
+        emitter(*op_types, domain=domain, **options)(
+            _with_defaults_of(rule, defaults, tuple(required))
+        )
+        for op_type in op_types:
+            onnxruntime_types.DEFAULTS[(domain, op_type)] = defaults
+            REQUIRED[(domain, op_type)] = tuple(required)
+        return rule
+
+    return register
+
+
+# (domain, operator) -> the attributes its registration requires (tests/test_microsoft.py checks
+# them against onnxruntime's schemas).
+REQUIRED: dict[tuple[str, str], tuple[str, ...]] = {}
+
+
+def _with_defaults_of(rule, defaults: dict, required: tuple[str, ...] = ()):
+    def with_defaults(view: NodeView):
+        for name in required:
+            if name not in view.node.attrs:
+                raise CompileError(
+                    f"{view.node.label}: {view.op_type} needs its attribute {name!r}"
+                )
+        node = dataclasses.replace(view.node, attrs={**defaults, **view.node.attrs})
+        filled = NodeView(
+            node,
+            view.inputs,
+            view.outputs,
+            view.variant,
+            view._temporary,
+            view._body,
+            view._dim_code,
+        )
+        return rule(filled)
+
+    with_defaults.__name__ = rule.__name__
+    with_defaults.__doc__ = rule.__doc__
+    return with_defaults
+
+
+# Output types: onnxruntime_types.py (the shape rules of this family, read by shapes.py).
+
+
+def _outputs(view: NodeView) -> int:
+    """How many outputs the kernel returns: up to the last one the node lists."""
+    listed = [i for i, o in enumerate(view.outputs) if o is not None]
+    return listed[-1] + 1 if listed else 1
+
+
+def _kernel_call(view: NodeView, kernel: str, optional: dict[int, str], **keywords):
+    """`rt.<kernel>(inputs..., keywords)`, absent optional inputs by name (optional_arguments),
+    `outputs=` when the node lists more than its first output."""
+    args, named = optional_arguments(view, optional)
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call(f"rt.{kernel}", *args, **named, **keywords)
+
+
+# --- activations --------------------------------------------------------------------------------
+
+
+@microsoft("Gelu", exact=True)
+def gelu(view: NodeView):
+    return call("rt.gelu", view.inputs[0], approximate="none")
+
+
+@microsoft("BiasGelu", exact=True)
+def bias_gelu(view: NodeView):
+    return call("rt.gelu", binop("+", *view.inputs[:2]), approximate="none")
+
+
+@microsoft("FastGelu", exact=True)
+def fast_gelu(view: NodeView):
+    X, bias = view.inputs[0], view.input(1)
+    x = X if bias is None else binop("+", X, bias)
+    return call("rt.gelu", x, approximate="tanh")
+
+
+@microsoft("QuickGelu", defaults={"alpha": 1.702}, exact=True)
+def quick_gelu(view: NodeView):
+    """x * sigmoid(alpha * x): ONNX Swish's kernel."""
+    return call("rt.swish", view.inputs[0], alpha=float(np.float32(view.attr("alpha"))))
+
+
+# --- normalizations -----------------------------------------------------------------------------
+
+
+_SKIP = {"epsilon": float(np.float32(1e-12))}
+
+
+@microsoft("SkipLayerNormalization", defaults=_SKIP, exact=True)
+def skip_layer_normalization(view: NodeView):
+    return _kernel_call(
+        view,
+        "skip_layer_normalization",
+        {3: "beta", 4: "bias"},
+        epsilon=view.attr("epsilon"),
+    )
+
+
+@microsoft("SkipSimplifiedLayerNormalization", defaults=_SKIP, exact=True)
+def skip_simplified_layer_normalization(view: NodeView):
+    """The kernel of SkipLayerNormalization without beta: this node's fourth input is the bias."""
+    keywords = {"bias": view.input(3)} if view.input(3) is not None else {}
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call(
+        "rt.skip_layer_normalization",
+        *view.inputs[:3],
+        **keywords,
+        epsilon=view.attr("epsilon"),
+        simplified=True,
+    )
+
+
+_LAYER_NORM = {"axis": -1, "epsilon": float(np.float32(1e-5)), "stash_type": 1}
+
+
+@microsoft(
+    "SimplifiedLayerNormalization",
+    domain="",
+    defaults=_LAYER_NORM,
+    exact=True,
+)
+def simplified_layer_normalization(view: NodeView):
+    return _kernel_call(
+        view,
+        "simplified_layer_normalization",
+        {},
+        axis=view.attr("axis"),
+        epsilon=view.attr("epsilon"),
+        stash_type=view.attr("stash_type"),
+    )
+
+
+@microsoft("LayerNormalization", domain="", until=16, defaults=_LAYER_NORM, exact=True)
+def layer_normalization(view: NodeView):
+    """onnxruntime's LayerNormalization before opset 17 (which its optimizer writes into models
+    of older opsets): opset 17's semantics."""
+    args, named = optional_arguments(view, {2: "B"})
+    keywords = dict(axis=view.attr("axis"), epsilon=view.attr("epsilon"))
+    keywords["stash_type"] = view.attr("stash_type")
+    outputs = _outputs(view)
+    if outputs == 1:
+        return call("rt.layer_normalization", *args, **named, **keywords, stats=False)
+    results = call("rt.layer_normalization", *args, **named, **keywords)
+    return results if outputs == 3 else index(results, pyir.Slice(None, pyir.Lit(outputs)))
+
+
+@microsoft(
+    "EmbedLayerNormalization",
+    defaults={"epsilon": float(np.float32(1e-12)), "mask_index_type": 1},
+    exact=True,
+)
+def embed_layer_normalization(view: NodeView):
+    if view.attr("mask_index_type") != 1:
+        raise UnsupportedError(
+            f"{view.node.label}: EmbedLayerNormalization with mask_index_type "
+            f"{view.attr('mask_index_type')} is not supported (1 only)"
+        )
+    names = {0: "input_ids", 1: "segment_ids", 2: "word_embedding", 3: "position_embedding"}
+    names.update({4: "segment_embedding", 5: "gamma", 6: "beta", 7: "mask", 8: "position_ids"})
+    for required in (0, 2, 3, 5, 6):
+        if view.input(required) is None:
+            raise CompileError(
+                f"{view.node.label}: input {required} ({names[required]}) is required"
+            )
+    operands = {names[i]: o for i, o in enumerate(view.inputs) if o is not None and i}
+    keywords = {"epsilon": view.attr("epsilon")}
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call("rt.embed_layer_normalization", view.inputs[0], **operands, **keywords)
+
+
+@microsoft(
+    "QEmbedLayerNormalization",
+    defaults={"epsilon": float(np.float32(1e-12))},
+    exact=True,
+)
+def qembed_layer_normalization(view: NodeView):
+    """Every input but the ids by keyword (the kernel's parameters are the input names; the
+    segment table's are named without _quant)."""
+    for required in (0, 2, 3, 5, 6, 8, 9, 11, 12):
+        if view.input(required) is None:
+            raise CompileError(
+                f"{view.node.label}: input {required} ({_QEMBED_INPUTS[required]}) is required"
+            )
+    operands = {
+        _QEMBED_INPUTS[i]: operand for i, operand in enumerate(view.inputs) if i and operand
+    }
+    keywords = {"epsilon": view.attr("epsilon")}
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call("rt.qembed_layer_normalization", view.inputs[0], **operands, **keywords)
+
+
+_QEMBED_INPUTS = (
+    "input_ids segment_ids word_embedding_quant position_embedding_quant segment_embedding "
+    "gamma_quant beta_quant mask word_embedding_scale position_embedding_scale "
+    "segment_embedding_scale gamma_scale beta_scale word_embedding_zero_point "
+    "position_embedding_zero_point segment_embedding_zero_point gamma_zero_point "
+    "beta_zero_point"
+).split()
+
+
+# --- matrix products ----------------------------------------------------------------------------
+
+
+_MATMUL = {"alpha": 1.0, "transA": 0, "transB": 0}
+_FUSED_MATMUL = {**_MATMUL, "transBatchA": 0, "transBatchB": 0}
+
+
+@microsoft(
+    "FusedMatMul",
+    defaults=_FUSED_MATMUL,
+    exact=True,
+)
+def fused_matmul(view: NodeView):
+    keywords = {name: view.attr(name) for name in _FUSED_MATMUL}
+    return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, _FUSED_MATMUL))
+
+
+@microsoft("TransposeMatMul", defaults=_MATMUL, exact=True)
+def transpose_matmul(view: NodeView):
+    keywords = {name: view.attr(name) for name in _MATMUL}
+    return call("rt.fused_matmul", *view.inputs[:2], **_non_default(keywords, _MATMUL))
+
+
+def _non_default(keywords: dict, defaults: dict) -> dict:
+    """The keywords whose value is not the default (shorter calls)."""
+    return {k: v for k, v in keywords.items() if defaults.get(k) != v}
+
+
+_ACTIVATIONS = ("Relu", "LeakyRelu", "Tanh", "Sigmoid", "HardSigmoid", "Clip")
+
+
+def _activation(view: NodeView, params) -> dict:
+    activation = view.attr("activation") or ""
+    if activation and activation not in _ACTIVATIONS:
+        raise UnsupportedError(
+            f"{view.node.label}: {view.op_type} activation {activation!r} is not supported "
+            f"({', '.join(_ACTIVATIONS)})"
+        )
+    if not activation:
+        return {}
+    return {"activation": activation, "params": tuple(float(p) for p in params)}
+
+
+@microsoft(
+    "FusedGemm",
+    defaults={"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0, "activation": ""},
+    exact=True,
+)
+def fused_gemm(view: NodeView):
+    """Gemm as the default domain's rules compute it, then the activation (onnxruntime requires
+    one) with its activation_alpha/beta/gamma."""
+    product = linalg.gemm_exact(view) if view.variant.exact else linalg.gemm(view)
+    params = [
+        view.attr(name)
+        for name in ("activation_alpha", "activation_beta", "activation_gamma")
+        if view.attr(name) is not None
+    ]
+    activation = _activation(view, params)
+    return call("rt.fused_activation", product, **activation) if activation else product
+
+
+@microsoft(
+    "FusedConv",
+    defaults={"group": 1, "auto_pad": "NOTSET", "activation": ""},
+    exact=True,
+)
+def fused_conv(view: NodeView):
+    args, named = optional_arguments(view, {2: "B", 3: "Z"})
+    geometry = dict(window_keywords(view, kernel_shape_of(view)))
+    activation = _activation(view, view.attr("activation_params") or ())
+    return call("rt.fused_conv", *args, **named, **geometry, group=view.attr("group"), **activation)
+
+
+@microsoft("Inverse", exact=False)
+def inverse(view: NodeView):
+    return call("rt.inverse", view.inputs[0])
+
+
+@microsoft("CDist", defaults={"metric": "sqeuclidean"}, exact=True)
+def cdist(view: NodeView):
+    metric = view.attr("metric")
+    if metric not in ("sqeuclidean", "euclidean"):
+        raise UnsupportedError(f"{view.node.label}: CDist metric {metric!r} is not supported")
+    return call("rt.cdist", *view.inputs[:2], metric=metric)
+
+
+# --- attention ----------------------------------------------------------------------------------
+
+
+_ATTENTION = {"unidirectional": 0, "mask_filter_value": -10000.0, "scale": 0.0}
+
+
+def _refuse(view: NodeView, *attributes: str) -> None:
+    for name in attributes:
+        if view.attr(name):
+            raise UnsupportedError(
+                f"{view.node.label}: {view.op_type} with {name}={view.attr(name)!r} is not "
+                f"supported"
+            )
+
+
+@microsoft("Attention", defaults=_ATTENTION, required=("num_heads",), exact=True)
+def attention(view: NodeView):
+    _refuse(view, "do_rotary", "past_present_share_buffer")
+    if view.input(6) is not None:
+        raise UnsupportedError(
+            f"{view.node.label}: Attention's past_sequence_length input is not supported"
+        )
+    keywords = {"num_heads": view.attr("num_heads")}
+    for name in ("qkv_hidden_sizes", "unidirectional", "scale", "mask_filter_value"):
+        value = view.attr(name)
+        if value != _ATTENTION.get(name) and value is not None:
+            keywords[name] = tuple(value) if isinstance(value, list) else value
+    return _kernel_call(
+        view,
+        "microsoft_attention",
+        {2: "bias", 3: "mask_index", 4: "past", 5: "attention_bias"},
+        **keywords,
+    )
+
+
+@microsoft("MultiHeadAttention", defaults=_ATTENTION, required=("num_heads",), exact=True)
+def multi_head_attention(view: NodeView):
+    for index_, what in ((8, "past_sequence_length"), (9, "cache_indirection")):
+        if view.input(index_) is not None:
+            raise UnsupportedError(
+                f"{view.node.label}: MultiHeadAttention's {what} input is not supported"
+            )
+    if view.output(3) is not None:
+        raise UnsupportedError(
+            f"{view.node.label}: MultiHeadAttention's qk output is not supported"
+        )
+    keywords = {"num_heads": view.attr("num_heads")}
+    for name in ("unidirectional", "scale", "mask_filter_value"):
+        if view.attr(name) != _ATTENTION[name]:
+            keywords[name] = view.attr(name)
+    optional = {1: "key", 2: "value", 3: "bias", 4: "key_padding_mask", 5: "attention_bias"}
+    optional.update({6: "past_key", 7: "past_value"})
+    return _kernel_call(view, "multi_head_attention", optional, **keywords)
+
+
+_GQA = {"scale": 0.0, "softcap": 0.0, "do_rotary": 0, "rotary_interleaved": 0}
+_GQA.update({"local_window_size": -1, "smooth_softmax": -1, "qk_output": 0, "causal": 1})
+_GQA.update({"k_quant_type": "NONE", "v_quant_type": "NONE", "sliding_window_cache": 0})
+
+
+@microsoft("GroupQueryAttention", defaults=_GQA, required=("num_heads", "kv_num_heads"), exact=True)
+def group_query_attention(view: NodeView):
+    """What onnxruntime-genai's model builder writes: grouped heads, a key/value cache, rotary
+    positions from seqlens_k. Sliding windows, smooth softmax, head sinks, quantized caches, QK
+    norms, position_ids and the qk output are refused, naming the node."""
+    for name in ("local_window_size", "smooth_softmax"):
+        if view.attr(name) != -1:
+            raise UnsupportedError(
+                f"{view.node.label}: GroupQueryAttention with {name} is not supported"
+            )
+    for name, default in (("k_quant_type", "NONE"), ("v_quant_type", "NONE"), ("causal", 1)):
+        if view.attr(name) != default:
+            raise UnsupportedError(
+                f"{view.node.label}: GroupQueryAttention with {name}={view.attr(name)!r} is not supported"
+            )
+    _refuse(view, "qk_output", "sliding_window_cache", "kv_cache_bit_width")
+    for index_ in range(11, 16):
+        if view.input(index_) is not None:
+            raise UnsupportedError(
+                f"{view.node.label}: GroupQueryAttention input {index_} is not supported"
+            )
+    if view.input(9) is not None:
+        raise UnsupportedError(
+            f"{view.node.label}: GroupQueryAttention's position_ids input is not supported"
+        )
+    if view.output(3) is not None:
+        raise UnsupportedError(
+            f"{view.node.label}: GroupQueryAttention's output_qk is not supported"
+        )
+    keywords = {name: view.attr(name) for name in ("num_heads", "kv_num_heads")}
+    for name in ("scale", "softcap", "do_rotary", "rotary_interleaved"):
+        if view.attr(name) != _GQA[name]:
+            keywords[name] = view.attr(name)
+    for required, what in ((5, "seqlens_k"), (6, "total_sequence_length")):
+        if view.input(required) is None:
+            raise CompileError(f"{view.node.label}: input {required} ({what}) is required")
+    optional = {1: "key", 2: "value", 3: "past_key", 4: "past_value", 5: "seqlens_k"}
+    optional.update({6: "total_sequence_length", 7: "cos_cache", 8: "sin_cache"})
+    optional.update({10: "attention_bias"})
+    return _kernel_call(view, "group_query_attention", optional, **keywords)
+
+
+@microsoft("QAttention", defaults=_ATTENTION, required=("num_heads",), exact=True)
+def qattention(view: NodeView):
+    _refuse(view, "do_rotary", "past_present_share_buffer")
+    keywords = {"num_heads": view.attr("num_heads")}
+    for name in ("unidirectional", "scale", "mask_filter_value"):
+        if view.attr(name) != _ATTENTION[name]:
+            keywords[name] = view.attr(name)
+    optional = {5: "mask_index", 6: "input_zero_point", 7: "weight_zero_point", 8: "past"}
+    return _kernel_call(view, "qattention", optional, **keywords)
+
+
+@microsoft(
+    "RotaryEmbedding",
+    defaults={"interleaved": 0, "num_heads": 0, "rotary_embedding_dim": 0, "scale": 1.0},
+    exact=True,
+)
+def rotary_embedding(view: NodeView):
+    """The default domain's rotation (rt.rotary_embedding) with com.microsoft's inputs (input,
+    position_ids, cos_cache, sin_cache) and its position offset and head count rules."""
+    _refuse(view, "is_packed_batching")
+    if view.attr("scale") != 1.0:
+        raise UnsupportedError(
+            f"{view.node.label}: RotaryEmbedding with scale != 1 is not supported"
+        )
+    keywords = {
+        name: view.attr(name)
+        for name in ("interleaved", "num_heads", "rotary_embedding_dim")
+        if view.attr(name)
+    }
+    return call("rt.microsoft_rotary_embedding", *view.inputs[:4], **keywords)
+
+
+# --- quantization ---------------------------------------------------------------------------------
+
+
+@microsoft("DynamicQuantizeMatMul", exact=True)
+def dynamic_quantize_matmul(view: NodeView):
+    args, named = optional_arguments(view, {3: "b_zero_point", 4: "bias"})
+    return call("rt.dynamic_quantize_matmul", *args, **named)
+
+
+@microsoft("MatMulIntegerToFloat", exact=True)
+def matmul_integer_to_float(view: NodeView):
+    args, named = optional_arguments(view, {4: "a_zero_point", 5: "b_zero_point", 6: "bias"})
+    return call("rt.matmul_integer_to_float", *args, **named)
+
+
+_LSTM_INPUTS = (
+    "X W R B sequence_lens initial_h initial_c P W_scale W_zero_point R_scale R_zero_point"
+).split()
+
+
+@microsoft(
+    "DynamicQuantizeLSTM",
+    defaults={"direction": "forward", "input_forget": 0},
+    exact=True,
+)
+def dynamic_quantize_lstm(view: NodeView):
+    """The LSTM's attributes as ops.recurrent passes them; the kernel returns (Y, Y_h, Y_c)."""
+    direction = view.attr("direction")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise CompileError(f"{view.node.label}: direction {direction!r} is not supported")
+    for required in (8, 9, 10, 11):
+        if view.input(required) is None:
+            raise CompileError(
+                f"{view.node.label}: input {required} ({_LSTM_INPUTS[required]}) is required"
+            )
+    keywords = {"direction": direction}
+    if view.attr("activations") is not None:
+        directions = 2 if direction == "bidirectional" else 1
+        keywords["activations"] = recurrent._activations(view, 3, directions)
+    for name in ("activation_alpha", "activation_beta", "clip"):
+        if view.attr(name) is not None:
+            keywords[name] = view.attr(name)
+    if view.attr("input_forget"):
+        keywords["input_forget"] = 1
+    args, tensors = pyir.optional_arguments(_LSTM_INPUTS, view.inputs)
+    results = call("rt.dynamic_quantize_lstm", *args, **tensors, **keywords)
+    count = len(view.outputs)
+    if count == 1:
+        return index(results, 0)
+    return results if count == 3 else index(results, pyir.Slice(None, pyir.Lit(count)))
+
+
+@microsoft(
+    "MatMulNBits",
+    defaults={"bits": 4, "accuracy_level": 0, "weight_prepacked": 0},
+    required=("K", "N", "block_size"),
+    exact=True,
+)
+def matmul_nbits(view: NodeView):
+    bits = view.attr("bits")
+    if bits not in (2, 4, 8):
+        raise UnsupportedError(f"{view.node.label}: MatMulNBits with {bits} bits is not supported")
+    _refuse(view, "weight_prepacked")
+    args, named = optional_arguments(view, {3: "zero_points", 4: "g_idx", 5: "bias"})
+    keywords = {name: view.attr(name) for name in ("K", "N", "bits", "block_size")}
+    return call("rt.matmul_nbits", *args, **named, **keywords)
+
+
+@microsoft(
+    "GatherBlockQuantized",
+    defaults={"gather_axis": 0, "quantize_axis": 1, "block_size": 128, "bits": 4},
+    exact=True,
+)
+def gather_block_quantized(view: NodeView):
+    args, named = optional_arguments(view, {3: "zero_points"})
+    keywords = {
+        name: view.attr(name) for name in ("gather_axis", "quantize_axis", "block_size", "bits")
+    }
+    return call("rt.gather_block_quantized", *args, **named, **keywords)
+
+
+@microsoft("QuantizeLinear", defaults={"axis": 1}, exact=True)
+def quantize_linear(view: NodeView):
+    """The default domain's rule (8- and 16-bit targets, per-tensor and per-axis)."""
+    return quantization.quantize_linear(view)
+
+
+@microsoft(
+    "DequantizeLinear",
+    defaults={"axis": 1},
+    exact=True,
+)
+def dequantize_linear(view: NodeView):
+    return quantization.dequantize_linear(view)
+
+
+@microsoft("QLinearAdd", "QLinearMul", exact=True)
+def qlinear_binary(view: NodeView):
+    args, named = optional_arguments(
+        view, {2: "A_zero_point", 5: "B_zero_point", 7: "C_zero_point"}
+    )
+    return call("rt.qlinear_binary", *args, **named, op=view.op_type.removeprefix("QLinear"))
+
+
+def _table_rule(activation: str):
+    """`rt.qlinear_lookup(X, table)`: the 256-entry table (rt.qlinear_table) built at compile
+    time when the scales and zero points are constants (a module constant), else at run time."""
+
+    def emit(view: NodeView):
+        X = view.inputs[0]
+        if X.dtype is None or X.dtype.name not in ("uint8", "int8"):
+            raise CompileError(f"{view.node.label}: {view.op_type} takes uint8 or int8 input")
+        keywords = {"dtype": X.dtype, "activation": activation}
+        if activation == "leaky_relu":
+            keywords["alpha"] = float(np.float32(view.attr("alpha")))
+        parameters = [view.input(i) for i in (1, 2, 3, 4)]
+        if all(p is None or p.const is not None for p in parameters):
+            values = [None if p is None else p.const for p in parameters]
+            table = runtime_support.qlinear_table(*values, **keywords)
+            table = Const(table, f"{view.node.name or view.op_type}_table")
+        else:
+            args, named = optional_arguments(view, {2: "X_zero_point", 4: "Y_zero_point"})
+            table = call("rt.qlinear_table", *args[1:], **named, **keywords)
+        return call("rt.qlinear_lookup", X, table)
+
+    return emit
+
+
+microsoft("QLinearSigmoid", exact=True)(_table_rule("sigmoid"))
+microsoft("QLinearLeakyRelu", defaults={"alpha": float(np.float32(0.01))}, exact=True)(
+    _table_rule("leaky_relu")
+)
+
+
+@microsoft(
+    "QLinearGlobalAveragePool",
+    defaults={"channels_last": 0},
+    exact=True,
+)
+def qlinear_global_average_pool(view: NodeView):
+    return call(
+        "rt.qlinear_global_average_pool",
+        *view.inputs[:5],
+        channels_last=view.attr("channels_last"),
+    )
+
+
+@microsoft(
+    "QLinearAveragePool",
+    defaults={"auto_pad": "NOTSET", "ceil_mode": 0, "channels_last": 0, "count_include_pad": 0},
+    required=("kernel_shape",),
+    exact=True,
+)
+def qlinear_average_pool(view: NodeView):
+    """Dequantized, averaged as AveragePool averages (float32 taps in a fixed order, one
+    division), requantized as onnxruntime does (the zero point added before rounding)."""
+    if view.attr("channels_last"):
+        raise UnsupportedError(
+            f"{view.node.label}: QLinearAveragePool with channels_last is not supported"
+        )
+    args, named = optional_arguments(view, {2: "x_zero_point", 4: "y_zero_point"})
+    return call(
+        "rt.qlinear_average_pool",
+        *args,
+        **named,
+        **pool._window(view),
+        count_include_pad=view.attr("count_include_pad"),
+    )
+
+
+@microsoft("QLinearConcat", required=("axis",), exact=True)
+def qlinear_concat(view: NodeView):
+    if (len(view.inputs) - 2) % 3:
+        raise CompileError(f"{view.node.label}: QLinearConcat takes (X, scale, zero point) triples")
+    return call("rt.qlinear_concat", *view.inputs, axis=view.attr("axis"))
+
+
+@microsoft("QGemm", defaults={"alpha": 1.0, "transA": 0, "transB": 0}, exact=True)
+def qgemm(view: NodeView):
+    args, named = optional_arguments(view, {6: "C", 7: "y_scale", 8: "y_zero_point"})
+    keywords = {name: view.attr(name) for name in ("alpha", "transA", "transB")}
+    return call("rt.qgemm", *args, **named, **keywords)
+
+
+@microsoft(
+    "QLinearConv",
+    defaults={"auto_pad": "NOTSET", "group": 1, "channels_last": 0},
+    exact=True,
+)
+def qlinear_conv(view: NodeView):
+    if view.attr("channels_last"):
+        raise UnsupportedError(
+            f"{view.node.label}: QLinearConv with channels_last is not supported"
+        )
+    return quantization.qlinear_conv(view)
+
+
+_MURMUR_TYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64", "object")
+
+
+@microsoft(
+    "MurmurHash3",
+    defaults={"seed": 0, "positive": 1},
+    exact=True,
+)
+def murmur_hash3(view: NodeView):
+    X = view.inputs[0]
+    if X.dtype is not None and X.dtype.name not in _MURMUR_TYPES:
+        raise UnsupportedError(f"{view.node.label}: MurmurHash3 of {X.dtype.name} is not supported")
+    seed = int(np.uint32(view.attr("seed") & 0xFFFFFFFF))
+    return call("rt.murmur_hash3", X, seed=seed, positive=view.attr("positive"))
+
+
+# --- operators the default domain also has ------------------------------------------------------
+
+
+def _as_default(view: NodeView, op_type: str, opset: int, attrs: dict | None = None) -> NodeView:
+    """`view` as a node of the default domain's `op_type` at `opset` (its attributes, and
+    `attrs` for the ones this domain spells differently or fixes)."""
+    node = dataclasses.replace(
+        view.node,
+        op_type=op_type,
+        domain="",
+        opset=opset,
+        attrs={**view.node.attrs, **(attrs or {})},
+    )
+    return NodeView(
+        node, view.inputs, view.outputs, view.variant, view._temporary, view._body, view._dim_code
+    )
+
+
+def _default_rule(op_type: str, opset: int, attrs: dict | None = None):
+    """The emit rule and exactness of the default domain's `op_type` at `opset`, for a
+    com.microsoft operator of the same semantics."""
+
+    def entry(view: NodeView):
+        return lookup(op_type, "", opset, view.variant, view.node.label)
+
+    def emit(view: NodeView):
+        return entry(view).emit(_as_default(view, op_type, opset, attrs))
+
+    def exact(view: NodeView):
+        return entry(view).refusal(_as_default(view, op_type, opset, attrs))
+
+    return emit, exact
+
+
+for _op_type, _opset, _attrs, _defaults in (
+    ("Trilu", 14, None, {"upper": 1}),
+    ("Range", 11, None, {}),
+    ("GatherND", 11, None, {}),
+    ("Pad", 11, None, {"mode": "constant"}),
+):
+    _emit, _exact = _default_rule(_op_type, _opset, _attrs)
+    microsoft(_op_type, defaults=_defaults, exact=_exact)(_emit)
+
+
+@microsoft("ExpandDims", exact=True)
+def expand_dims(view: NodeView):
+    """Unsqueeze by one axis, a scalar int32 input (normalized at run time when not constant)."""
+    X, axis = view.inputs[:2]
+    if axis.const is not None:
+        value = int(axis.const.reshape(()))
+        if X.rank is not None:
+            value = value % (X.rank + 1) if -X.rank - 1 <= value <= X.rank else value
+        return call("np.expand_dims", X, value)
+    return call("rt.unsqueeze", X, axis)
+
+
+@microsoft("Unique", exact=True)
+def unique(view: NodeView):
+    """(y, idx, counts) of a 1-D input in the order of first occurrence: ONNX Unique's kernel
+    with sorted=0, its first index output dropped."""
+    y, inverse, counts = (
+        [out.name if out is not None else None for out in view.outputs] + [None] * 3
+    )[:3]
+    return [pyir.assign((y, None, inverse, counts), call("rt.unique", view.inputs[0], sorted=0))]
+
+
+# --- onnxruntime's default-domain operators of the experimental era -----------------------------
+# onnx dropped these schemas (or defines them only from a later opset); onnxruntime still runs
+# them, and old models (ImageScaler in the model zoo's Tiny YOLOv2) contain them.
+
+
+@microsoft("Affine", domain="", defaults={"alpha": 1.0, "beta": 0.0}, exact=True)
+def affine(view: NodeView):
+    X = view.inputs[0]
+    product = binop("*", X, scalar(view.attr("alpha"), X.dtype))
+    return binop("+", product, scalar(view.attr("beta"), X.dtype))
+
+
+@microsoft("Scale", domain="", defaults={"scale": 1.0}, exact=True)
+def scale(view: NodeView):
+    X = view.inputs[0]
+    return binop("*", X, scalar(view.attr("scale"), X.dtype))
+
+
+@microsoft("ImageScaler", domain="", defaults={"scale": 1.0}, exact=True)
+def image_scaler(view: NodeView):
+    """scale * x + bias[channel] over (N, C, H, W)."""
+    X = view.inputs[0]
+    product = binop("*", X, scalar(view.attr("scale"), X.dtype))
+    bias = view.attr("bias")
+    if not bias:
+        return product
+    dtype = X.dtype if X.dtype is not None else np.dtype(np.float32)
+    shift = np.asarray(bias, dtype).reshape(1, -1, 1, 1)
+    return binop("+", product, Const(shift, f"{view.node.name or 'ImageScaler'}_bias"))
+
+
+@microsoft("ScaledTanh", domain="", defaults={"alpha": 1.0, "beta": 1.0}, exact=True)
+def scaled_tanh(view: NodeView):
+    X = view.inputs[0]
+    inner = binop("*", X, scalar(view.attr("beta"), X.dtype))
+    return binop("*", call("np.tanh", inner), scalar(view.attr("alpha"), X.dtype))
+
+
+def _parametric_softplus(function: str):
+    def emit(view: NodeView):
+        X = view.inputs[0]
+        inner = binop("*", X, scalar(view.attr("beta"), X.dtype))
+        if function == "np.logaddexp":
+            softplus = call(function, inner, scalar(0, X.dtype))
+        else:
+            softplus = call(function, inner)
+        return binop("*", softplus, scalar(view.attr("alpha"), X.dtype))
+
+    return emit
+
+
+_SOFTPLUS = {"alpha": 1.0, "beta": 1.0}
+microsoft("ParametricSoftplus", domain="", defaults=_SOFTPLUS, exact=False)(
+    _parametric_softplus("np.logaddexp")  # log(exp(x) + exp(0)) without overflow
+)
+microsoft(
+    "ParametricSoftplus",
+    domain="",
+    defaults=_SOFTPLUS,
+    variant="exact",
+    exact=True,
+)(_parametric_softplus("rt.exact_softplus"))
+
+
+@microsoft("Crop", domain="", defaults={"border": [0, 0, 0, 0]}, exact=True)
+def crop(view: NodeView):
+    """(N, C, H, W) cut by border (left, top, right, bottom), or a scale (height, width) window
+    from (top, left)."""
+    X = view.inputs[0]
+    left, top, right, bottom = (int(b) for b in view.attr("border"))
+    window = view.attr("scale")
+    if window:
+        height, width = (int(s) for s in window)
+        rows, columns = span(top, top + height), span(left, left + width)
+    else:
+        rows, columns = span(top, -bottom or None), span(left, -right or None)
+    return index(X, (span(), span(), rows, columns))
+
+
+for _op_type, _opset, _until, _name in (
+    ("DynamicSlice", 10, None, "Slice"),
+    ("ThresholdedRelu", 10, 9, "ThresholdedRelu"),
+):
+    _emit, _exact = _default_rule(_name, _opset)
+    defaults = {"alpha": 1.0} if _op_type == "ThresholdedRelu" else {}
+    microsoft(_op_type, domain="", until=_until, defaults=defaults, exact=_exact)(_emit)
+
+
+def _mvn_axes(view: NodeView) -> list[int]:
+    """onnxruntime's axes: the batch axis too (opset 9's default), and the channels across them."""
+    return [0, 1, 2, 3] if view.attr("across_channels") else [0, 2, 3]
+
+
+@microsoft(
+    "MeanVarianceNormalization",
+    domain="",
+    until=8,
+    defaults={"across_channels": 0, "normalize_variance": 1},
+    exact=True,
+)
+def mean_variance_normalization_1(view: NodeView):
+    """Opset 9's rule over _mvn_axes, or with normalize_variance=0 the mean taken away only."""
+    if view.attr("normalize_variance"):
+        emit, _ = _default_rule("MeanVarianceNormalization", 9, {"axes": _mvn_axes(view)})
+        return emit(view)
+    X = view.inputs[0]
+    mean = "rt.exact_mean" if view.variant.exact else "np.mean"
+    return binop("-", X, call(mean, X, axis=tuple(_mvn_axes(view)), keepdims=True))
+
+
+@microsoft("MatMulInteger16", exact=True)
+def matmul_integer16(view: NodeView):
+    return call("rt.matmul_integer16", *view.inputs[:2])
+
+
+@microsoft("QLinearWhere", exact=True)
+def qlinear_where(view: NodeView):
+    return call("rt.qlinear_where", *view.inputs[:9])
+
+
+@microsoft("UnfoldTensor", defaults={"dim": -1, "step": 1}, required=("size",), exact=True)
+def unfold_tensor(view: NodeView):
+    keywords = {name: view.attr(name) for name in ("dim", "size", "step")}
+    return call("rt.unfold_tensor", view.inputs[0], **keywords)
+
+
+@microsoft(
+    "NhwcMaxPool",
+    defaults={"auto_pad": "NOTSET", "ceil_mode": 0},
+    required=("kernel_shape",),
+    exact=True,
+)
+def nhwc_max_pool(view: NodeView):
+    """MaxPool's geometry given explicitly (the spatial axes are 1..rank-2 here: the compiler's
+    window rules read NCHW shapes), or auto_pad settled by the kernel at run time."""
+    kernel_shape = tuple(int(k) for k in view.attr("kernel_shape"))
+    count = len(kernel_shape)
+    keywords = {
+        "kernel_shape": kernel_shape,
+        "strides": tuple(view.attr("strides") or (1,) * count),
+        "dilations": tuple(view.attr("dilations") or (1,) * count),
+        "ceil_mode": view.attr("ceil_mode"),
+    }
+    if view.attr("auto_pad") not in ("NOTSET", ""):
+        keywords["auto_pad"] = view.attr("auto_pad")
+    else:
+        keywords["pads"] = tuple(view.attr("pads") or (0,) * (2 * count))
+    return call("rt.nhwc_max_pool", view.inputs[0], **keywords)
+
+
+_GRID_SAMPLE = {"align_corners": 0, "mode": "bilinear", "padding_mode": "zeros"}
+_emit, _exact = _default_rule("GridSample", 16)
+microsoft("GridSample", defaults=_GRID_SAMPLE, exact=_exact)(_emit)
+
+
+@microsoft("QLinearSoftmax", defaults={"axis": -1}, required=("opset",), exact=True)
+def qlinear_softmax(view: NodeView):
+    """The `opset` attribute (required) says Softmax's semantics: along `axis` from 13, over the
+    2-D coercion at `axis` before; the schema's default axis is -1 for both (onnxruntime's kernel
+    would take 1 before 13 only for an axis its schema did not fill in)."""
+    opset = view.attr("opset")
+    if opset is None:
+        raise CompileError(f"{view.node.label}: QLinearSoftmax needs its opset attribute")
+    axis = view.attr("axis")
+    args, named = optional_arguments(view, {2: "x_zero_point", 4: "y_zero_point"})
+    return call("rt.qlinear_softmax", *args, **named, axis=axis, opset=opset)
+
+
+@microsoft(
+    "MatMulBnb4",
+    defaults={"transB": 1, "training_mode": 0},
+    required=("K", "N", "block_size", "quant_type"),
+    exact=True,
+)
+def matmul_bnb4(view: NodeView):
+    if view.attr("quant_type") not in (0, 1) or not view.attr("transB"):
+        raise UnsupportedError(
+            f"{view.node.label}: MatMulBnb4 with quant_type {view.attr('quant_type')} and transB "
+            f"{view.attr('transB')} is not supported (FP4 or NF4, transposed B)"
+        )
+    keywords = {name: view.attr(name) for name in ("K", "N", "block_size", "quant_type")}
+    return call("rt.matmul_bnb4", *view.inputs[:3], **keywords)
+
+
+@microsoft("CropAndResize", defaults={"mode": "bilinear", "extrapolation_value": 0.0}, exact=True)
+def crop_and_resize(view: NodeView):
+    mode = view.attr("mode")
+    if mode not in ("bilinear", "nearest"):
+        raise UnsupportedError(f"{view.node.label}: CropAndResize mode {mode!r} is not supported")
+    extrapolation = float(np.float32(view.attr("extrapolation_value")))
+    return call(
+        "rt.crop_and_resize", *view.inputs[:4], mode=mode, extrapolation_value=extrapolation
+    )
+
+
+@microsoft("NGramRepeatBlock", required=("ngram_size",), exact=True)
+def ngram_repeat_block(view: NodeView):
+    return call("rt.ngram_repeat_block", *view.inputs[:2], ngram_size=view.attr("ngram_size"))
+
+
+@microsoft("DynamicTimeWarping", exact=True)
+def dynamic_time_warping(view: NodeView):
+    return call("rt.dynamic_time_warping", view.inputs[0])
+
+
+@microsoft("ConvTransposeWithDynamicPads", defaults={"group": 1, "auto_pad": "NOTSET"}, exact=True)
+def conv_transpose_with_dynamic_pads(view: NodeView):
+    """ConvTranspose (the default domain's kernel and attributes) with its pads an input: a tuple
+    literal when constant, else read at run time."""
+    keywords = conv._conv_transpose_keywords(view)
+    pads = view.input(2)
+    if pads is not None and not {"output_shape", "auto_pad"} & set(keywords):
+        if pads.const is not None:
+            keywords["pads"] = tuple(int(p) for p in pads.const.reshape(-1))
+        else:
+            keywords["pads"] = call("tuple", pyir.method(pads, "tolist"))
+    operands = [view.inputs[0], view.inputs[1]] + ([view.input(3)] if view.input(3) else [])
+    return call("rt.conv_transpose", *operands, **keywords)

@@ -1,0 +1,1377 @@
+"""Kernels of onnxruntime's com.microsoft operators (and the default-domain ones onnxruntime adds:
+SimplifiedLayerNormalization, LayerNormalization before opset 17), as onnxruntime 1.31.1's CPU
+provider computes them (docs/com-microsoft.md).
+
+Float kernels come in pairs: `name` (numpy's matmul, exp, tanh, erf) and `exact_name`, its declared
+exact twin, the same steps through the library's exact primitives (exact_matmul, exact_softmax,
+exact_gelu, exact_tanh, exact_sigmoid, exact_mean: fixed orders, one rounding each). One function
+of the operator takes the primitives as its first argument (`_Primitives`), so the two cannot
+drift apart. Integer and quantized kernels are integer arithmetic, or IEEE arithmetic in a fixed
+order, and exact as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from runtime_support import recurrent
+from runtime_support._kernels import kernel
+from runtime_support.activation import exact_gelu, softmax
+from runtime_support.attention import rotary_embedding
+from runtime_support.conv import conv
+from runtime_support.exact import exact_conv, exact_matmul, exact_mean, exact_softmax, exact_sum
+from runtime_support.exact_math import exact_exp, exact_sigmoid, exact_tanh
+from runtime_support.math import gelu, sigmoid
+from runtime_support.normalization import exact_layer_normalization, layer_normalization
+from runtime_support.pool import average_pool, max_pool
+from runtime_support.quantization import dynamic_quantize_linear
+
+__all__ = [
+    "microsoft_attention",
+    "exact_microsoft_attention",
+    "multi_head_attention",
+    "exact_multi_head_attention",
+    "skip_layer_normalization",
+    "exact_skip_layer_normalization",
+    "simplified_layer_normalization",
+    "exact_simplified_layer_normalization",
+    "embed_layer_normalization",
+    "exact_embed_layer_normalization",
+    "fused_matmul",
+    "exact_fused_matmul",
+    "fused_activation",
+    "exact_fused_activation",
+    "fused_conv",
+    "exact_fused_conv",
+    "cdist",
+    "exact_cdist",
+    "inverse",
+    "group_query_attention",
+    "exact_group_query_attention",
+    "qattention",
+    "exact_qattention",
+    "qembed_layer_normalization",
+    "exact_qembed_layer_normalization",
+    "dynamic_quantize_matmul",
+    "matmul_integer_to_float",
+    "matmul_nbits",
+    "exact_matmul_nbits",
+    "matmul_bnb4",
+    "exact_matmul_bnb4",
+    "gather_block_quantized",
+    "qlinear_binary",
+    "qlinear_average_pool",
+    "microsoft_rotary_embedding",
+    "qlinear_softmax",
+    "exact_qlinear_softmax",
+    "qlinear_table",
+    "qlinear_lookup",
+    "qlinear_global_average_pool",
+    "qlinear_concat",
+    "qgemm",
+    "matmul_integer16",
+    "qlinear_where",
+    "unfold_tensor",
+    "nhwc_max_pool",
+    "crop_and_resize",
+    "dynamic_time_warping",
+    "ngram_repeat_block",
+    "dynamic_quantize_lstm",
+    "exact_dynamic_quantize_lstm",
+    "murmur_hash3",
+]
+
+
+@dataclass(frozen=True)
+class _Primitives:
+    """The float primitives a kernel is built from: numpy's (FAST) or the library's exact ones."""
+
+    matmul: Callable
+    softmax: Callable
+    gelu: Callable
+    tanh: Callable
+    sigmoid: Callable
+    exp: Callable
+    mean: Callable  # mean(x, axis) with kept dims
+    layer_normalization: Callable
+    conv: Callable
+
+
+FAST = _Primitives(
+    np.matmul,
+    lambda x, axis: softmax(x, axis=axis),
+    gelu,
+    np.tanh,
+    sigmoid,
+    np.exp,
+    lambda x, axis: np.mean(x, axis=axis, keepdims=True),
+    layer_normalization,
+    conv,
+)
+EXACT = _Primitives(
+    exact_matmul,
+    lambda x, axis: exact_softmax(x, axis=axis),
+    exact_gelu,
+    exact_tanh,
+    exact_sigmoid,
+    exact_exp,
+    lambda x, axis: exact_mean(x, axis, keepdims=True),
+    exact_layer_normalization,
+    exact_conv,
+)
+
+
+def _twins(implementation: Callable, name: str, doc: str) -> tuple[Callable, Callable]:
+    """`name` (numpy's primitives) and `exact_name`, its declared exact twin."""
+
+    def fast(*args, **kwargs):
+        return implementation(FAST, *args, **kwargs)
+
+    def exact(*args, **kwargs):
+        return implementation(EXACT, *args, **kwargs)
+
+    fast.__name__, exact.__name__ = name, f"exact_{name}"
+    fast.__doc__ = exact.__doc__ = doc
+    return (
+        kernel(exact=False, exact_twin=f"rt.exact_{name}")(fast),
+        kernel(exact=True)(exact),
+    )
+
+
+# --- normalizations ---------------------------------------------------------------------------
+
+
+def _rms(m: _Primitives, x, scale, axis, epsilon, stash):
+    """x / sqrt(mean(x * x) + epsilon) * scale over the axes from `axis`, statistics in `stash`;
+    returns (Y in x's type, inv_std_var in stash)."""
+    xs = x.astype(stash, copy=False)
+    axes = tuple(range(axis % x.ndim, x.ndim))
+    inv_std = stash.type(1) / np.sqrt(m.mean(xs * xs, axes) + stash.type(epsilon))
+    y = (xs * inv_std).astype(x.dtype, copy=False) * scale.astype(x.dtype, copy=False)
+    return y.astype(x.dtype, copy=False), inv_std
+
+
+def _simplified_layer_normalization(m, X, scale, *, axis=-1, epsilon=1e-5, stash_type=1, outputs=1):
+    stash = np.dtype(np.float64 if stash_type == 11 or X.dtype == np.float64 else np.float32)
+    y, inv_std = _rms(m, X, scale, axis, epsilon, stash)
+    return y if outputs == 1 else (y, inv_std.astype(np.float32 if stash_type == 1 else stash))
+
+
+simplified_layer_normalization, exact_simplified_layer_normalization = _twins(
+    _simplified_layer_normalization,
+    "simplified_layer_normalization",
+    """SimplifiedLayerNormalization (RMS normalization over the axes from `axis`): Y, and with
+    outputs=2 also inv_std_var (the statistics' shape, kept axes of 1).""",
+)
+
+
+def _skip_layer_normalization(
+    m, input, skip, gamma, beta=None, bias=None, *, epsilon=1e-12, simplified=False, outputs=1
+):
+    total = input + skip  # onnxruntime: input + skip, then + bias
+    if bias is not None:
+        total = total + bias
+    if simplified:
+        y, inv_std = _rms(m, total, gamma, -1, epsilon, np.dtype(np.float32))
+        mean = np.zeros_like(inv_std)  # onnxruntime's CPU kernel leaves the mean at 0
+    else:
+        y, mean, inv_std = m.layer_normalization(total, gamma, beta, axis=-1, epsilon=epsilon)
+    return y if outputs == 1 else (y, mean, inv_std, total)[:outputs]
+
+
+skip_layer_normalization, exact_skip_layer_normalization = _twins(
+    _skip_layer_normalization,
+    "skip_layer_normalization",
+    """SkipLayerNormalization (simplified=False) and SkipSimplifiedLayerNormalization: the layer
+    (or RMS) normalization over the last axis of input + skip + bias; returns the first `outputs`
+    of (output, mean, inv_std_var, input_skip_bias_sum).""",
+)
+
+
+def _embed_layer_normalization(
+    m,
+    input_ids,
+    *,
+    word_embedding,
+    position_embedding,
+    gamma,
+    beta,
+    segment_ids=None,
+    segment_embedding=None,
+    mask=None,
+    position_ids=None,
+    epsilon=1e-12,
+    outputs=1,
+):
+    batch, sequence = input_ids.shape
+    for ids, table, what in ((input_ids, word_embedding, "input_ids"),):
+        _check_indices(ids, table.shape[0], what)
+    if position_ids is None:
+        positions = np.broadcast_to(np.arange(sequence), (batch, sequence))
+    else:
+        positions = np.broadcast_to(position_ids, (batch, sequence))
+    _check_indices(positions, position_embedding.shape[0], "position_ids")
+    total = word_embedding[input_ids] + position_embedding[positions]
+    if segment_embedding is not None and segment_ids is not None:
+        _check_indices(segment_ids, segment_embedding.shape[0], "segment_ids")
+        total = total + segment_embedding[segment_ids]
+    y = m.layer_normalization(total, gamma, beta, axis=-1, epsilon=epsilon, stats=False)
+    if mask is None:
+        mask_index = np.zeros(batch, np.int32)
+    else:
+        mask_index = np.count_nonzero(mask, axis=1).astype(np.int32)  # onnxruntime: the count
+    return y if outputs == 1 else (y, mask_index, total)[:outputs]
+
+
+embed_layer_normalization, exact_embed_layer_normalization = _twins(
+    _embed_layer_normalization,
+    "embed_layer_normalization",
+    """EmbedLayerNormalization: layer normalization (last axis) of the word, position (by
+    position_ids, or 0..sequence-1) and segment embeddings' sum; returns the first `outputs` of
+    (output, mask_index: the mask's count of non-zeros per batch row, embedding_sum).""",
+)
+
+
+def _check_indices(ids: np.ndarray, size: int, what: str) -> None:
+    if ids.size and (ids.min() < 0 or ids.max() >= size):
+        raise IndexError(f"{what}: values must be in [0, {size}), got {ids.min()}..{ids.max()}")
+
+
+# --- matrix products, activations, convolution ------------------------------------------------
+
+
+def _fused_matmul(m, A, B, *, alpha=1.0, transA=0, transB=0, transBatchA=0, transBatchB=0):
+    a, b = _transposed(A, transA, transBatchA), _transposed(B, transB, transBatchB)
+    product = m.matmul(a, b)
+    if alpha != 1.0:
+        product = product * product.dtype.type(alpha)
+    return product
+
+
+def _transposed(x: np.ndarray, trans: int, trans_batch: int) -> np.ndarray:
+    """FusedMatMul's operand views: transBatch moves the first axis to just before the last
+    (batch dims rotate); trans swaps the last two. A 1-D operand is never transposed."""
+    if x.ndim < 2:
+        return x
+    if trans_batch and x.ndim > 2:
+        x = np.moveaxis(x, 0, -2)
+    return np.swapaxes(x, -1, -2) if trans else x
+
+
+fused_matmul, exact_fused_matmul = _twins(
+    _fused_matmul,
+    "fused_matmul",
+    """FusedMatMul and TransposeMatMul: alpha * A' @ B' with the transposes of the attributes.""",
+)
+
+
+def _activation(m, x, activation: str, params: tuple):
+    """x through one of FusedConv's / FusedGemm's activations, with their parameters."""
+    if activation == "Relu":
+        return np.maximum(x, x.dtype.type(0))
+    if activation == "LeakyRelu":
+        (alpha,) = params or (0.01,)
+        return np.where(x < 0, x * x.dtype.type(alpha), x)
+    if activation == "Tanh":
+        return m.tanh(x)
+    if activation == "Sigmoid":
+        return m.sigmoid(x)
+    if activation == "HardSigmoid":
+        alpha, beta = params or (0.2, 0.5)
+        y = x * x.dtype.type(alpha) + x.dtype.type(beta)
+        return np.minimum(np.maximum(y, x.dtype.type(0)), x.dtype.type(1))
+    if activation == "Clip":
+        low, high = params or (float(np.finfo(x.dtype).min), float(np.finfo(x.dtype).max))
+        return np.minimum(np.maximum(x, x.dtype.type(low)), x.dtype.type(high))
+    if activation in ("", None):
+        return x
+    raise ValueError(f"activation {activation!r} is not supported")
+
+
+def _fused_activation(m, x, *, activation="", params=()):
+    return _activation(m, x, activation, tuple(params))
+
+
+fused_activation, exact_fused_activation = _twins(
+    _fused_activation,
+    "fused_activation",
+    """FusedGemm's activation (Relu, LeakyRelu, Tanh, Sigmoid, HardSigmoid, Clip) of x.""",
+)
+
+
+def _fused_conv(m, X, W, B=None, Z=None, *, activation="", params=(), **geometry):
+    y = m.conv(X, W, B, **geometry)
+    if Z is not None:
+        y = y + Z
+    return _activation(m, y, activation, tuple(params))
+
+
+fused_conv, exact_fused_conv = _twins(
+    _fused_conv,
+    "fused_conv",
+    """FusedConv: Conv (runtime_support.conv's arguments), + Z when given, then the activation.""",
+)
+
+
+def _cdist(m, A, B, *, metric="sqeuclidean"):
+    if metric not in ("sqeuclidean", "euclidean"):
+        raise ValueError(f"CDist: metric {metric!r} is not supported (sqeuclidean, euclidean)")
+    difference = A[:, None, :] - B[None, :, :]
+    squared = difference * difference
+    if m is EXACT:
+        total = exact_sum(squared, 2, dtype=A.dtype)
+    else:
+        total = squared.sum(axis=2)
+    return np.sqrt(total) if metric == "euclidean" else total
+
+
+cdist, exact_cdist = _twins(
+    _cdist,
+    "cdist",
+    """CDist: the (squared) Euclidean distance of every row of A to every row of B.""",
+)
+
+
+@kernel(exact=False)
+def inverse(X):
+    """Inverse: the inverse of each (..., n, n) matrix (LAPACK; float16 through float32)."""
+    if X.dtype == np.float16:
+        return np.linalg.inv(X.astype(np.float32)).astype(np.float16)
+    return np.linalg.inv(X)
+
+
+# --- attention --------------------------------------------------------------------------------
+
+
+def _scaled_attention(m, q, k, v, scale, bias):
+    """softmax(q @ k^T * scale + bias) @ v over (batch, heads, sequence, head_size) operands, the
+    scores in float32 (float16 operands through float32)."""
+    dtype = q.dtype
+    q, k, v = (t.astype(np.float32, copy=False) for t in (q, k, v))
+    scores = m.matmul(q, np.swapaxes(k, -1, -2)) * np.float32(scale)
+    if bias is not None:
+        scores = scores + bias.astype(np.float32, copy=False)
+    return m.matmul(m.softmax(scores, -1), v).astype(dtype, copy=False)
+
+
+def _causal(queries: int, keys: int, past: int) -> np.ndarray:
+    """True where query i may not see key j: j > i + past."""
+    return np.arange(keys)[None, :] > np.arange(queries)[:, None] + past
+
+
+def _attention_mask(mask_index, batch, queries, keys, past, unidirectional, filter_value):
+    """The additive mask of Attention: mask_filter_value where a key is masked (by mask_index's
+    key lengths, [end, start) ranges, 0/1 matrix of 2, 3 or 4 dims) or by causality."""
+    bias = np.zeros((batch, 1, queries, keys), np.float32)
+    if mask_index is not None:
+        mask_index = mask_index.astype(np.int64)
+        j = np.arange(keys)
+        if mask_index.ndim == 1 and mask_index.shape[0] == batch:
+            hidden = j[None, :] >= mask_index[:, None]
+        elif mask_index.ndim == 1 and mask_index.shape[0] == 2 * batch:
+            end, start = mask_index[:batch, None], mask_index[batch:, None]
+            hidden = (j[None, :] >= end) | (j[None, :] < start)
+        elif mask_index.ndim == 2:
+            hidden = mask_index == 0
+        elif mask_index.ndim == 3:
+            hidden = mask_index[:, None, :, :] == 0
+        elif mask_index.ndim == 4:
+            hidden = mask_index[:, :, past : past + queries, :keys] == 0
+        else:
+            raise ValueError(f"mask_index of shape {mask_index.shape} is not supported")
+        if hidden.ndim == 2:
+            hidden = hidden[:, None, None, :]
+        bias = np.where(hidden, np.float32(filter_value), bias)
+    if unidirectional:
+        bias = np.where(_causal(queries, keys, past), np.float32(filter_value), bias)
+    return bias
+
+
+def _heads(x: np.ndarray, heads: int) -> np.ndarray:
+    """(batch, sequence, heads * size) -> (batch, heads, sequence, size)."""
+    batch, sequence, hidden = x.shape
+    return x.reshape(batch, sequence, heads, hidden // heads).transpose(0, 2, 1, 3)
+
+
+def _merged(x: np.ndarray) -> np.ndarray:
+    """(batch, heads, sequence, size) -> (batch, sequence, heads * size)."""
+    batch, heads, sequence, size = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(batch, sequence, heads * size)
+
+
+def _attention(
+    m,
+    input,
+    weights,
+    bias=None,
+    mask_index=None,
+    past=None,
+    attention_bias=None,
+    *,
+    num_heads,
+    qkv_hidden_sizes=(),
+    unidirectional=0,
+    scale=0.0,
+    mask_filter_value=-10000.0,
+    outputs=1,
+):
+    projected = m.matmul(input, weights)
+    if bias is not None:
+        projected = projected + bias
+    sizes = tuple(qkv_hidden_sizes) or (weights.shape[1] // 3,) * 3
+    return _projected_attention(
+        m, projected, sizes, mask_index, past, attention_bias, num_heads, unidirectional, scale,
+        mask_filter_value, outputs
+    )  # fmt: skip
+
+
+def _projected_attention(
+    m, projected, sizes, mask_index, past, attention_bias, num_heads, unidirectional, scale,
+    mask_filter_value, outputs
+):  # fmt: skip
+    """Attention's steps after the Q, K, V projection (batch, sequence, sum of sizes)."""
+    batch, sequence, _ = projected.shape
+    q, k, v = np.split(projected, np.cumsum(sizes)[:2], axis=-1)
+    q, k, v = (_heads(t, num_heads) for t in (q, k, v))
+    past_length = 0
+    if past is not None:
+        past_length = past.shape[3]
+        k, v = np.concatenate((past[0], k), axis=2), np.concatenate((past[1], v), axis=2)
+    keys = k.shape[2]
+    scale = scale or 1.0 / np.sqrt(sizes[0] // num_heads)
+    additive = _attention_mask(
+        mask_index, batch, sequence, keys, past_length, unidirectional, mask_filter_value
+    )
+    if attention_bias is not None:
+        additive = additive + attention_bias
+    y = _merged(_scaled_attention(m, q, k, v, scale, additive))
+    return y if outputs == 1 else (y, np.stack((k, v)))
+
+
+microsoft_attention, exact_microsoft_attention = _twins(
+    _attention,
+    "microsoft_attention",
+    """com.microsoft Attention: the Q, K, V projections of input by weights (+ bias), split by
+    qkv_hidden_sizes, scaled dot-product attention per head with mask_index's and causality's
+    additive mask_filter_value and attention_bias; past (2, batch, heads, past, size) is
+    prepended to K and V, and (output, present) returned with outputs=2.""",
+)
+
+
+def _multi_head_attention(
+    m,
+    query,
+    key=None,
+    value=None,
+    bias=None,
+    key_padding_mask=None,
+    attention_bias=None,
+    past_key=None,
+    past_value=None,
+    *,
+    num_heads,
+    unidirectional=0,
+    scale=0.0,
+    mask_filter_value=-10000.0,
+    outputs=1,
+):
+    batch, sequence = query.shape[:2]
+    if query.ndim == 5:  # packed (batch, sequence, heads, 3, size)
+        q, k, v = (query[:, :, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    else:
+        if bias is not None:
+            width = query.shape[2]
+            q_bias, k_bias, v_bias = bias[:width], bias[width : 2 * width], bias[2 * width :]
+            query = query + q_bias
+            if key is not None and key.ndim == 3:
+                key, value = key + k_bias, value + v_bias
+        q = _heads(query, num_heads)
+        if key.ndim == 5:  # packed (batch, length, heads, 2, size)
+            k, v = (key[:, :, :, i].transpose(0, 2, 1, 3) for i in range(2))
+        elif key.ndim == 4:  # already (batch, heads, length, size)
+            k, v = key, value
+        else:
+            k, v = _heads(key, num_heads), _heads(value, num_heads)
+    past_length = 0
+    if past_key is not None:
+        past_length = past_key.shape[2]
+        k, v = np.concatenate((past_key, k), axis=2), np.concatenate((past_value, v), axis=2)
+    keys = k.shape[2]
+    scale = scale or 1.0 / np.sqrt(q.shape[3])
+    additive = np.zeros((batch, 1, sequence, keys), np.float32)
+    if key_padding_mask is not None:
+        j = np.arange(keys)
+        if key_padding_mask.ndim == 1:
+            hidden = (j[None, :] >= key_padding_mask[:, None])[:, None, None, :]
+        else:
+            hidden = (key_padding_mask == 0)[:, None, None, :]
+        additive = np.where(hidden, np.float32(mask_filter_value), additive)
+    if unidirectional:
+        additive = np.where(
+            _causal(sequence, keys, past_length), np.float32(mask_filter_value), additive
+        )
+    if attention_bias is not None:
+        additive = additive + attention_bias
+    y = _merged(_scaled_attention(m, q, k, v, scale, additive))
+    return y if outputs == 1 else (y, k, v)[:outputs]
+
+
+multi_head_attention, exact_multi_head_attention = _twins(
+    _multi_head_attention,
+    "multi_head_attention",
+    """com.microsoft MultiHeadAttention: query (batch, sequence, hidden) or packed QKV; key and
+    value (batch, length, hidden), (batch, heads, length, size) or packed KV; bias added to the 3-D
+    query, key and value; past_key/past_value prepended; key_padding_mask of key lengths or 0/1;
+    returns the first `outputs` of (output, present_key, present_value).""",
+)
+
+
+def _group_query_attention(
+    m,
+    query,
+    key=None,
+    value=None,
+    past_key=None,
+    past_value=None,
+    seqlens_k=None,
+    total_sequence_length=None,
+    cos_cache=None,
+    sin_cache=None,
+    attention_bias=None,
+    *,
+    num_heads,
+    kv_num_heads,
+    scale=0.0,
+    softcap=0.0,
+    do_rotary=0,
+    rotary_interleaved=0,
+    outputs=1,
+):
+    batch, sequence = query.shape[:2]
+    if key is None:  # packed (batch, sequence, (num_heads + 2 kv_num_heads) * head_size)
+        size = query.shape[2] // (num_heads + 2 * kv_num_heads)
+        query, key, value = np.split(
+            query, [num_heads * size, (num_heads + kv_num_heads) * size], axis=2
+        )
+    q, k, v = _heads(query, num_heads), _heads(key, kv_num_heads), _heads(value, kv_num_heads)
+    size = q.shape[3]
+    total = int(np.asarray(total_sequence_length).reshape(()))
+    past_length = 0 if past_key is None else past_key.shape[2]
+    lengths = np.asarray(seqlens_k).astype(np.int64).reshape(batch) + 1
+    first_prompt = past_length == 0 and sequence == total
+    starts = np.zeros(batch, np.int64) if first_prompt else lengths - sequence
+    if np.any(starts < 0) or np.any(starts + sequence > max(past_length, total)):
+        raise ValueError(
+            f"GroupQueryAttention: seqlens_k {seqlens_k.tolist()} do not fit {sequence} new "
+            f"positions in a cache of {max(past_length, total)}"
+        )
+    if do_rotary:
+        positions = starts[:, None] + np.arange(sequence)[None, :]
+        rotated = 2 * cos_cache.shape[1]
+        rotate = lambda t: rotary_embedding(  # noqa: E731
+            t, cos_cache, sin_cache, positions, interleaved=rotary_interleaved,
+            rotary_embedding_dim=rotated if rotated < size else 0
+        )  # fmt: skip
+        q, k = rotate(q), rotate(k)
+    # The cache: each batch's past up to its start, then the new keys and values (the rest 0).
+    cache = max(past_length, total)
+    present_k = np.zeros((batch, kv_num_heads, cache, size), k.dtype)
+    present_v = np.zeros((batch, kv_num_heads, cache, size), v.dtype)
+    for b in range(batch):
+        start = int(starts[b])
+        if past_key is not None:
+            present_k[b, :, :start] = past_key[b, :, :start]
+            present_v[b, :, :start] = past_value[b, :, :start]
+        present_k[b, :, start : start + sequence] = k[b]
+        present_v[b, :, start : start + sequence] = v[b]
+    group = num_heads // kv_num_heads
+    keys = np.repeat(present_k, group, axis=1)
+    values = np.repeat(present_v, group, axis=1)
+    j = np.arange(cache)[None, None, :]
+    i = np.arange(sequence)[None, :, None]
+    hidden = (j > starts[:, None, None] + i) | (j >= lengths[:, None, None])
+    scale = scale or 1.0 / np.sqrt(size)
+    dtype = q.dtype
+    qf, kf, vf = (t.astype(np.float32, copy=False) for t in (q, keys, values))
+    scores = m.matmul(qf, np.swapaxes(kf, -1, -2)) * np.float32(scale)
+    if softcap:
+        scores = m.tanh(scores / np.float32(softcap)) * np.float32(softcap)
+    if attention_bias is not None:
+        scores = scores + attention_bias.astype(np.float32)
+    scores = np.where(hidden[:, None], np.float32(-np.inf), scores)
+    y = _merged(m.matmul(m.softmax(scores, -1), vf).astype(dtype, copy=False))
+    return y if outputs == 1 else (y, present_k, present_v)[:outputs]
+
+
+group_query_attention, exact_group_query_attention = _twins(
+    _group_query_attention,
+    "group_query_attention",
+    """GroupQueryAttention (onnxruntime's CPU kernel): kv_num_heads key/value heads shared by
+    groups of num_heads // kv_num_heads query heads; query, key, value (batch, sequence, heads *
+    size) or packed in query; batch b's new positions start at seqlens_k[b] + 1 - sequence (0 for
+    a first prompt: no past and sequence == total_sequence_length), are rotated there with
+    do_rotary, and are written into the cache (batch, kv heads, max(past, total), size) after
+    its past up to that start; query i sees keys j <= start + i and j <= seqlens_k[b]; softcap
+    (tanh) before the mask. Returns the first `outputs` of (output, present_key, present_value).""",
+)
+
+
+def _qattention(
+    m,
+    input,
+    weight,
+    bias,
+    input_scale,
+    weight_scale,
+    mask_index=None,
+    input_zero_point=None,
+    weight_zero_point=None,
+    past=None,
+    *,
+    num_heads,
+    unidirectional=0,
+    scale=0.0,
+    mask_filter_value=-10000.0,
+    outputs=1,
+):
+    columns = weight.shape[1]
+    projected = matmul_integer_to_float(
+        input, weight, input_scale, weight_scale, input_zero_point, weight_zero_point, bias
+    )
+    sizes = (columns // 3,) * 3
+    return _projected_attention(
+        m, projected, sizes, mask_index, past, None, num_heads, unidirectional, scale,
+        mask_filter_value, outputs
+    )  # fmt: skip
+
+
+qattention, exact_qattention = _twins(
+    _qattention,
+    "qattention",
+    """QAttention: Attention whose Q, K, V projection is MatMulIntegerToFloat's (the integer
+    product of the quantized input and weight, exact, times input_scale * weight_scale, + bias).""",
+)
+
+
+def _qembed_layer_normalization(m, input_ids, *, epsilon=1e-12, outputs=1, mask=None,
+                                segment_ids=None, **tables):  # fmt: skip
+    """tables: `<table>_quant`, `<table>_scale`, `<table>_zero_point` for word_embedding,
+    position_embedding, gamma, beta and (optional) segment_embedding, by keyword."""
+    found = {}
+    for table in ("word_embedding", "position_embedding", "segment_embedding", "gamma", "beta"):
+        quantized = tables.get(f"{table}_quant", tables.get(table))
+        if quantized is not None:
+            found[table] = _dequantize(
+                quantized, tables[f"{table}_scale"], tables.get(f"{table}_zero_point")
+            )
+    return _embed_layer_normalization(
+        m, input_ids, **found, segment_ids=segment_ids, mask=mask, epsilon=epsilon,
+        outputs=outputs
+    )  # fmt: skip
+
+
+qembed_layer_normalization, exact_qembed_layer_normalization = _twins(
+    _qembed_layer_normalization,
+    "qembed_layer_normalization",
+    """QEmbedLayerNormalization: EmbedLayerNormalization of the tables dequantized
+    ((q - zero point) * scale in float32).""",
+)
+
+
+# --- quantized matrix products ----------------------------------------------------------------
+
+
+def _integer_matmul(a_shifted: np.ndarray, b_shifted: np.ndarray) -> np.ndarray:
+    """The int32 product of integer operands (zero points already subtracted), in float64 through
+    BLAS: every term is below 2**16 in magnitude, so every partial sum is an integer below 2**53
+    and exact in any order (runtime_support.linalg.matmul_integer's argument)."""
+    return np.matmul(a_shifted.astype(np.float64), b_shifted.astype(np.float64))
+
+
+def _per_column(value, columns: int) -> np.ndarray:
+    """A scale or zero point of B: a scalar, or one per column (N)."""
+    value = np.asarray(value)
+    return value.reshape(-1) if value.size == columns and value.size > 1 else value.reshape(())
+
+
+@kernel(exact=True)
+def dynamic_quantize_matmul(A, B, b_scale, b_zero_point=None, bias=None):
+    """DynamicQuantizeMatMul: A quantized to uint8 as DynamicQuantizeLinear does (scale from
+    A's range widened to hold 0, zero point rounded and saturated), the integer product with B,
+    then * (a_scale * b_scale) + bias in float32."""
+    a, a_scale, a_zero_point = dynamic_quantize_linear(A)
+    return matmul_integer_to_float(a, B, a_scale, b_scale, a_zero_point, b_zero_point, bias)
+
+
+@kernel(exact=True)
+def matmul_integer_to_float(
+    A, B, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None
+):
+    """MatMulIntegerToFloat: (A - a_zero_point) @ (B - b_zero_point), exact, as float32 times
+    a_scale * b_scale (one product of the scales, then one multiplication), + bias."""
+    columns = B.shape[-1]
+    a = A.astype(np.int64)
+    if a_zero_point is not None:
+        a = a - np.asarray(a_zero_point).astype(np.int64).reshape(())
+    b = B.astype(np.int64)
+    if b_zero_point is not None:
+        b = b - _per_column(b_zero_point, columns).astype(np.int64)
+    dtype = np.asarray(a_scale).dtype
+    multiplier = np.asarray(a_scale).reshape(()) * _per_column(b_scale, columns)
+    y = _integer_matmul(a, b).astype(dtype) * multiplier.astype(dtype)
+    if bias is not None:
+        y = y + bias
+    return y.astype(dtype, copy=False)
+
+
+def _unpacked(packed: np.ndarray, bits: int) -> np.ndarray:
+    """Unsigned `bits`-bit values of a uint8 array, the low bits first, along a new last axis."""
+    shifts = np.arange(0, 8, bits, dtype=np.uint8)
+    values = (packed[..., None] >> shifts) & np.uint8((1 << bits) - 1)
+    return values.reshape(*packed.shape[:-1], packed.shape[-1] * (8 // bits))
+
+
+def _matmul_nbits(
+    m, A, B, scales, zero_points=None, g_idx=None, bias=None, *, K, N, bits=4, block_size
+):
+    """MatMulNBits: A (..., K) @ dequantized B^T. B is (N, blocks, block_size * bits / 8) uint8,
+    values low bits first; scales (N * blocks); zero points uint8 packed like B (default
+    2**(bits - 1)) or of the scales' type (the float offset); g_idx: the block of each row k."""
+    blocks = -(-K // block_size)
+    values = _unpacked(B.reshape(N, blocks, -1), bits)[:, :, :block_size].astype(np.float32)
+    scale = scales.reshape(N, blocks).astype(np.float32)
+    if zero_points is None:
+        zero = np.float32(1 << (bits - 1))
+        w = (values - zero) * scale[:, :, None]
+    elif zero_points.dtype == np.uint8:
+        zero = _unpacked(zero_points.reshape(N, -1), bits)[:, :blocks].astype(np.float32)
+        w = (values - zero[:, :, None]) * scale[:, :, None]
+    else:  # a float zero point: value * scale - zero_point * scale (onnxruntime's form)
+        zero = zero_points.reshape(N, blocks).astype(np.float32)
+        w = (values - zero[:, :, None]) * scale[:, :, None]
+    w = w.reshape(N, blocks * block_size)[:, :K]
+    if g_idx is not None and g_idx.size == K:
+        value_of = values.reshape(N, -1)[:, :K]
+        block = g_idx.astype(np.int64)
+        zero_k = zero if np.ndim(zero) == 0 else np.asarray(zero)[:, block]
+        w = (value_of - zero_k) * scale[:, block]
+    y = m.matmul(A.astype(np.float32, copy=False), np.ascontiguousarray(w.T))
+    if bias is not None:
+        y = y + bias.astype(np.float32)
+    return y.astype(A.dtype, copy=False)
+
+
+matmul_nbits, exact_matmul_nbits = _twins(
+    _matmul_nbits,
+    "matmul_nbits",
+    """MatMulNBits with 2- to 8-bit weights in blocks along K (see the implementation).""",
+)
+
+
+# The 4-bit code books of bitsandbytes' formats (what onnxruntime's MatMulBnb4 dequantizes by).
+_BNB4_CODES = {
+    0: (  # FP4: sign, two exponent bits, one mantissa bit, scaled to [-1, 1]
+        0.0, 0.005208333333, 0.66666667, 1.0, 0.33333333, 0.5, 0.16666667, 0.25,
+        -0.0, -0.005208333333, -0.66666667, -1.0, -0.33333333, -0.5, -0.16666667, -0.25,
+    ),
+    1: (  # NF4: the quantiles of a normal distribution, scaled to [-1, 1]
+        -1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+        -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+        0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
+        0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0,
+    ),
+}  # fmt: skip
+
+
+def _matmul_bnb4(m, A, B, absmax, *, K, N, block_size, quant_type, transB=1):
+    """MatMulBnb4: A @ W^T with W (N, K) row-major, element j the code of its 4 bits (the high
+    nibble first) times absmax[j // block_size], in the absmax's type."""
+    codes = np.asarray(_BNB4_CODES[quant_type], np.float32)
+    nibbles = np.stack((B >> np.uint8(4), B & np.uint8(15)), axis=-1).reshape(-1)[: N * K]
+    scales = np.repeat(absmax.astype(np.float32), block_size)[: N * K]
+    weights = (codes[nibbles] * scales).astype(absmax.dtype).reshape(N, K)
+    y = m.matmul(A.astype(np.float32, copy=False), weights.T.astype(np.float32))
+    return y.astype(A.dtype, copy=False)
+
+
+matmul_bnb4, exact_matmul_bnb4 = _twins(
+    _matmul_bnb4,
+    "matmul_bnb4",
+    """MatMulBnb4 (bitsandbytes' FP4, quant_type 0, and NF4, 1): see _matmul_bnb4.""",
+)
+
+
+def _int4(data: np.ndarray, bits: int, signed: bool) -> np.ndarray:
+    """Unpacked `bits`-bit values of packed uint8 data along its last axis, as int32."""
+    values = _unpacked(data, bits).astype(np.int32)
+    if signed:
+        values = np.where(values >= 1 << (bits - 1), values - (1 << bits), values)
+    return values
+
+
+@kernel(exact=True)
+def gather_block_quantized(
+    data,
+    indices,
+    scales,
+    zero_points=None,
+    *,
+    gather_axis=0,
+    quantize_axis=1,
+    block_size=128,
+    bits=4,
+):
+    """GatherBlockQuantized of packed uint8 data (`bits` per value, low bits first, zero point
+    default 2**(bits - 1)) or of ml_dtypes' int4/uint4: gather along gather_axis, dequantize by
+    blocks of block_size along quantize_axis: (value - zero_point) * scale in the scale's type."""
+    if data.dtype == np.uint8:
+        values = _int4(data, bits, signed=False)
+        default_zero = 1 << (bits - 1)
+    else:
+        values = data.astype(np.int32)
+        default_zero = 0
+    rank = values.ndim
+    gather_axis, quantize_axis = gather_axis % rank, quantize_axis % rank
+    if zero_points is None:
+        zero = np.full(scales.shape, default_zero, np.int32)
+    elif zero_points.dtype == np.uint8:
+        zero = _int4(zero_points, bits, signed=False)
+        zero = zero[tuple(slice(0, n) for n in scales.shape)]
+    else:
+        zero = zero_points.astype(np.int32)
+    repeat = lambda t: np.repeat(t, block_size, axis=quantize_axis)  # noqa: E731
+    size = values.shape[quantize_axis]
+    span = tuple(slice(0, size) if a == quantize_axis else slice(None) for a in range(rank))
+    scale_full, zero_full = repeat(scales)[span], repeat(zero)[span]
+    indices = np.where(indices < 0, indices + values.shape[gather_axis], indices)
+    take = lambda t: np.take(t, indices, axis=gather_axis)  # noqa: E731
+    shifted = (take(values) - take(zero_full)).astype(np.float32)
+    return (shifted * take(scale_full).astype(np.float32)).astype(scales.dtype)
+
+
+def _quantize(values: np.ndarray, scale, zero_point, dtype) -> np.ndarray:
+    """saturate(rint(values / scale) + zero_point) to `dtype` (onnxruntime's float32 division and
+    round half to even)."""
+    info = np.iinfo(dtype)
+    quotient = np.rint(values / np.float32(scale)) + np.float32(zero_point)
+    return np.clip(quotient, info.min, info.max).astype(dtype)
+
+
+def _dequantize(x, scale, zero_point) -> np.ndarray:
+    zero = 0 if zero_point is None else np.asarray(zero_point).astype(np.int32)
+    return (x.astype(np.int32) - zero).astype(np.float32) * np.asarray(scale, np.float32)
+
+
+def _fma32(a: np.ndarray, b, c) -> np.ndarray:
+    """a * b + c rounded once to float32, as a fused multiply-add: the product of float32 values
+    is exact in float64 (48 significant bits) and the float64 sum is rounded to float32 (a second
+    rounding only when that sum needs more than 53 bits: not for 8-bit operands and ordinary
+    scales)."""
+    return (a.astype(np.float64) * np.float64(b) + np.asarray(c, np.float64)).astype(np.float32)
+
+
+@kernel(exact=True)
+def qlinear_binary(
+    A, A_scale, A_zero_point=None, B=None, B_scale=None, B_zero_point=None, C_scale=None,
+    C_zero_point=None, *, op="Add"
+):  # fmt: skip
+    """QLinearAdd (op="Add") and QLinearMul, as onnxruntime's x86-64 kernels (MLAS, AVX2)
+    compute them in float32, rounding half to even and saturating.
+    Add: with rA = sa / sc, rB = sb / sc and the fixed part zc - (rA * za + rB * zb),
+    fma(A, rA, fma(B, rB, fixed)); a single-element side is folded into the fixed part first
+    (fixed + A * rA, two roundings). Mul: (A - za) * (B - zb) * (sa * sb / sc) + zc."""
+    dtype = A.dtype
+    zero = lambda z: 0 if z is None else int(np.asarray(z).reshape(()))  # noqa: E731
+    za, zb, zc = zero(A_zero_point), zero(B_zero_point), zero(C_zero_point)
+    sa, sb, sc = (np.float32(np.asarray(s).reshape(())) for s in (A_scale, B_scale, C_scale))
+    if op == "Add":
+        ratio_a, ratio_b = sa / sc, sb / sc
+        fixed = np.float32(zc) - (ratio_a * np.float32(za) + ratio_b * np.float32(zb))
+        a, b = A.astype(np.float32), B.astype(np.float32)
+        if a.size == 1 and b.size != 1:
+            fixed = fixed + a.reshape(()) * ratio_a
+            value = _fma32(b, ratio_b, fixed) + np.zeros_like(a)
+        elif b.size == 1:
+            fixed = fixed + b.reshape(()) * ratio_b
+            value = _fma32(a, ratio_a, fixed) + np.zeros_like(b)
+        else:
+            value = _fma32(a, ratio_a, _fma32(b, ratio_b, fixed))
+    else:
+        product = (A.astype(np.int32) - za) * (B.astype(np.int32) - zb)
+        value = product.astype(np.float32) * (sa * sb / sc) + np.float32(zc)
+    info = np.iinfo(dtype)
+    return np.clip(np.rint(value), info.min, info.max).astype(dtype)
+
+
+@kernel(exact=True)
+def qlinear_average_pool(
+    X, x_scale, x_zero_point=None, y_scale=None, y_zero_point=None, *, count_include_pad=0,
+    **window
+):  # fmt: skip
+    """QLinearAveragePool: X dequantized ((X - zero point) * scale in float32), averaged by
+    AveragePool (runtime_support.pool: taps in a fixed order, one division), then
+    rint(y / y_scale + y_zero_point) saturated (onnxruntime adds the zero point before rounding)."""
+    zero = 0 if x_zero_point is None else np.int32(np.asarray(x_zero_point).reshape(()))
+    x = (X.astype(np.int32) - zero).astype(np.float32) * np.float32(x_scale)
+    y = average_pool(x, count_include_pad=count_include_pad, **window)
+    y_zero = 0 if y_zero_point is None else np.asarray(y_zero_point).reshape(())
+    info = np.iinfo(X.dtype)
+    value = np.rint(y / np.float32(y_scale) + np.float32(y_zero))
+    return np.clip(value, info.min, info.max).astype(X.dtype)
+
+
+@kernel(exact=True)
+def microsoft_rotary_embedding(
+    input, position_ids, cos_cache, sin_cache, *, interleaved=0, num_heads=0,
+    rotary_embedding_dim=0
+):  # fmt: skip
+    """com.microsoft RotaryEmbedding: the default domain's rotation (rt.rotary_embedding).
+    position_ids of one element is the first position (positions offset + 0..sequence-1); a 3-D
+    input without num_heads has heads of twice cos_cache's width."""
+    if input.ndim == 3 and not num_heads:
+        num_heads = input.shape[2] // (2 * cos_cache.shape[1])
+    sequence = input.shape[1] if input.ndim == 3 else input.shape[2]
+    if position_ids.size == 1:
+        position_ids = int(position_ids.reshape(())) + np.arange(sequence, dtype=np.int64)
+    position_ids = np.broadcast_to(position_ids, (input.shape[0], sequence))
+    return rotary_embedding(
+        input,
+        cos_cache,
+        sin_cache,
+        position_ids,
+        interleaved=interleaved,
+        num_heads=num_heads,
+        rotary_embedding_dim=rotary_embedding_dim,
+    )
+
+
+@kernel(exact=True)
+def qlinear_table(
+    X_scale, X_zero_point=None, Y_scale=None, Y_zero_point=None, *, dtype, activation, alpha=0.01
+):
+    """The 256 results of QLinearSigmoid (activation="sigmoid") or QLinearLeakyRelu by the input's
+    bits (its uint8 view), as onnxruntime builds its lookup table: dequantize in float32,
+    the function (the library's exact sigmoid: the same bits everywhere), quantize (round half to
+    even, saturate)."""
+    dtype = np.dtype(dtype)
+    bits = np.arange(256, dtype=np.uint8).view(dtype)
+    zero = lambda z: np.int32(0) if z is None else np.int32(np.asarray(z).reshape(()))  # noqa: E731
+    x = (bits.astype(np.int32) - zero(X_zero_point)).astype(np.float32)
+    x = x * np.float32(np.asarray(X_scale).reshape(()))
+    if activation == "sigmoid":
+        y = exact_sigmoid(x)
+    else:
+        y = np.where(x >= 0, x, x * np.float32(alpha))
+    info = np.iinfo(dtype)
+    y_scale = np.float32(np.asarray(Y_scale).reshape(()))
+    value = np.rint(y.astype(np.float32) / y_scale) + np.float32(zero(Y_zero_point))
+    return np.clip(value, info.min, info.max).astype(dtype)
+
+
+@kernel(exact=True)
+def qlinear_lookup(X, table):
+    """QLinearSigmoid, QLinearLeakyRelu: each quantized value looked up in its table
+    (qlinear_table)."""
+    return table[X.view(np.uint8)]
+
+
+@kernel(exact=True)
+def qlinear_global_average_pool(X, x_scale, x_zero_point, y_scale, y_zero_point, *,
+                                channels_last=0):  # fmt: skip
+    """QLinearGlobalAveragePool: the integer sum over the spatial axes (exact), as float32 times
+    x_scale / (y_scale * count), requantized with y_zero_point; (the input's zero point taken out
+    of the sum first)."""
+    axes = tuple(range(1, X.ndim - 1)) if channels_last else tuple(range(2, X.ndim))
+    count = int(np.prod([X.shape[a] for a in axes]))
+    total = (X.astype(np.int64) - np.int64(x_zero_point)).sum(axis=axes, keepdims=True)
+    multiplier = np.float32(x_scale) / (np.float32(y_scale) * np.float32(count))
+    value = total.astype(np.float32) * multiplier
+    info = np.iinfo(X.dtype)
+    return np.clip(np.rint(value) + np.float32(y_zero_point), info.min, info.max).astype(X.dtype)
+
+
+@kernel(exact=True)
+def qlinear_concat(Y_scale, Y_zero_point, *tensors, axis):
+    """QLinearConcat: each (X, scale, zero_point) triple requantized to Y's scale and zero point
+    (an input already in them is copied), then concatenated along `axis`."""
+    parts = []
+    for x, scale, zero in zip(tensors[0::3], tensors[1::3], tensors[2::3]):
+        if np.float32(scale) == np.float32(Y_scale) and np.all(zero == Y_zero_point):
+            parts.append(x)
+        else:
+            parts.append(_quantize(_dequantize(x, scale, zero), Y_scale, Y_zero_point,
+                                   Y_zero_point.dtype))  # fmt: skip
+    return np.concatenate(parts, axis=axis)
+
+
+@kernel(exact=True)
+def qgemm(A, a_scale, a_zero_point, B, b_scale, b_zero_point, C=None, y_scale=None,
+          y_zero_point=None, *, alpha=1.0, transA=0, transB=0):  # fmt: skip
+    """QGemm: alpha * (A' - za) @ (B' - zb) (exact integers) * (a_scale * b_scale) + C
+    (int32, dequantized with the same scale), float32; requantized when y_scale is given."""
+    a = (A.T if transA else A).astype(np.int64) - np.int64(np.asarray(a_zero_point).reshape(()))
+    b_matrix = B.T if transB else B
+    columns = b_matrix.shape[1]
+    b = b_matrix.astype(np.int64) - _per_column(b_zero_point, columns).astype(np.int64)
+    accumulator = _integer_matmul(a, b)
+    if C is not None:
+        accumulator = accumulator + C.astype(np.float64)
+    scale = (np.float32(a_scale) * _per_column(b_scale, columns).astype(np.float32)) * np.float32(
+        alpha
+    )
+    y = accumulator.astype(np.float32) * scale.astype(np.float32)
+    if y_scale is None:
+        return y
+    dtype = y_zero_point.dtype if y_zero_point is not None else np.dtype(np.uint8)
+    return _quantize(y, y_scale, 0 if y_zero_point is None else y_zero_point, dtype)
+
+
+@kernel(exact=True)
+def matmul_integer16(A, B):
+    """MatMulInteger16: the int32 product of 16-bit integer matrices (in int64, wrapping to int32
+    as onnxruntime's int32 accumulation does; uint32 when both are unsigned)."""
+    product = np.matmul(A.astype(np.int64), B.astype(np.int64))
+    unsigned = A.dtype.kind == "u" and B.dtype.kind == "u"
+    return product.astype(np.uint32 if unsigned else np.int32)
+
+
+@kernel(exact=True)
+def qlinear_where(condition, X, x_scale, x_zero_point, Y, y_scale, y_zero_point, z_scale,
+                  z_zero_point):  # fmt: skip
+    """QLinearWhere: X and Y requantized to Z's scale and zero point (an operand already in them
+    is copied), then selected by `condition`."""
+    dtype = np.asarray(z_zero_point).dtype
+
+    def requantized(value, scale, zero):
+        same = np.float32(scale) == np.float32(z_scale) and np.all(zero == z_zero_point)
+        return value if same else _quantize(_dequantize(value, scale, zero), z_scale,
+                                             z_zero_point, dtype)  # fmt: skip
+
+    x = requantized(X, x_scale, x_zero_point)
+    y = requantized(Y, y_scale, y_zero_point)
+    return np.where(condition, x, y).astype(dtype, copy=False)
+
+
+@kernel(exact=True)
+def unfold_tensor(input, *, dim=-1, size, step=1):
+    """UnfoldTensor (torch's Tensor.unfold): the windows of `size` elements every `step` along
+    `dim`, that axis becoming the number of windows and the window a new last axis."""
+    dim = dim % input.ndim
+    windows = np.lib.stride_tricks.sliding_window_view(input, size, axis=dim)
+    taken = windows[(slice(None),) * dim + (slice(None, None, step),)]
+    return np.ascontiguousarray(taken)
+
+
+@kernel(exact=True)
+def nhwc_max_pool(x, **window):
+    """NhwcMaxPool: MaxPool (runtime_support.pool) of channels-last input, the channels moved
+    first and back."""
+    channels_first = np.moveaxis(x, -1, 1)
+    return np.ascontiguousarray(np.moveaxis(max_pool(channels_first, **window), 1, -1))
+
+
+def _qlinear_softmax(m, X, X_scale, x_zero_point=None, y_scale=None, y_zero_point=None, *, axis,
+                     opset):  # fmt: skip
+    if opset < 13:  # the 2-D coercion: rows of everything from `axis` on
+        axis = axis % X.ndim
+        rows = X.reshape(int(np.prod(X.shape[:axis], dtype=np.int64)), -1)
+    else:
+        rows = np.moveaxis(X, axis, -1)
+    length = rows.shape[-1]
+    if rows.size == 0:
+        return np.zeros_like(X)
+    x_scale = np.float32(np.asarray(X_scale).reshape(()))
+    # The table of exp((i - 255 + shift) * x_scale), shift keeping the sum below float's maximum.
+    headroom = float(np.log(np.float32(np.finfo(np.float32).max) / np.float32(length)))
+    shift = max(0.0, headroom - 5.0) / float(x_scale)
+    steps = (np.arange(256, dtype=np.float64) - 255.0 + shift) * float(x_scale)
+    table = m.exp(steps).astype(np.float32)
+    signed = X.dtype == np.int8
+    if signed:  # entry i serves the byte i - 128
+        table = table[(np.arange(256) + 128) % 256]
+        positions = ((np.int32(127) - rows.max(axis=-1, keepdims=True)) + rows).astype(np.uint8)
+        values = table[positions]
+    else:
+        shifted = (255 - rows.max(axis=-1, keepdims=True).astype(np.int32)) + rows
+        values = table[shifted]
+    total = np.cumsum(values, axis=-1, dtype=np.float32)[..., -1:]  # in order, in float32
+    scale = np.floor(np.float32(1) / np.float32(np.asarray(y_scale).reshape(())))
+    zero = 0 if y_zero_point is None else int(np.asarray(y_zero_point).reshape(()))
+    quantized = np.rint((values * scale) / total).astype(np.int64) + zero
+    if signed:  # onnxruntime's int8 store: above 255 becomes 255 (-1 as int8), the rest wraps
+        y = np.where(quantized > 255, 255, quantized).astype(np.uint8).view(np.int8)
+    else:
+        y = np.minimum(quantized, 255).astype(np.uint8)
+    y = y.reshape(X.shape) if opset < 13 else np.moveaxis(y, -1, axis)
+    return np.ascontiguousarray(y)
+
+
+qlinear_softmax, exact_qlinear_softmax = _twins(
+    _qlinear_softmax,
+    "qlinear_softmax",
+    """QLinearSoftmax as onnxruntime's CPU kernel computes it: a 256-entry float32 table of exp
+    at the input's scale (its zero point unused), each row shifted so its maximum reads the
+    table's last entry, the row's float32 sum in order, rint(t * floor(1 / y_scale) / sum) + zero
+    point, stored as onnxruntime stores it; along `axis` from opset 13, over the 2-D coercion
+    before.""",
+)
+
+
+@kernel(exact=True)
+def crop_and_resize(X, rois, batch_indices, crop_size, *, mode="bilinear",
+                    extrapolation_value=0.0):  # fmt: skip
+    """CropAndResize (TensorFlow's crop_and_resize): each roi (y1, x1, y2, x2, in [0, 1] of the
+    image) of image batch_indices[r] sampled on a crop_size grid, bilinearly or at the nearest
+    pixel; a sample outside the image is extrapolation_value. The sample positions as TensorFlow
+    computes them: y1 (H - 1) + i (y2 - y1) (H - 1) / (h - 1), or the roi's middle when h is 1.
+    Every step is one IEEE operation in a fixed order (float32)."""
+    height, width = (int(v) for v in np.asarray(crop_size).reshape(-1)[:2])
+    _, _, image_height, image_width = X.shape
+    boxes = rois.astype(np.float32)
+
+    def positions(low, high, count, size):
+        span = np.float32(size - 1)
+        if count > 1:
+            step = (high - low) * span / np.float32(count - 1)
+            return low[:, None] * span + np.arange(count, dtype=np.float32)[None, :] * step[:, None]
+        return (np.float32(0.5) * (low + high) * span)[:, None]
+
+    ys = positions(boxes[:, 0], boxes[:, 2], height, image_height)  # (rois, height)
+    xs = positions(boxes[:, 1], boxes[:, 3], width, image_width)  # (rois, width)
+    images = X[np.asarray(batch_indices).astype(np.int64)]  # (rois, C, H, W)
+    inside = ((ys >= 0) & (ys <= image_height - 1))[:, :, None] & (
+        (xs >= 0) & (xs <= image_width - 1)
+    )[:, None, :]
+    rows = np.arange(len(boxes))[:, None, None]
+    if mode == "nearest":
+        half = np.float32(0.5)  # round half up (roundf: the positions inside are >= 0)
+        yi = np.clip(np.floor(ys + half), 0, image_height - 1).astype(np.int64)
+        xi = np.clip(np.floor(xs + half), 0, image_width - 1).astype(np.int64)
+        samples = images[rows, :, yi[:, :, None], xi[:, None, :]]  # (rois, h, w, C)
+    else:
+        top = np.clip(np.floor(ys), 0, image_height - 1).astype(np.int64)
+        left = np.clip(np.floor(xs), 0, image_width - 1).astype(np.int64)
+        bottom = np.minimum(top + 1, image_height - 1)
+        right = np.minimum(left + 1, image_width - 1)
+        dy = (ys - top)[:, :, None, None].astype(np.float32)
+        dx = (xs - left)[:, None, :, None].astype(np.float32)
+
+        def pixel(y, x):
+            return images[rows, :, y[:, :, None], x[:, None, :]].astype(np.float32)
+
+        upper = pixel(top, left) + (pixel(top, right) - pixel(top, left)) * dx
+        lower = pixel(bottom, left) + (pixel(bottom, right) - pixel(bottom, left)) * dx
+        samples = upper + (lower - upper) * dy
+    fill = np.asarray(extrapolation_value, np.float32)
+    result = np.where(inside[..., None], samples, fill).astype(X.dtype)
+    return np.ascontiguousarray(result.transpose(0, 3, 1, 2))
+
+
+@kernel(exact=True)
+def ngram_repeat_block(input_ids, scores, *, ngram_size):
+    """NGramRepeatBlock: the score of every token that would repeat an n-gram already in
+    input_ids (its last ngram_size - 1 ids followed by that token) set to -inf."""
+    result = scores.copy()
+    batch, length = input_ids.shape
+    n = int(ngram_size)
+    if n < 1 or length + 1 < n:
+        return result
+    for b in range(batch):
+        ids = input_ids[b]
+        tail = ids[length - n + 1 :] if n > 1 else ids[:0]
+        for start in range(length - n + 1):
+            if np.array_equal(ids[start : start + n - 1], tail):
+                token = int(ids[start + n - 1])
+                if 0 <= token < result.shape[1]:
+                    result[b, token] = -np.inf
+    return result
+
+
+@kernel(exact=True)
+def dynamic_time_warping(input):
+    """DynamicTimeWarping: the cheapest monotone path through a (rows, cols) cost matrix (or
+    (1, rows, cols)), as onnxruntime computes it: accumulated float32 costs column by column, a
+    step from the diagonal only when strictly cheapest, else from above when strictly cheapest,
+    else from the left; traced back from the last cell until a row or column index reaches 0.
+    Returns the path's (row, column) indices, int32 (2, length). A Python loop over the cells:
+    each depends on the one above it."""
+    matrix = np.asarray(input, np.float32)
+    if matrix.ndim == 3 and matrix.shape[0] == 1:
+        matrix = matrix[0]
+    if matrix.ndim != 2:
+        raise ValueError(f"DynamicTimeWarping takes a 2-D cost matrix, got shape {input.shape}")
+    rows, cols = matrix.shape
+    cost = np.full((rows + 1, cols + 1), np.inf, np.float32)
+    cost[0, 0] = 0
+    trace = np.full((rows + 1, cols + 1), -1, np.int8)
+    for j in range(1, cols + 1):
+        for i in range(1, rows + 1):
+            c0, c1, c2 = cost[i - 1, j - 1], cost[i - 1, j], cost[i, j - 1]
+            if c0 < c1 and c0 < c2:
+                best, step = c0, 0
+            elif c1 < c0 and c1 < c2:
+                best, step = c1, 1
+            else:
+                best, step = c2, 2
+            cost[i, j] = best + matrix[i - 1, j - 1]
+            trace[i, j] = step
+    path = []
+    i, j = rows, cols
+    while i > 0 and j > 0:
+        path.append((i - 1, j - 1))
+        step = trace[i, j]
+        i, j = (i - 1, j - 1) if step == 0 else (i - 1, j) if step == 1 else (i, j - 1)
+    return np.array(path[::-1], np.int32).reshape(-1, 2).T.copy()
+
+
+# --- DynamicQuantizeLSTM ------------------------------------------------------------------------
+
+
+def _quantized_rows(a: np.ndarray) -> tuple[np.ndarray, np.float32]:
+    """a dynamically quantized to uint8 as DynamicQuantizeLinear does, returned as the exact
+    float32 integers (q - zero_point) and the scale."""
+    q, scale, zero = dynamic_quantize_linear(a)
+    return (q.astype(np.int32) - np.int32(zero)).astype(np.float32), np.float32(scale)
+
+
+class _QuantizedFast(recurrent._Fast):
+    """The LSTM's two products with the float operand (X for all steps at once, h at each step)
+    quantized dynamically, as onnxruntime's DynamicQuantizeLSTM does, times the dequantized
+    weights (their integers minus zero point, times their scales)."""
+
+    @staticmethod
+    def matmul(a, b):
+        shifted, scale = _quantized_rows(a)
+        return np.matmul(shifted, b) * scale
+
+    @staticmethod
+    def recurrence(R, h):
+        shifted, scale = _quantized_rows(h)
+        return np.matmul(R, shifted) * scale
+
+
+class _QuantizedExact(recurrent._Exact):
+    """_QuantizedFast with exact_matmul's products."""
+
+    @staticmethod
+    def matmul(a, b):
+        shifted, scale = _quantized_rows(a)
+        return exact_matmul(shifted, b) * scale
+
+    @staticmethod
+    def recurrence(R, h):
+        shifted, scale = _quantized_rows(h)
+        return exact_matmul(shifted.T, R.T).T * scale
+
+
+def _dequantized_gates(weights, scale, zero_point) -> np.ndarray:
+    """[directions, rows, 4 * hidden] integers to float32 [directions, 4 * hidden, rows] (ONNX
+    LSTM's layout): (w - zero_point) * scale, the scale and zero point per direction or per
+    direction and gate column."""
+    shape = (weights.shape[0], 1, -1)
+    shifted = weights.astype(np.int32) - np.asarray(zero_point).astype(np.int32).reshape(shape)
+    values = shifted.astype(np.float32) * np.asarray(scale, np.float32).reshape(shape)
+    return np.ascontiguousarray(values.transpose(0, 2, 1))
+
+
+def _dynamic_quantize_lstm(
+    m, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, W_scale=None,
+    W_zero_point=None, R_scale=None, R_zero_point=None, *, activations=("Sigmoid", "Tanh", "Tanh"),
+    activation_alpha=None, activation_beta=None, clip=None, direction="forward", input_forget=0
+):  # fmt: skip
+    return recurrent._lstm(
+        m,
+        X,
+        _dequantized_gates(W, W_scale, W_zero_point),
+        _dequantized_gates(R, R_scale, R_zero_point),
+        B,
+        sequence_lens,
+        initial_h,
+        initial_c,
+        P,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        0,
+        input_forget,
+    )
+
+
+@kernel(exact=False, exact_twin="rt.exact_dynamic_quantize_lstm")
+def dynamic_quantize_lstm(*args, **kwargs):
+    """DynamicQuantizeLSTM: ONNX LSTM (runtime_support.recurrent's steps) whose weights W
+    [directions, input, 4 * hidden] and R [directions, hidden, 4 * hidden] are quantized (scales
+    and zero points per direction or per gate column), and whose X and, at each step, h are
+    quantized dynamically to uint8 before their products (onnxruntime's CPU kernel). Returns
+    (Y, Y_h, Y_c)."""
+    return _dynamic_quantize_lstm(_QuantizedFast, *args, **kwargs)
+
+
+@kernel(exact=True)
+def exact_dynamic_quantize_lstm(*args, **kwargs):
+    """dynamic_quantize_lstm with exact_matmul, exact_sigmoid and exact_tanh."""
+    return _dynamic_quantize_lstm(_QuantizedExact, *args, **kwargs)
+
+
+# --- hashing ----------------------------------------------------------------------------------
+
+
+def _rotl32(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def _fmix32(h: np.ndarray) -> np.ndarray:
+    h = h ^ (h >> np.uint32(16))
+    h = h * np.uint32(0x85EBCA6B)
+    h = h ^ (h >> np.uint32(13))
+    h = h * np.uint32(0xC2B2AE35)
+    return h ^ (h >> np.uint32(16))
+
+
+def _murmur_words(words: np.ndarray, length: int, seed: int) -> np.ndarray:
+    """MurmurHash3_x86_32 of each row of little-endian uint32 words (`length` bytes per row)."""
+    c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+    h = np.full(words.shape[0], seed, np.uint32)
+    with np.errstate(over="ignore"):
+        for i in range(words.shape[1]):
+            k = _rotl32(words[:, i] * c1, 15) * c2
+            h = _rotl32(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        h = h ^ np.uint32(length)
+        return _fmix32(h)
+
+
+@kernel(exact=True)
+def murmur_hash3(X, *, seed=0, positive=1):
+    """MurmurHash3 (x86, 32 bits) of each element's little-endian bytes (4 or 8; strings: their
+    UTF-8 bytes), as uint32, or int32 with positive=0."""
+    if X.dtype.kind in "OUS":
+        flat = [str(s).encode("utf-8") for s in X.reshape(-1)]
+        hashed = np.array([_murmur_bytes(b, seed) for b in flat], np.uint32).reshape(X.shape)
+    else:
+        data = np.ascontiguousarray(X).astype(X.dtype.newbyteorder("<"), copy=False)
+        words = data.reshape(-1).view(np.uint32).reshape(data.size, -1)
+        hashed = _murmur_words(words, X.dtype.itemsize, seed).reshape(X.shape)
+    return hashed if positive else hashed.view(np.int32)
+
+
+def _murmur_bytes(data: bytes, seed: int) -> int:
+    """MurmurHash3_x86_32 of a byte string (the tail of 1 to 3 bytes mixed in at the end)."""
+    body = len(data) // 4 * 4
+    words = np.frombuffer(data[:body], "<u4").reshape(1, -1)
+    c1, c2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+    h = np.array([seed], np.uint32)
+    with np.errstate(over="ignore"):
+        for i in range(words.shape[1]):
+            k = _rotl32(words[:, i] * c1, 15) * c2
+            h = _rotl32(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+        tail = data[body:]
+        if tail:
+            k = np.array([int.from_bytes(tail, "little")], np.uint32)
+            h = h ^ (_rotl32(k * c1, 15) * c2)
+        h = h ^ np.uint32(len(data))
+        return int(_fmix32(h)[0])

@@ -1,0 +1,678 @@
+"""The com.microsoft oracle: one-node models of onnxruntime's own operators (domain com.microsoft,
+opset 1, beside default-domain opset 17; and the default-domain operators only onnxruntime
+defines), run by onnxruntime 1.31.1 and by the compiled module, compared as the operator oracle
+compares (tests/harness/oracle.py: its case vocabulary, drawing and tolerances; compare.py).
+
+What differs from the default-domain oracle: onnx knows no schema of these operators, so inputs
+and outputs are named by position and the graph outputs are declared with the element type and
+rank of onnxruntime's results (dims unknown): the compiler's own type rules settle the rest.
+
+    python -m tests.harness.microsoft_oracle [-k pattern] [--variant fast|exact] [-v] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import traceback
+import warnings
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from tests.harness import conformance
+from tests.harness.compare import compare
+from tests.harness.oracle import (
+    Case,
+    Outcome,
+    c,
+    case_arrays,
+    compile_and_import,
+    run_onnxruntime,
+    v,
+    w,
+    x,
+)
+
+DOMAIN = "com.microsoft"
+DEFAULT_OPSET = 17
+# Operators onnxruntime defines in the default domain (onemodel_compile.load).
+from onemodel_compile.load import ONNXRUNTIME_DEFAULT_DOMAIN as DEFAULT_DOMAIN  # noqa: E402
+
+DOT = "float32 matrix products and sums: BLAS and onnxruntime's kernels add in other orders"
+GELU = "onnxruntime's erf and tanh approximations (MLAS) and numpy's differ by a few ulps"
+LSTM = (
+    "a float32 recurrence over steps: the quantized products' roundings and numpy's tanh and exp "
+    "compound to a few 1e-5 relative"
+)
+QUANT = (
+    "requantization rounds half to even after float32 arithmetic: a value within an ulp of a "
+    "half may round the other way, one step apart"
+)
+
+
+def _domain(case: Case) -> str:
+    return "" if case.op in DEFAULT_DOMAIN else DOMAIN
+
+
+def build(case: Case, seed_offset: int = 0) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """The case's one-node model (case.opset is the com.microsoft opset's companion default
+    opset) and its feeds."""
+    _, arrays = case_arrays(case, seed_offset)
+    node_inputs, graph_inputs, initializers, feeds = [], [], [], {}
+    for position, (spec, array) in enumerate(zip(case.inputs, arrays)):
+        if spec is None:
+            node_inputs.append("")
+            continue
+        name = f"in{position}"
+        node_inputs.append(name)
+        if spec.init:
+            initializers.append(numpy_helper.from_array(array, name))
+            continue
+        declared = list(array.shape)
+        if spec.dynamic and spec.value is None:
+            declared = [d if isinstance(d, str) else n for d, n in zip(spec.shape, array.shape)]
+        if array.dtype == object:
+            elem = onnx.TensorProto.STRING
+        else:
+            elem = helper.np_dtype_to_tensor_dtype(array.dtype)
+        graph_inputs.append(helper.make_tensor_value_info(name, elem, declared))
+        feeds[name] = array
+    out_names = ["" if i in case.skip_outputs else f"out{i}" for i in range(case.outputs)]
+    node = helper.make_node(
+        case.op, node_inputs, out_names, name=case.name, domain=_domain(case), **case.attrs
+    )
+    graph = helper.make_graph(
+        [node],
+        case.name,
+        graph_inputs,
+        [helper.make_empty_tensor_value_info(n) for n in out_names if n],
+        initializer=initializers,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[
+            helper.make_opsetid("", case.opset),
+            helper.make_opsetid(DOMAIN, 1),
+        ],
+        producer_name="microsoft_oracle",
+    )
+    model.ir_version = 8
+    results = run_onnxruntime(model, feeds)
+    declared = []
+    for name, result in zip((n for n in out_names if n), results):
+        elem = (
+            onnx.TensorProto.STRING
+            if result.dtype == object
+            else helper.np_dtype_to_tensor_dtype(result.dtype)
+        )
+        declared.append(helper.make_tensor_value_info(name, elem, [None] * result.ndim))
+    del model.graph.output[:]
+    model.graph.output.extend(declared)
+    return model, feeds
+
+
+def run_case(
+    case: Case, variant: str = "fast", seed_offset: int = 0, hide_shapes: bool = False
+) -> Outcome:
+    """pass, refused (exact variant only), divergence, known bug, or what went wrong. With
+    `hide_shapes`, the module is compiled from the model with its graph's shapes hidden
+    (conformance.hide_shapes: every rank unknown to the compiler)."""
+    from onemodel_compile import ExactnessError
+
+    def outcome(status: str, detail: str = "") -> Outcome:
+        if status == "pass" and (case.divergence or case.known_bug):
+            marked = case.divergence or case.known_bug
+            return Outcome(
+                case.name, variant, "divergence gone", f"passes although marked: {marked}"
+            )
+        if status != "pass" and case.divergence and status == "mismatch":
+            return Outcome(case.name, variant, "divergence", f"{case.divergence} [{detail}]")
+        if status != "pass" and case.known_bug:
+            return Outcome(case.name, variant, "known bug", f"{case.known_bug} [{detail}]")
+        return Outcome(case.name, variant, status, detail)
+
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            model, feeds = build(case, seed_offset)
+            expected = run_onnxruntime(model, feeds)
+    except Exception as exc:
+        return Outcome(case.name, variant, "oracle error", f"{type(exc).__name__}: {_line(exc)}")
+    with tempfile.TemporaryDirectory(prefix="msft-oracle-") as folder:
+        try:
+            compiled = conformance.hide_shapes(model) if hide_shapes else model
+            module = compile_and_import(compiled, variant, Path(folder), case.name)
+        except ExactnessError as exc:
+            if variant == "exact":
+                return Outcome(case.name, variant, "refused", str(exc))
+            return outcome("compile error", f"ExactnessError: {exc}")
+        except Exception as exc:
+            return outcome("compile error", f"{type(exc).__name__}: {_line(exc)}")
+        given = {name: array.copy() for name, array in feeds.items()}
+        try:
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                results = module.run(*feeds.values())
+        except Exception as exc:
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f"{Path(frame.filename).name}:{frame.lineno}"
+            return outcome("runtime error", f"{type(exc).__name__}: {_line(exc)} ({where})")
+    for name, array in feeds.items():
+        if not np.array_equal(given[name], array, equal_nan=array.dtype.kind == "f"):
+            return outcome("mismatch", f"the module modified its input {name!r}")
+    if len(results) != len(expected):
+        return outcome("mismatch", f"{len(results)} outputs, onnxruntime gives {len(expected)}")
+    for position, (e, a) in enumerate(zip(expected, results)):
+        rtol, atol = case.tolerance(e.dtype)
+        problem = compare(e, a, rtol, atol)
+        if problem:
+            return outcome("mismatch", f"output {position}: {problem}")
+    return outcome("pass")
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+# Operators the table covers (each has at least two cases).
+OPERATORS = tuple("""
+    Gelu BiasGelu FastGelu QuickGelu SkipLayerNormalization SkipSimplifiedLayerNormalization
+    SimplifiedLayerNormalization LayerNormalization EmbedLayerNormalization FusedMatMul
+    TransposeMatMul FusedGemm FusedConv Inverse CDist Attention MultiHeadAttention RotaryEmbedding
+    GroupQueryAttention QAttention QEmbedLayerNormalization DynamicQuantizeMatMul
+    MatMulIntegerToFloat MatMulNBits MatMulBnb4 GatherBlockQuantized QuantizeLinear
+    DequantizeLinear QLinearAdd QLinearMul QLinearSigmoid QLinearLeakyRelu QLinearSoftmax
+    QLinearWhere QLinearGlobalAveragePool QLinearAveragePool QLinearConcat QGemm QLinearConv
+    MatMulInteger16 NhwcMaxPool DynamicQuantizeLSTM MurmurHash3 CropAndResize NGramRepeatBlock
+    GridSample UnfoldTensor Trilu Range GatherND Pad ExpandDims Unique Affine Scale ImageScaler
+    ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
+    DynamicTimeWarping ConvTransposeWithDynamicPads
+    """.split())
+
+_BSH = {"b": (1, 3), "s": (1, 6)}
+
+
+def _u8(*shape, init=False, low=0, high=255):
+    return (w if init else x)(*shape, dtype="uint8", gen="int", low=low, high=high)
+
+
+def _i8(*shape, init=False, low=-128, high=127):
+    return (w if init else x)(*shape, dtype="int8", gen="int", low=low, high=high)
+
+
+def _scale(value):
+    return c(np.float32(value), "float32")
+
+
+def _nbits_case(name, bits, block_size, k, n, zero_points, bias=False, rows=3, seed=None):
+    """A MatMulNBits case: random packed weights of (n, blocks, block_size * bits / 8) uint8."""
+    blocks = -(-k // block_size)
+    blob = block_size * bits // 8
+    inputs = [x(rows, k), w(n, blocks, blob, dtype="uint8", gen="int", low=0, high=255)]
+    inputs.append(w(n * blocks, gen="uniform", low=0.01, high=0.1))
+    if zero_points == "packed":
+        per_row = -(-blocks * bits // 8)
+        inputs.append(w(n * per_row, dtype="uint8", gen="int", low=0, high=255))
+    elif zero_points == "float":
+        inputs.append(w(n * blocks, gen="uniform", low=0, high=2**bits - 1))
+    else:
+        inputs.append(None)
+    if bias:
+        inputs += [None, w(n)]
+    while inputs[-1] is None:
+        inputs.pop()
+    attrs = {"K": k, "N": n, "bits": bits, "block_size": block_size}
+    return Case(name, "MatMulNBits", DEFAULT_OPSET, tuple(inputs), attrs=attrs, rtol=1e-4,
+                atol=1e-4, note=DOT, seed=seed)  # fmt: skip
+
+
+CASES = [
+    # activations
+    Case("ms_gelu", "Gelu", 17, (x("b", "s", 8, special=True),), dims=_BSH, note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    Case("ms_gelu_wide", "Gelu", 17, (x(3, 40, scale=4),), note=GELU, rtol=1e-5, atol=1e-6),
+    Case("ms_bias_gelu", "BiasGelu", 17, (x("b", "s", 8), w(8)), dims=_BSH, note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    Case("ms_bias_gelu_4d", "BiasGelu", 17, (x(2, 2, 3, 4, scale=3), x(4)), note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    Case("ms_fast_gelu", "FastGelu", 17, (x("b", "s", 8, scale=3),), dims=_BSH, note=GELU,
+         rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_fast_gelu_bias", "FastGelu", 17, (x(2, 3, 16, scale=3), w(16)), note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    Case("ms_quick_gelu", "QuickGelu", 17, (x("b", 7, scale=4),), dims=_BSH, note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    Case("ms_quick_gelu_alpha", "QuickGelu", 17, (x(3, 5, scale=4),), attrs={"alpha": 1.5},
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    # normalizations
+    Case("ms_skip_ln", "SkipLayerNormalization", 17, (x("b", "s", 16), x("b", "s", 16), w(16),
+         w(16), w(16)), dims=_BSH, note=DOT),  # fmt: skip
+    Case("ms_skip_ln_all_outputs", "SkipLayerNormalization", 17, (x(2, 3, 8), x(2, 3, 8), w(8)),
+         outputs=4, attrs={"epsilon": 1e-5}, note=DOT),  # fmt: skip
+    Case("ms_skip_ln_sum_only", "SkipLayerNormalization", 17, (x(2, 3, 8), x(3, 8), w(8), w(8)),
+         outputs=4, skip_outputs=(1, 2), note=DOT),  # fmt: skip
+    Case("ms_skip_sln", "SkipSimplifiedLayerNormalization", 17, (x("b", "s", 16),
+         x("b", "s", 16), w(16)), dims=_BSH, note=DOT),  # fmt: skip
+    Case("ms_skip_sln_bias_outputs", "SkipSimplifiedLayerNormalization", 17, (x(2, 3, 8),
+         x(2, 3, 8), w(8), w(8)), outputs=4, attrs={"epsilon": 1e-6}, note=DOT),  # fmt: skip
+    Case("ms_sln", "SimplifiedLayerNormalization", 17, (x("b", "s", 16), w(16)), dims=_BSH,
+         note=DOT),  # fmt: skip
+    Case("ms_sln_axis_invstd", "SimplifiedLayerNormalization", 17, (x(2, 3, 4), w(3, 4)),
+         attrs={"axis": 1, "epsilon": 1e-3}, outputs=2, note=DOT),  # fmt: skip
+    Case("ms_ln_opset14", "LayerNormalization", 14, (x("b", "s", 16), w(16), w(16)), dims=_BSH,
+         note=DOT),  # fmt: skip
+    Case("ms_ln_opset13_stats", "LayerNormalization", 13, (x(2, 3, 8), w(8)), outputs=3,
+         attrs={"epsilon": 1e-3}, note=DOT),  # fmt: skip
+    Case("ms_embed_ln", "EmbedLayerNormalization", 17, (
+        x(2, 5, dtype="int32", gen="int", low=0, high=19), x(2, 5, dtype="int32", gen="int",
+        low=0, high=1), w(20, 8), w(16, 8), w(2, 8), w(8), w(8), x(2, 5, dtype="int32",
+        gen="int", low=0, high=1)), outputs=3, note=DOT),  # fmt: skip
+    Case("ms_embed_ln_no_segment", "EmbedLayerNormalization", 17, (
+        x(3, 4, dtype="int32", gen="int", low=0, high=9), None, w(10, 8), w(8, 8), None,
+        w(8), w(8)), outputs=2, note=DOT),  # fmt: skip
+    Case("ms_embed_ln_position_ids", "EmbedLayerNormalization", 17, (
+        x(2, 4, dtype="int32", gen="int", low=0, high=9), None, w(10, 8), w(8, 8), None,
+        w(8), w(8), None, x(2, 4, dtype="int32", gen="int", low=0, high=7)), outputs=2,
+        note=DOT),  # fmt: skip
+    # matrix products
+    Case("ms_fused_matmul", "FusedMatMul", 17, (x(3, 4), x(4, 5)), attrs={"alpha": 0.5},
+         note=DOT),  # fmt: skip
+    Case("ms_fused_matmul_trans", "FusedMatMul", 17, (x(2, 4, 3), x(2, 5, 4)),
+         attrs={"transA": 1, "transB": 1, "alpha": 2.0}, note=DOT),  # fmt: skip
+    Case("ms_fused_matmul_trans_batch", "FusedMatMul", 17, (x(3, 2, 4), x(2, 4, 5)),
+         attrs={"transBatchA": 1, "transA": 0}, note=DOT),  # fmt: skip
+    Case("ms_transpose_matmul", "TransposeMatMul", 17, (x(4, 3), x(4, 5)), attrs={"transA": 1},
+         note=DOT),  # fmt: skip
+    Case("ms_transpose_matmul_b", "TransposeMatMul", 17, (x(2, 3, 4), x(5, 4)),
+         attrs={"transB": 1, "alpha": 0.25}, note=DOT),  # fmt: skip
+    Case("ms_fused_gemm_relu", "FusedGemm", 17, (x(3, 4), w(4, 5), w(5)),
+         attrs={"activation": "Relu"}, note=DOT),  # fmt: skip
+    Case("ms_fused_gemm_leaky", "FusedGemm", 17, (x(4, 3), w(5, 4), w(5)),
+         attrs={"activation": "LeakyRelu", "activation_alpha": 0.2, "transA": 1, "transB": 1,
+                "alpha": 0.5, "beta": 2.0}, note=DOT),  # fmt: skip
+    Case("ms_fused_gemm_tanh", "FusedGemm", 17, (x(3, 4), w(4, 2)), attrs={"activation": "Tanh"},
+         note=DOT),  # fmt: skip
+    Case("ms_fused_conv_relu", "FusedConv", 17, (x(1, 3, 6, 6), w(4, 3, 3, 3), w(4)),
+         attrs={"activation": "Relu", "pads": [1, 1, 1, 1], "kernel_shape": [3, 3]},
+         note=DOT),  # fmt: skip
+    Case("ms_fused_conv_clip_z", "FusedConv", 17, (x(2, 2, 5, 5), w(4, 2, 3, 3), w(4),
+         x(2, 4, 3, 3)), attrs={"activation": "Clip", "activation_params": [-0.5, 0.5]},
+         note=DOT),  # fmt: skip
+    Case("ms_fused_conv_sigmoid", "FusedConv", 17, (x(1, 4, 7), w(2, 2, 3)),
+         attrs={"activation": "Sigmoid", "group": 2, "strides": [2]}, note=DOT),  # fmt: skip
+    Case("ms_inverse", "Inverse", 17, (x(3, 3),), note=DOT, rtol=1e-3, atol=1e-4),
+    Case("ms_inverse_batch", "Inverse", 17, (x(2, 4, 4, dtype="float64"),), rtol=1e-7, note=DOT),
+    Case("ms_cdist", "CDist", 17, (x(4, 3), x(5, 3)), note=DOT),
+    Case("ms_cdist_euclidean", "CDist", 17, (x(3, 6, dtype="float64"), x(2, 6, dtype="float64")),
+         attrs={"metric": "euclidean"}),  # fmt: skip
+    # attention
+    Case("ms_attention", "Attention", 17, (x(2, 4, 8), w(8, 24), w(24)), attrs={"num_heads": 2},
+         note=DOT),  # fmt: skip
+    Case("ms_attention_mask_2d", "Attention", 17, (x(2, 5, 8), w(8, 24), w(24),
+         v(np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32), "int32")),
+         attrs={"num_heads": 4}, note=DOT),  # fmt: skip
+    Case("ms_attention_lengths_causal", "Attention", 17, (x(2, 5, 8), w(8, 24), w(24),
+         v(np.array([3, 5], np.int32), "int32")), attrs={"num_heads": 2, "unidirectional": 1},
+         note=DOT),  # fmt: skip
+    Case("ms_attention_past", "Attention", 17, (x(2, 3, 8), w(8, 24), w(24), None,
+         x(2, 2, 2, 4, 4)), attrs={"num_heads": 2, "unidirectional": 1}, outputs=2,
+         note=DOT),  # fmt: skip
+    Case("ms_attention_qkv_sizes_bias", "Attention", 17, (x(1, 4, 6), w(6, 20), w(20), None,
+         None, x(1, 2, 4, 4)), attrs={"num_heads": 2, "qkv_hidden_sizes": [8, 8, 4],
+         "scale": 0.3}, note=DOT),  # fmt: skip
+    Case("ms_mha", "MultiHeadAttention", 17, (x(2, 4, 8), x(2, 6, 8), x(2, 6, 8)),
+         attrs={"num_heads": 2}, note=DOT),  # fmt: skip
+    Case("ms_mha_bias_mask", "MultiHeadAttention", 17, (x(2, 3, 8), x(2, 5, 8), x(2, 5, 8), w(24),
+         v(np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], np.int32), "int32")),
+         attrs={"num_heads": 4}, note=DOT),  # fmt: skip
+    Case("ms_mha_past_causal", "MultiHeadAttention", 17, (x(1, 3, 8), x(1, 3, 8), x(1, 3, 8),
+         None, None, None, x(1, 2, 2, 4), x(1, 2, 2, 4)), outputs=3,
+         attrs={"num_heads": 2, "unidirectional": 1}, note=DOT),  # fmt: skip
+    Case("ms_mha_bnsh_kv_bias", "MultiHeadAttention", 17, (x(1, 3, 8), x(1, 2, 5, 4),
+         x(1, 2, 5, 4), None, None, x(1, 2, 3, 5)), attrs={"num_heads": 2, "scale": 0.5},
+         note=DOT),  # fmt: skip
+    Case("ms_gqa_prompt_padded", "GroupQueryAttention", 17, (x(2, 3, 32), x(2, 3, 16),
+         x(2, 3, 16), None, None, v(np.array([2, 1], np.int32), "int32"),
+         v(np.array(3, np.int32), "int32")), outputs=3, attrs={"num_heads": 4, "kv_num_heads": 2},
+         note=DOT),  # fmt: skip
+    Case("ms_gqa_past", "GroupQueryAttention", 17, (x(2, 1, 32), x(2, 1, 16), x(2, 1, 16),
+         x(2, 2, 4, 8), x(2, 2, 4, 8), v(np.array([4, 2], np.int32), "int32"),
+         v(np.array(5, np.int32), "int32")), outputs=3, attrs={"num_heads": 4, "kv_num_heads": 2},
+         note=DOT),  # fmt: skip
+    Case("ms_gqa_static_cache_mqa", "GroupQueryAttention", 17, (x(1, 2, 32), x(1, 2, 8),
+         x(1, 2, 8), x(1, 1, 6, 8), x(1, 1, 6, 8), v(np.array([4], np.int32), "int32"),
+         v(np.array(5, np.int32), "int32")), outputs=3, attrs={"num_heads": 4, "kv_num_heads": 1,
+         "scale": 0.2}, note=DOT),  # fmt: skip
+    Case("ms_gqa_packed_rotary", "GroupQueryAttention", 17, (x(1, 4, 128), None, None, None, None,
+         v(np.array([3], np.int32), "int32"), v(np.array(4, np.int32), "int32"), w(8, 8), w(8, 8)),
+         attrs={"num_heads": 4, "kv_num_heads": 2, "do_rotary": 1}, note=DOT),  # fmt: skip
+    Case("ms_gqa_rotary_interleaved_softcap", "GroupQueryAttention", 17, (x(2, 1, 32), x(2, 1, 32),
+         x(2, 1, 32), x(2, 2, 3, 16), x(2, 2, 3, 16), v(np.array([3, 3], np.int32), "int32"),
+         v(np.array(4, np.int32), "int32"), w(8, 8), w(8, 8)), outputs=3,
+         attrs={"num_heads": 2, "kv_num_heads": 2, "do_rotary": 1, "rotary_interleaved": 1,
+                "softcap": 2.0}, note=DOT),  # fmt: skip
+    Case("ms_rotary", "RotaryEmbedding", 17, (x(2, 3, 8), x(2, 3, dtype="int64", gen="int",
+         low=0, high=9), w(10, 4), w(10, 4)), note=DOT),  # fmt: skip
+    Case("ms_rotary_4d_interleaved", "RotaryEmbedding", 17, (x(1, 2, 3, 8),
+         v(np.array([2], np.int64)), w(10, 2), w(10, 2)),
+         attrs={"interleaved": 1, "rotary_embedding_dim": 4, "num_heads": 2}, note=DOT),  # fmt: skip
+    Case("ms_rotary_heads", "RotaryEmbedding", 17, (x(1, 3, 16), x(1, 3, dtype="int64", gen="int",
+         low=0, high=9), w(10, 4), w(10, 4)), attrs={"num_heads": 2}, note=DOT),  # fmt: skip
+    # quantized matrix products
+    Case("ms_qattention", "QAttention", 17, (_u8(2, 4, 8), _i8(8, 24, init=True), w(24),
+         _scale(0.02), _scale(0.01), None, c(np.uint8(128), "uint8"), c(np.int8(0), "int8")),
+         attrs={"num_heads": 2}, note=DOT),  # fmt: skip
+    Case("ms_qattention_mask_causal_u8", "QAttention", 17, (_u8(2, 5, 8), _u8(8, 24, init=True),
+         w(24), _scale(0.02), _scale(0.01), v(np.array([3, 5], np.int32), "int32"),
+         c(np.uint8(120), "uint8"), c(np.uint8(128), "uint8")),
+         attrs={"num_heads": 4, "unidirectional": 1}, note=DOT),  # fmt: skip
+    Case("ms_qembed_ln", "QEmbedLayerNormalization", 17, (
+        x(2, 5, dtype="int32", gen="int", low=0, high=19), x(2, 5, dtype="int32", gen="int",
+        low=0, high=1), _u8(20, 8, init=True), _u8(16, 8, init=True), _u8(2, 8, init=True),
+        _u8(8, init=True), _u8(8, init=True), x(2, 5, dtype="int32", gen="int", low=0, high=1),
+        _scale(0.01), _scale(0.02), _scale(0.03), _scale(0.01), _scale(0.001),
+        c(np.uint8(128), "uint8"), c(np.uint8(100), "uint8"), c(np.uint8(0), "uint8"),
+        c(np.uint8(10), "uint8"), c(np.uint8(128), "uint8")), outputs=2, note=DOT),  # fmt: skip
+    Case("ms_qembed_ln_no_segment", "QEmbedLayerNormalization", 17, (
+        x(3, 4, dtype="int32", gen="int", low=0, high=9), None, _u8(10, 8, init=True),
+        _u8(8, 8, init=True), None, _u8(8, init=True), _u8(8, init=True), None,
+        _scale(0.01), _scale(0.02), None, _scale(0.01), _scale(0.001),
+        c(np.uint8(128), "uint8"), c(np.uint8(100), "uint8"), None,
+        c(np.uint8(10), "uint8"), c(np.uint8(128), "uint8")), outputs=2, note=DOT),  # fmt: skip
+    Case("ms_dqmm_u8", "DynamicQuantizeMatMul", 17, (x(3, 8), _u8(8, 4, init=True),
+         _scale(0.02), c(np.uint8(128), "uint8")), note=QUANT, rtol=1e-5, atol=1e-5),  # fmt: skip
+    Case("ms_dqmm_s8_per_column_bias", "DynamicQuantizeMatMul", 17, (x(2, 3, 8),
+         _i8(8, 5, init=True), w(5, gen="uniform", low=0.01, high=0.05), None, w(5)),
+         rtol=1e-5, atol=1e-5, note=QUANT),  # fmt: skip
+    Case("ms_mmitf", "MatMulIntegerToFloat", 17, (_u8(3, 8), _i8(8, 4, init=True),
+         _scale(0.05), _scale(0.01), c(np.uint8(120), "uint8")), rtol=1e-6, atol=1e-6,
+         note=QUANT),  # fmt: skip
+    Case("ms_mmitf_zp_bias", "MatMulIntegerToFloat", 17, (_u8(2, 3, 6), _u8(6, 4, init=True),
+         _scale(0.05), w(4, gen="uniform", low=0.01, high=0.02), None,
+         _u8(4, init=True, low=100, high=150), w(4)), rtol=1e-6, atol=1e-6,
+         note=QUANT),  # fmt: skip
+    _nbits_case("ms_nbits4_b32", 4, 32, 64, 5, None),
+    _nbits_case("ms_nbits4_b16_zp_bias", 4, 16, 40, 6, "packed", bias=True),
+    _nbits_case("ms_nbits4_b128_k_ragged", 4, 128, 200, 3, "packed"),
+    _nbits_case("ms_nbits8_b32", 8, 32, 64, 4, None),
+    _nbits_case("ms_nbits8_b64_zp", 8, 64, 100, 3, "packed"),
+    _nbits_case("ms_nbits4_b32_float_zp", 4, 32, 64, 3, "float"),
+    _nbits_case("ms_nbits2_b16", 2, 16, 32, 3, None),
+    Case("ms_gather_block_u8", "GatherBlockQuantized", 17, (
+        w(10, 16, dtype="uint8", gen="int", low=0, high=255),
+        x(2, 3, dtype="int64", gen="int", low=0, high=9), w(10, 1)),
+        attrs={"block_size": 32}),  # fmt: skip
+    Case("ms_gather_block_u8_zp", "GatherBlockQuantized", 17, (
+        w(6, 32, dtype="uint8", gen="int", low=0, high=255),
+        x(4, dtype="int32", gen="int", low=-6, high=5), w(6, 4),
+        w(6, 2, dtype="uint8", gen="int", low=0, high=255)),
+        attrs={"block_size": 16}),  # fmt: skip
+    Case("ms_quantize", "QuantizeLinear", 17, (x(3, 4, scale=5), _scale(0.1),
+         c(np.uint8(100), "uint8"))),  # fmt: skip
+    Case("ms_quantize_axis_s8", "QuantizeLinear", 17, (x(2, 3, 4, scale=5),
+         w(3, gen="uniform", low=0.05, high=0.2), c(np.zeros(3, np.int8), "int8")),
+         attrs={"axis": 1}),  # fmt: skip
+    Case("ms_dequantize", "DequantizeLinear", 17, (_u8(3, 4), _scale(0.1),
+         c(np.uint8(100), "uint8"))),  # fmt: skip
+    Case("ms_dequantize_axis", "DequantizeLinear", 17, (_i8(2, 3, 4),
+         w(4, gen="uniform", low=0.05, high=0.2), c(np.array([0, 1, -1, 3], np.int8), "int8")),
+         attrs={"axis": 2}),  # fmt: skip
+    Case("ms_qadd", "QLinearAdd", 17, (_u8(2, 5), _scale(0.05), c(np.uint8(120), "uint8"),
+         _u8(2, 5), _scale(0.03), c(np.uint8(128), "uint8"), _scale(0.07),
+         c(np.uint8(125), "uint8")), note=QUANT),  # fmt: skip
+    Case("ms_qadd_s8_broadcast", "QLinearAdd", 17, (_i8(2, 3, 4), _scale(0.05),
+         c(np.int8(-3), "int8"), _i8(4, init=True), _scale(0.02), c(np.int8(0), "int8"),
+         _scale(0.1), c(np.int8(5), "int8")), note=QUANT),  # fmt: skip
+    Case("ms_qmul", "QLinearMul", 17, (_u8(3, 4), _scale(0.05), c(np.uint8(128), "uint8"),
+         _u8(3, 4), _scale(0.04), c(np.uint8(120), "uint8"), _scale(0.2),
+         c(np.uint8(100), "uint8")), note=QUANT),  # fmt: skip
+    Case("ms_qmul_s8", "QLinearMul", 17, (_i8(2, 6), _scale(0.02), c(np.int8(1), "int8"),
+         _i8(1, 6), _scale(0.03), c(np.int8(-2), "int8"), _scale(0.05), c(np.int8(0), "int8")),
+         note=QUANT),  # fmt: skip
+    Case("ms_qsigmoid", "QLinearSigmoid", 17, (_u8(4, 16), _scale(0.05), c(np.uint8(128), "uint8"),
+         _scale(1 / 256), c(np.uint8(0), "uint8")), note=QUANT),  # fmt: skip
+    Case("ms_qsigmoid_s8", "QLinearSigmoid", 17, (_i8(16, 16), _scale(0.1), c(np.int8(0), "int8"),
+         _scale(1 / 255), c(np.int8(-128), "int8")), note=QUANT),  # fmt: skip
+    Case("ms_qsigmoid_runtime_scales", "QLinearSigmoid", 17, (_u8(3, 8),
+         v(np.float32(0.04), "float32"), v(np.uint8(120), "uint8"),
+         v(np.float32(1 / 256), "float32"), v(np.uint8(0), "uint8")), note=QUANT),  # fmt: skip
+    Case("ms_qleaky", "QLinearLeakyRelu", 17, (_u8(4, 16), _scale(0.05),
+         c(np.uint8(128), "uint8"), _scale(0.04), c(np.uint8(100), "uint8")),
+         attrs={"alpha": 0.1}, note=QUANT),  # fmt: skip
+    Case("ms_qleaky_s8", "QLinearLeakyRelu", 17, (_i8(16, 16), _scale(0.1), c(np.int8(3), "int8"),
+         _scale(0.08), c(np.int8(-5), "int8")), note=QUANT),  # fmt: skip
+    Case("ms_qgap", "QLinearGlobalAveragePool", 17, (_u8(2, 3, 4, 5), _scale(0.05),
+         c(np.uint8(128), "uint8"), _scale(0.02), c(np.uint8(120), "uint8")),
+         note=QUANT),  # fmt: skip
+    Case("ms_qgap_nhwc_s8", "QLinearGlobalAveragePool", 17, (_i8(1, 4, 4, 3), _scale(0.05),
+         c(np.int8(0), "int8"), _scale(0.03), c(np.int8(2), "int8")),
+         attrs={"channels_last": 1}, note=QUANT),  # fmt: skip
+    Case("ms_qavgpool", "QLinearAveragePool", 17, (_u8(1, 2, 6, 6), _scale(0.05),
+         c(np.uint8(128), "uint8"), _scale(0.04), c(np.uint8(120), "uint8")),
+         attrs={"kernel_shape": [3, 3], "strides": [2, 2]}, note=QUANT),  # fmt: skip
+    Case("ms_qavgpool_pads", "QLinearAveragePool", 17, (_i8(1, 3, 5, 5), _scale(0.05),
+         c(np.int8(1), "int8"), _scale(0.05), c(np.int8(1), "int8")),
+         attrs={"kernel_shape": [2, 2], "pads": [1, 1, 1, 1], "count_include_pad": 1},
+         note=QUANT),  # fmt: skip
+    Case("ms_qconcat", "QLinearConcat", 17, (_scale(0.05), c(np.uint8(128), "uint8"),
+         _u8(2, 3), _scale(0.05), c(np.uint8(128), "uint8"), _u8(2, 2), _scale(0.1),
+         c(np.uint8(100), "uint8")), attrs={"axis": 1}, note=QUANT),  # fmt: skip
+    Case("ms_qconcat_s8", "QLinearConcat", 17, (_scale(0.1), c(np.int8(0), "int8"),
+         _i8(1, 2, 3), _scale(0.05), c(np.int8(-4), "int8"), _i8(2, 2, 3), _scale(0.2),
+         c(np.int8(3), "int8")), attrs={"axis": 0}, note=QUANT),  # fmt: skip
+    Case("ms_qgemm_float", "QGemm", 17, (_u8(3, 4), _scale(0.05), c(np.uint8(128), "uint8"),
+         _i8(4, 5, init=True), _scale(0.02), c(np.int8(0), "int8")), rtol=1e-6, atol=1e-6,
+         note=QUANT),  # fmt: skip
+    Case("ms_qgemm_quantized_bias", "QGemm", 17, (_u8(4, 3), _scale(0.05),
+         c(np.uint8(128), "uint8"), _u8(5, 4, init=True), _scale(0.02), c(np.uint8(120), "uint8"),
+         x(5, dtype="int32", gen="int", low=-100, high=100), _scale(0.1),
+         c(np.uint8(110), "uint8")), attrs={"transA": 1, "transB": 1, "alpha": 1.5},
+         note=QUANT),  # fmt: skip
+    Case("ms_qconv", "QLinearConv", 17, (_u8(1, 2, 5, 5), _scale(0.05), c(np.uint8(128), "uint8"),
+         _i8(3, 2, 3, 3, init=True), _scale(0.02), c(np.int8(0), "int8"), _scale(0.1),
+         c(np.uint8(120), "uint8")), note=QUANT),  # fmt: skip
+    Case("ms_qconv_bias_pads", "QLinearConv", 17, (_i8(1, 2, 4, 4), _scale(0.05),
+         c(np.int8(0), "int8"), _i8(2, 2, 3, 3, init=True), w(2, gen="uniform", low=0.01,
+         high=0.03), c(np.zeros(2, np.int8), "int8"), _scale(0.1), c(np.int8(-1), "int8"),
+         w(2, dtype="int32", gen="int", low=-50, high=50)), attrs={"pads": [1, 1, 1, 1]},
+         note=QUANT),  # fmt: skip
+    Case("ms_dqlstm", "DynamicQuantizeLSTM", 17, (x(5, 2, 4), _i8(1, 4, 12, init=True),
+         _i8(1, 3, 12, init=True), w(1, 24), None, None, None, None, c(np.array([0.02], np.float32), "float32"),
+         c(np.zeros(1, np.int8), "int8"), c(np.array([0.03], np.float32), "float32"),
+         c(np.zeros(1, np.int8), "int8")),
+         attrs={"hidden_size": 3}, outputs=3, note=LSTM, rtol=2e-4, atol=1e-5),  # fmt: skip
+    Case("ms_dqlstm_bidirectional_u8_per_column", "DynamicQuantizeLSTM", 17, (x(4, 3, 5),
+         _u8(2, 5, 16, init=True), _u8(2, 4, 16, init=True), w(2, 32), None, x(2, 3, 4),
+         x(2, 3, 4), None, w(2, 16, gen="uniform", low=0.01, high=0.03),
+         c(np.full((2, 16), 128, np.uint8), "uint8"), w(2, 16, gen="uniform", low=0.01,
+         high=0.03), c(np.full((2, 16), 120, np.uint8), "uint8")),
+         attrs={"hidden_size": 4, "direction": "bidirectional"}, outputs=3, note=LSTM,
+         rtol=2e-4, atol=1e-5),  # fmt: skip
+    Case("ms_dqlstm_lengths_reverse", "DynamicQuantizeLSTM", 17, (x(4, 2, 3),
+         _i8(1, 3, 8, init=True), _i8(1, 2, 8, init=True), None,
+         v(np.array([4, 2], np.int32), "int32"), None, None, None, c(np.array([0.05], np.float32), "float32"),
+         c(np.zeros(1, np.int8), "int8"), c(np.array([0.05], np.float32), "float32"),
+         c(np.zeros(1, np.int8), "int8")),
+         attrs={"hidden_size": 2, "direction": "reverse"}, outputs=2, note=LSTM, rtol=2e-4,
+         atol=1e-5),  # fmt: skip
+    # the default domain's operators under com.microsoft
+    Case("ms_trilu", "Trilu", 17, (x(3, 4),)),
+    Case("ms_trilu_lower_k", "Trilu", 17, (x(2, 4, 4), c(np.int64(-1))), attrs={"upper": 0}),
+    Case("ms_range", "Range", 17, (v(np.array(1, np.int64)), v(np.array(9, np.int64)),
+         v(np.array(2, np.int64)))),  # fmt: skip
+    Case("ms_range_float", "Range", 17, (c(np.float32(0.5), "float32"), c(np.float32(3), "float32"),
+         c(np.float32(0.25), "float32"))),  # fmt: skip
+    Case("ms_gathernd", "GatherND", 17, (x(3, 4), c(np.array([[1, 2], [2, 0]]))),),
+    Case("ms_gathernd_slices", "GatherND", 17, (x(2, 3, 4), v(np.array([[[1], [0]]])))),
+    Case("ms_pad", "Pad", 17, (x(2, 3), c(np.array([0, 1, 1, 0])))),
+    Case("ms_pad_reflect_value", "Pad", 17, (x(1, 2, 4), c(np.array([0, 0, 2, 0, 0, 1])),),
+         attrs={"mode": "reflect"}),  # fmt: skip
+    Case("ms_pad_constant_value", "Pad", 17, (x(2, 2), c(np.array([1, 1, 1, 1])),
+         c(np.float32(2.5), "float32"))),  # fmt: skip
+    Case("ms_expand_dims", "ExpandDims", 17, (x(2, 3), c(np.int32(-1), "int32"))),
+    Case("ms_expand_dims_runtime", "ExpandDims", 17, (x(2, 3), v(np.int32(1), "int32"))),
+    Case("ms_unique", "Unique", 17, (v(np.array([3, 1, 3, 2, 1, 5], np.float32), "float32"),),
+         outputs=3),  # fmt: skip
+    Case("ms_unique_repeats", "Unique", 17, (x(12, dtype="float32", gen="int", low=-2, high=2),),
+         outputs=3),  # fmt: skip
+    # the default domain's operators of the experimental era (onnxruntime keeps them)
+    Case("ms_affine", "Affine", 8, (x(2, 3),), attrs={"alpha": 2.5, "beta": -1.0}),
+    Case("ms_affine_default", "Affine", 7, (x(4),)),
+    Case("ms_scale", "Scale", 8, (x(2, 3),), attrs={"scale": 0.5}),
+    Case("ms_scale_default", "Scale", 9, (x(3, 1),)),
+    Case("ms_image_scaler", "ImageScaler", 8, (x(1, 3, 4, 4),),
+         attrs={"scale": 0.5, "bias": [1.0, -2.0, 0.5]}),  # fmt: skip
+    Case("ms_image_scaler_scale_only", "ImageScaler", 7, (x(2, 2, 3, 3),), attrs={"scale": 2.0, "bias": [0.0, 1.0]}),
+    Case("ms_scaled_tanh", "ScaledTanh", 8, (x(2, 5, scale=3),), attrs={"alpha": 1.5, "beta": 0.7},
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_scaled_tanh_2", "ScaledTanh", 9, (x(6, scale=2),), attrs={"alpha": 2.0, "beta": 2.0},
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_parametric_softplus", "ParametricSoftplus", 8, (x(2, 5, scale=3),),
+         attrs={"alpha": 1.5, "beta": 0.7}, note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_parametric_softplus_2", "ParametricSoftplus", 9, (x(7, scale=10),),
+         attrs={"alpha": 0.5, "beta": 2.0}, note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_crop_border", "Crop", 8, (x(1, 2, 6, 7),), attrs={"border": [1, 2, 0, 1]}),
+    Case("ms_crop_scale", "Crop", 8, (x(2, 1, 6, 6),), attrs={"border": [1, 1, 0, 0],
+         "scale": [3, 4]}),  # fmt: skip
+    Case("ms_dynamic_slice", "DynamicSlice", 8, (x(4, 5), c(np.array([1, 0])), c(np.array([3, 4])))),
+    Case("ms_dynamic_slice_axes", "DynamicSlice", 9, (x(3, 4, 5), v(np.array([1])), v(np.array([-1])),
+         c(np.array([2])))),  # fmt: skip
+    Case("ms_thresholded_relu_op9", "ThresholdedRelu", 9, (x(3, 4),), attrs={"alpha": 0.5}),
+    Case("ms_thresholded_relu_op7", "ThresholdedRelu", 7, (x(5),)),
+    Case("ms_mvn_op8", "MeanVarianceNormalization", 8, (x(2, 3, 4, 5),), note=DOT),
+    Case("ms_mvn_op8_mean_only", "MeanVarianceNormalization", 8, (x(2, 3, 2, 2),),
+         attrs={"normalize_variance": 0}, note=DOT),  # fmt: skip
+    Case("ms_mvn_op7_across_mean_only", "MeanVarianceNormalization", 7, (x(2, 3, 2, 2),),
+         attrs={"across_channels": 1, "normalize_variance": 0}, note=DOT),  # fmt: skip
+    Case("ms_mvn_op8_across", "MeanVarianceNormalization", 8, (x(2, 2, 3, 3),),
+         attrs={"across_channels": 1}, note=DOT),  # fmt: skip
+    Case("ms_matmul_integer16", "MatMulInteger16", 17, (x(3, 4, dtype="int16", gen="int",
+         low=-3000, high=3000), x(4, 5, dtype="int16", gen="int", low=-3000, high=3000))),
+    Case("ms_matmul_integer16_batch", "MatMulInteger16", 17, (x(2, 3, 4, dtype="int16",
+         gen="int", low=-30000, high=30000), w(4, 2, dtype="int16", gen="int", low=-30000,
+         high=30000))),
+    Case("ms_qwhere", "QLinearWhere", 17, (x(2, 5, gen="bool", dtype="bool"), _u8(2, 5),
+         _scale(0.05), c(np.uint8(128), "uint8"), _u8(2, 5), _scale(0.03), c(np.uint8(120), "uint8"),
+         _scale(0.04), c(np.uint8(125), "uint8")), note=QUANT),
+    Case("ms_qwhere_s8_broadcast", "QLinearWhere", 17, (x(3, 1, gen="bool", dtype="bool"),
+         _i8(1, 4), _scale(0.1), c(np.int8(0), "int8"), _i8(3, 4), _scale(0.1),
+         c(np.int8(0), "int8"), _scale(0.1), c(np.int8(0), "int8")), note=QUANT),
+    Case("ms_unfold", "UnfoldTensor", 17, (x(2, 7),), attrs={"size": 3, "step": 2}),
+    Case("ms_unfold_dim", "UnfoldTensor", 17, (x(5, 3, 2),), attrs={"size": 2, "dim": 0}),
+    Case("ms_nhwc_maxpool", "NhwcMaxPool", 17, (_u8(1, 5, 5, 3),), attrs={"kernel_shape": [2, 2]}),
+    Case("ms_nhwc_maxpool_s8_strides_pads", "NhwcMaxPool", 17, (_i8(2, 6, 7, 2),),
+         attrs={"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    Case("ms_grid_sample", "GridSample", 17, (x(1, 2, 4, 5), x(1, 3, 3, 2, gen="uniform", low=-1.1,
+         high=1.1)), note=DOT),
+    Case("ms_grid_sample_nearest_border", "GridSample", 17, (x(2, 1, 3, 3), x(2, 2, 4, 2,
+         gen="uniform", low=-1.2, high=1.2)), attrs={"mode": "nearest", "padding_mode": "border",
+         "align_corners": 1}),
+    Case("ms_qsoftmax", "QLinearSoftmax", 17, (_u8(3, 10), _scale(0.1), c(np.uint8(128), "uint8"),
+         _scale(1 / 256), c(np.uint8(0), "uint8")), attrs={"opset": 13}),
+    Case("ms_qsoftmax_s8_axis", "QLinearSoftmax", 17, (_i8(2, 5, 3), _scale(0.05),
+         c(np.int8(0), "int8"), _scale(1 / 255), c(np.int8(-128), "int8")),
+         attrs={"opset": 13, "axis": 1}),
+    Case("ms_qsoftmax_opset12", "QLinearSoftmax", 17, (_u8(2, 3, 4), _scale(0.2),
+         c(np.uint8(100), "uint8"), _scale(1 / 256), c(np.uint8(0), "uint8")), attrs={"opset": 12}),
+    Case("ms_qsoftmax_opset12_axis1", "QLinearSoftmax", 17, (_u8(2, 3, 4), _scale(0.05),
+         c(np.uint8(100), "uint8"), _scale(1 / 256), c(np.uint8(0), "uint8")),
+         attrs={"opset": 12, "axis": 1}),
+    Case("ms_bnb4_nf4", "MatMulBnb4", 17, (x(3, 32), w(8 * 32 // 2, dtype="uint8", gen="int",
+         low=0, high=255), w(8 * 32 // 64, gen="uniform", low=0.1, high=1)),
+         attrs={"K": 32, "N": 8, "block_size": 64, "quant_type": 1}, note=DOT),
+    Case("ms_bnb4_fp4_ragged", "MatMulBnb4", 17, (x(2, 3, 20), w(5 * 20 // 2, dtype="uint8",
+         gen="int", low=0, high=255), w(-(-5 * 20 // 16), gen="uniform", low=0.1, high=1)),
+         attrs={"K": 20, "N": 5, "block_size": 16, "quant_type": 0}, note=DOT),
+    Case("ms_crop_and_resize", "CropAndResize", 17, (x(2, 3, 6, 8),
+         v(np.array([[0.1, 0.2, 0.8, 0.9], [0.0, 0.0, 1.0, 1.0], [-0.2, 0.3, 0.5, 1.3]],
+                    np.float32), "float32"), v(np.array([0, 1, 1], np.int32), "int32"),
+         c(np.array([3, 4], np.int32), "int32")), note=DOT),
+    Case("ms_crop_and_resize_nearest_single", "CropAndResize", 17, (x(1, 2, 5, 5),
+         v(np.array([[0.2, 0.1, 0.7, 0.9], [0.5, 0.5, 0.5, 0.5]], np.float32), "float32"),
+         v(np.array([0, 0], np.int32), "int32"), c(np.array([1, 3], np.int32), "int32")),
+         attrs={"mode": "nearest", "extrapolation_value": -1.0}),
+    Case("ms_crop_and_resize_nearest_halves", "CropAndResize", 17, (x(1, 1, 5, 5),
+         c(np.array([[0.125, 0.375, 0.625, 0.875]], np.float32), "float32"),
+         c(np.array([0], np.int32), "int32"), c(np.array([2, 2], np.int32), "int32")),
+         attrs={"mode": "nearest"}),
+    Case("ms_ngram_repeat_block", "NGramRepeatBlock", 17, (v(np.array([[1, 2, 3, 1, 2], [4, 4, 4, 4, 0]],
+         np.int64)), x(2, 6)), attrs={"ngram_size": 3}),
+    Case("ms_ngram_repeat_block_random", "NGramRepeatBlock", 17, (x(3, 12, dtype="int64",
+         gen="int", low=0, high=3), x(3, 5)), attrs={"ngram_size": 2}),
+    Case("ms_dtw", "DynamicTimeWarping", 17, (x(6, 9),)),
+    Case("ms_dtw_batch_of_one_ties", "DynamicTimeWarping", 17, (x(1, 5, 4, dtype="float32",
+         gen="int", low=0, high=2),)),
+    Case("ms_conv_transpose_dynamic_pads", "ConvTransposeWithDynamicPads", 17, (x(1, 2, 4, 4),
+         w(2, 3, 3, 3), v(np.array([1, 0, 1, 2])), w(3)), attrs={"strides": [2, 2]}, note=DOT),
+    Case("ms_conv_transpose_constant_pads", "ConvTransposeWithDynamicPads", 17, (x(2, 1, 5),
+         w(1, 2, 3), c(np.array([1, 1]))), note=DOT),
+    # float16, as LLM exports run them (onnxruntime registers float16 CPU kernels for these)
+    Case("ms_f16_nbits4", "MatMulNBits", 17, (x(2, 64, dtype="float16"),
+         w(6, 2, 16, dtype="uint8", gen="int", low=0, high=255),
+         w(12, dtype="float16", gen="uniform", low=0.01, high=0.1)),
+         attrs={"K": 64, "N": 6, "bits": 4, "block_size": 32}, note=DOT),
+    Case("ms_f16_gqa_past", "GroupQueryAttention", 17, (x(2, 1, 64, dtype="float16"),
+         x(2, 1, 32, dtype="float16"), x(2, 1, 32, dtype="float16"),
+         x(2, 2, 3, 16, dtype="float16"), x(2, 2, 3, 16, dtype="float16"),
+         v(np.array([3, 2], np.int32), "int32"), v(np.array(4, np.int32), "int32")), outputs=3,
+         attrs={"num_heads": 4, "kv_num_heads": 2}, note=DOT),
+    Case("ms_f16_skip_sln", "SkipSimplifiedLayerNormalization", 17, (x(2, 3, 16, dtype="float16"),
+         x(2, 3, 16, dtype="float16"), w(16, dtype="float16")), note=DOT),
+    Case("ms_f16_skip_ln", "SkipLayerNormalization", 17, (x(2, 3, 16, dtype="float16"),
+         x(2, 3, 16, dtype="float16"), w(16, dtype="float16"), w(16, dtype="float16")), note=DOT),
+    Case("ms_f16_sln", "SimplifiedLayerNormalization", 17, (x(2, 3, 16, dtype="float16"),
+         w(16, dtype="float16")), note=DOT),
+    Case("ms_f16_rotary", "RotaryEmbedding", 17, (x(1, 3, 32, dtype="float16"), x(1, 3,
+         dtype="int64", gen="int", low=0, high=7), w(8, 8, dtype="float16"),
+         w(8, 8, dtype="float16")), attrs={"num_heads": 2}, note=DOT),
+    # hashing
+    Case("ms_murmur_i32", "MurmurHash3", 17, (x(3, 4, dtype="int32", gen="int", low=-1000,
+         high=1000),), attrs={"seed": 42}),  # fmt: skip
+    Case("ms_murmur_i64_signed", "MurmurHash3", 17, (x(5, dtype="int64", gen="int", low=-10**12,
+         high=10**12),), attrs={"positive": 0}),  # fmt: skip
+    Case("ms_murmur_string", "MurmurHash3", 17, (v(np.array(["", "a", "ab", "abc", "abcd",
+         "hello world", "héllo"], object), object),), attrs={"seed": 7}),  # fmt: skip
+]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", dest="pattern")
+    parser.add_argument("--variant", action="append")
+    parser.add_argument("-v", action="store_true")
+    parser.add_argument("--markdown", action="store_true", help="print the coverage table")
+    args = parser.parse_args(argv)
+    failed = 0
+    counts: dict = {}
+    variants = args.variant or ["fast", "exact"]
+    for variant in variants:
+        for case in CASES:
+            if args.pattern and args.pattern not in case.name and args.pattern != case.op:
+                continue
+            result = run_case(case, variant)
+            ok = result.status in ("pass", "refused", "divergence", "known bug")
+            failed += not ok
+            tally = counts.setdefault(case.op, {})
+            tally[(variant, result.status)] = tally.get((variant, result.status), 0) + 1
+            if args.v or not ok:
+                print(f"{variant:5} {result.status:14} {case.name}: {result.detail[:300]}")
+    if args.markdown:
+        columns = [(v, s) for v in variants for s in ("pass", "refused")]
+        print("| operator | cases | " + " | ".join(f"{v} {s}" for v, s in columns) + " |")
+        print("|---" * (len(columns) + 2) + "|")
+        for op in sorted(counts):
+            cases = sum(n for (v, _), n in counts[op].items() if v == variants[0])
+            cells = " | ".join(str(counts[op].get(column, 0)) for column in columns)
+            print(f"| {op} | {cases} | {cells} |")
+    print(f"{failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""The com.microsoft domain (issue #14, points 4 and 5): every case of the com.microsoft oracle
+(tests/harness/microsoft_oracle.py) in both variants against onnxruntime 1.31.1, also with the graph's
+shapes hidden; the table's coverage; the registrations against onnxruntime's own schemas.
+
+No expected value is written here: onnxruntime computes it. In the exact variant a refusal is an
+expected outcome, provided it names the operator (Inverse is the one refused).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import onemodel_compile.resolve
+from onemodel_compile import CompileError, UnsupportedError, generate, onnxruntime_types
+from onemodel_compile.ops import microsoft
+from onemodel_compile.ops.registry import lookup, registered
+from tests.harness import microsoft_oracle as oracle
+
+VARIANTS = ("fast", "exact")
+# The registrations of this family: com.microsoft's, and the default-domain operators only
+# onnxruntime defines (their opset ranges are onnxruntime's, not onnx's).
+MICROSOFT = [
+    e
+    for e in registered()
+    if e.domain == microsoft.DOMAIN or (e.domain == "" and e.op_type in oracle.DEFAULT_DOMAIN
+                                         and e.emit.__module__ == microsoft.__name__)
+]  # fmt: skip
+
+
+def _onnxruntime_schemas() -> dict:
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort
+
+    return {(s.domain, s.name, s.since_version): s for s in ort.get_all_operator_schema()}
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case", oracle.CASES, ids=lambda case: case.name)
+def test_operator_matches_onnxruntime(case, variant):
+    outcome = oracle.run_case(case, variant)
+    if outcome.status == "refused":
+        assert variant == "exact", f"the {variant} variant refused: {outcome.detail}"
+        assert case.op in outcome.detail, f"the refusal does not name {case.op}: {outcome.detail}"
+        assert "no exact implementation" in outcome.detail, outcome.detail
+        return
+    if outcome.status == "divergence":
+        pytest.xfail(f"onnxruntime diverges: {outcome.detail}")
+    assert outcome.status == "pass", f"{outcome.status}: {outcome.detail}"
+
+
+def test_every_emitter_takes_an_unknown_rank(monkeypatch):
+    """Every case compiled with its graph's shapes hidden still gives onnxruntime's outputs
+    (fast variant), and every registration of the family is handed an input of unknown rank on
+    the way (the rule tests/test_unknown_rank.py holds the other emitters to)."""
+    exercised: set = set()
+    original = onemodel_compile.resolve.lookup
+
+    def recording(*args, **kwargs):
+        entry = original(*args, **kwargs)
+
+        def emit(view, entry=entry):
+            if any(x is not None and getattr(x.type, "shape", 0) is None for x in view.inputs):
+                exercised.add((entry.domain, entry.op_type, entry.since))
+            return entry.emit(view)
+
+        return dataclasses.replace(entry, emit=emit)
+
+    monkeypatch.setattr(onemodel_compile.resolve, "lookup", recording)
+    failures = []
+    for case in oracle.CASES:
+        outcome = oracle.run_case(case, "fast", hide_shapes=True)
+        if outcome.status != "pass":
+            failures.append(f"{case.name}: {outcome.status}: {outcome.detail}")
+    assert not failures, failures[:5]
+    every = {(e.domain, e.op_type, e.since) for e in MICROSOFT}
+    assert not every - exercised, sorted(every - exercised)
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+def test_table_covers_every_registration_twice():
+    names = [case.name for case in oracle.CASES]
+    assert len(names) == len(set(names)), "case names must be unique (test ids)"
+    counts = {op: sum(case.op == op for case in oracle.CASES) for op in oracle.OPERATORS}
+    assert all(n >= 2 for n in counts.values()), {op: n for op, n in counts.items() if n < 2}
+    assert {e.op_type for e in MICROSOFT} == set(oracle.OPERATORS)
+    assert {case.op for case in oracle.CASES} == set(oracle.OPERATORS)
+
+
+def test_looser_tolerances_say_why():
+    for case in oracle.CASES:
+        if case.rtol is not None or case.atol is not None:
+            assert case.note, f"{case.name}: a looser tolerance needs a note"
+
+
+def test_the_harness_can_fail(monkeypatch):
+    """A kernel that is off by one ulp in one element is caught (integers compare exactly)."""
+    import runtime_support
+
+    right = runtime_support.murmur_hash3
+
+    def wrong(X, **kwargs):
+        result = right(X, **kwargs).copy()
+        result.reshape(-1)[0] += 1
+        return result
+
+    monkeypatch.setattr(runtime_support, "murmur_hash3", wrong)
+    case = next(c for c in oracle.CASES if c.op == "MurmurHash3")
+    assert oracle.run_case(case, "fast").status == "mismatch"
+
+
+def test_kernel_names_are_the_family_s_own():
+    """runtime_support re-exports every family's kernels into one namespace (`rt`): a kernel
+    named like another family's would replace it (an `attention` did, once)."""
+    import importlib
+    import pkgutil
+
+    import runtime_support
+    from runtime_support import microsoft as kernels
+
+    others = set()
+    for info in pkgutil.iter_modules(runtime_support.__path__):
+        if info.name.startswith("_") or info.name == "microsoft":
+            continue
+        others |= set(
+            getattr(importlib.import_module(f"runtime_support.{info.name}"), "__all__", ())
+        )
+    assert not set(kernels.__all__) & others, sorted(set(kernels.__all__) & others)
+    for name in kernels.__all__:
+        assert getattr(runtime_support, name) is getattr(kernels, name), name
+
+
+# --- the registrations --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "entry", MICROSOFT, ids=lambda e: f"{e.domain or 'ai.onnx'}:{e.op_type}:{e.since}"
+)
+def test_registration_is_an_onnxruntime_schema(entry):
+    """Each registration names an operator onnxruntime 1.31.1 defines at that domain opset, and
+    the defaults it declares are onnxruntime's."""
+    schemas = _onnxruntime_schemas()
+    schema = schemas.get((entry.domain, entry.op_type, entry.since))
+    assert schema is not None, f"onnxruntime has no {entry.op_type} at opset {entry.since}"
+    for name, value in onnxruntime_types.DEFAULTS[(entry.domain, entry.op_type)].items():
+        attribute = schema.attributes.get(name)
+        assert attribute is not None, f"{entry.op_type} has no attribute {name!r}"
+        raw = attribute._default_value
+        proto = onnx.AttributeProto.FromString(raw) if isinstance(raw, bytes) else None
+        if proto is None or not proto.type:
+            continue  # no schema default: the kernel's own (docs/com-microsoft.md)
+        expected = helper.get_attribute_value(proto)
+        expected = expected.decode() if isinstance(expected, bytes) else expected
+        if isinstance(expected, float):
+            assert np.float32(value) == np.float32(expected), (name, value, expected)
+        else:
+            assert value == expected, (name, value, expected)
+
+
+@pytest.mark.parametrize(
+    "entry", MICROSOFT, ids=lambda e: f"{e.domain or 'ai.onnx'}:{e.op_type}:{e.since}"
+)
+def test_required_attributes_are_onnxruntime_s(entry):
+    """What onnxruntime's schema requires either has a declared default (the kernel's, where the
+    schema is younger than the models: Crop's border) or is required here too: a node without it
+    is a compile error naming the node, not a failure at run time."""
+    schema = _onnxruntime_schemas()[(entry.domain, entry.op_type, entry.since)]
+    needed = {name for name, attribute in schema.attributes.items() if attribute.required}
+    declared = set(microsoft.REQUIRED[(entry.domain, entry.op_type)])
+    defaults = set(onnxruntime_types.DEFAULTS[(entry.domain, entry.op_type)])
+    assert needed <= declared | defaults, sorted(needed - declared - defaults)
+    assert declared <= needed, sorted(declared - needed)
+
+
+def test_a_missing_required_attribute_names_the_node():
+    node = helper.make_node("MatMulNBits", ["a", "b", "s"], ["y"], domain=microsoft.DOMAIN, N=2)
+    inputs = [
+        helper.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [1, 32]),
+        helper.make_tensor_value_info("b", onnx.TensorProto.UINT8, [2, 1, 16]),
+        helper.make_tensor_value_info("s", onnx.TensorProto.FLOAT, [2]),
+    ]
+    out = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2])
+    graph = helper.make_graph([node], "g", inputs, [out])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    )
+    with pytest.raises(CompileError, match=r"MatMulNBits node \(unnamed\): .* attribute 'K'"):
+        generate(model)
+
+
+def test_the_domain_is_opset_one_only():
+    entries = [e for e in MICROSOFT if e.domain == microsoft.DOMAIN]
+    assert entries and all(e.since == 1 and e.until is None for e in entries)
+    node = helper.make_node("Gelu", ["x"], ["y"], domain=microsoft.DOMAIN)
+    value = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])
+    out = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])
+    graph = helper.make_graph([node], "g", [value], [out])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 2)]
+    )
+    with pytest.raises(UnsupportedError, match="com.microsoft opset 2 is outside"):
+        generate(model)
+
+
+def test_unsupported_operator_names_itself():
+    with pytest.raises(UnsupportedError, match=r"BeamSearch \(domain 'com.microsoft'\)"):
+        lookup("BeamSearch", microsoft.DOMAIN, 1, "fast", "BeamSearch node 'b'")
+
+
+def test_layer_normalization_before_17_is_onnxruntime_s_only():
+    """onnx defines LayerNormalization from opset 17; onnxruntime from 1 (its optimizer writes it
+    into models of older opsets): the family registers 1..16, the normalization family 17 on."""
+    entries = [e for e in registered() if e.op_type == "LayerNormalization" and not e.domain]
+    ranges = sorted((e.since, e.until) for e in entries if e.variant is None)
+    assert ranges[0] == (1, 16) and ranges[1][0] == 17
+
+
+# --- end to end: what onnxruntime's own tools write -----------------------------------------------
+
+REAL_MODELS = Path(__file__).resolve().parent / "real_models"
+# (model, the optimizer's model type): the exports of tests/real_models/ the optimizer fuses
+# (bert: EmbedLayerNormalization, Attention, BiasGelu, then QEmbedLayerNormalization, QAttention;
+# gpt2 at opset 14: FastGelu and the default domain's LayerNormalization before 17; llama: the
+# simplified normalizations)
+OPTIMIZED = [
+    ("bert_legacy_op14", "bert"),
+    ("gpt2_legacy_op14", "gpt2"),
+    pytest.param("llama_legacy_op17", "bert", marks=pytest.mark.slow),
+]
+
+
+def _real_feeds(name: str, k: int) -> dict:
+    data = np.load(REAL_MODELS / f"{name}.npz")
+    prefix = f"{k}:input:"
+    return {key[len(prefix) :]: data[key] for key in data.files if key.startswith(prefix)}
+
+
+@pytest.mark.parametrize("name,kind", OPTIMIZED, ids=["bert", "gpt2", "llama"])
+def test_onnxruntime_optimized_and_quantized_models(name, kind, tmp_path):
+    """onnxruntime's transformer optimizer, then its dynamic quantizer, run on a real export:
+    both results compile in both variants and give onnxruntime's outputs on the model's feeds."""
+    import warnings
+
+    import onnxruntime
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    from onemodel_compile import load_compiled
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optimized = optimize_model(str(REAL_MODELS / f"{name}.onnx"), model_type=kind, opt_level=0)
+        optimized_path = tmp_path / "optimized.onnx"
+        optimized.save_model_to_file(str(optimized_path))
+        inferred = SymbolicShapeInference.infer_shapes(onnx.load(optimized_path), auto_merge=True)
+        onnx.save(inferred, tmp_path / "inferred.onnx")
+        quantized_path = tmp_path / "quantized.onnx"
+        quantize_dynamic(tmp_path / "inferred.onnx", quantized_path, weight_type=QuantType.QInt8)
+    fused = {
+        n.op_type for n in onnx.load(quantized_path).graph.node if n.domain == microsoft.DOMAIN
+    }
+    assert fused, "the optimizer fused nothing: the test would check nothing of this family"
+    for path in (optimized_path, quantized_path):
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        for variant in VARIANTS:
+            module = load_compiled(str(path), variant=variant)
+            for k in (0, 1):
+                feeds = _real_feeds(name, k)
+                expected = session.run(None, feeds)
+                actual = module.run_feeds(feeds)
+                for e, (output, a) in zip(expected, actual.items()):
+                    assert a.shape == e.shape, (path.name, variant, output)
+                    np.testing.assert_allclose(
+                        a, e, rtol=1e-4, atol=1e-5, err_msg=f"{path.name} {variant} {output}"
+                    )

@@ -743,7 +743,8 @@ ATTENTION_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 def _build_attention(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Built | None:
     """Q, K and V of one float type and rank (at least 3: a stack of heads), the softmax over the
     last axis, a mask and a fill of that type and no higher rank (a boolean `keep`), a Cast only
-    to the type it has, every scale finite and non-zero."""
+    to the type it has, every scale finite and non-zero, and not a single query row known at
+    compile time."""
     q, k, v = (m.values[name] for name in ("q", "k", "v"))
     types = [flow.type_of(name) for name in (q, k, v)]
     dtype = getattr(types[0], "dtype", None)
@@ -751,6 +752,8 @@ def _build_attention(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Bui
     if dtype not in ATTENTION_TYPES or rank is None or rank < 3:
         return None
     if any(getattr(t, "dtype", None) != dtype or getattr(t, "rank", None) != rank for t in types):
+        return None
+    if types[0].shape[-2] == 1:  # one query row (a decoder step): measured slower fused (gpt_step)
         return None
     softmax = flow.steps[m.nodes["softmax"]].node
     if softmax.attrs.get("axis", -1 if softmax.opset >= 13 else 1) % rank != rank - 1:

@@ -23,6 +23,11 @@ Rules:
   y -> y * s + t is the chain's map. Every value along the chain but the last must have no other
   reader and not be a graph output. The map is composed in float64 and rounded once to the
   weights' type. (A chain of any length: matched by hand, not by a pattern.)
+- conv-activation: a Conv whose result only its activation reads -- Relu, Clip with constant
+  single-element bounds, HardSwish, or Sigmoid and the Mul of the result by it (SiLU) -- becomes
+  ConvActivation: `rt.conv_activation` applies the activation in place to the Conv's new result,
+  one call and no array for the activation (after conv-affine, so a Conv, BatchNormalization, Relu
+  chain becomes one call). (Matched by hand, as written with the Conv fusions.)
 - batch-norm: a BatchNormalization left over with constant statistics gets its per-channel factor
   and shift computed here and becomes ScaleShift, so the module does one multiply and one add:
   `rt.scale_shift(x, factor, shift)`.
@@ -799,7 +804,7 @@ def _build_attention(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Bui
     return Built(_fused_node("Attention", node, inputs, attrs), note)
 
 
-# --- conv-affine and product-scale: chains of any length, matched by hand ---------------------
+# --- conv-affine, conv-activation and product-scale: matched by hand ----------------------------
 
 
 def _fold_conv_affine(rewrite: _Rewrite) -> None:
@@ -949,9 +954,94 @@ def _scale_linear(rewrite: _Rewrite, value, factor, flow: _Flow, dtype) -> bool:
     return True
 
 
+def _fuse_conv_activation(rewrite: _Rewrite) -> None:
+    resolved = rewrite.resolved
+    steps = resolved.steps
+    flow = _Flow(resolved)
+    removed: set[int] = set()
+    for index, step in enumerate(steps):
+        node = step.node
+        if node.op_type != "Conv" or node.domain or index in removed:
+            continue
+        value = node.outputs[0]
+        value_type = resolved.types.get(value, ir.UNKNOWN)
+        if getattr(value_type, "dtype", None) not in FLOAT_TYPES:
+            continue
+        match = _conv_activation(flow, value)
+        if match is None or removed & set(match[2]):
+            continue
+        activation, bounds, pattern = match
+        last = steps[pattern[-1]].node
+        attrs = {**node.attrs, "activation": activation, **bounds}
+        new = ir.Node(
+            "ConvActivation", fused.DOMAIN, node.name, list(node.inputs), list(last.outputs),
+            attrs, 1,
+        )  # fmt: skip
+        emitter = lookup("ConvActivation", fused.DOMAIN, 1, "fast", node.label)
+        folded = getattr(step, "fused", ())  # fold_conv_affine's nodes
+        applied = tuple(steps[i].node for i in pattern)
+        note = "Conv"
+        if folded:
+            note += f" with {', '.join(n.op_type for n in folded)} folded in"
+        note += f", then {' and '.join(n.op_type for n in applied)} in place, in one call"
+        steps[index] = FusedStep(new, emitter, step.bodies, folded + applied, node, note)
+        removed.update(pattern)
+    steps[:] = [s for i, s in enumerate(steps) if i not in removed]
+
+
+def _conv_activation(flow: _Flow, value: str):
+    """(activation, bounds, the steps it takes) when the activation of a Conv's result `value`
+    is one ConvActivation computes, read by nothing else; else None."""
+    readers = flow.readers[value]
+    if value in flow.resolved.graph.outputs or readers not in (1, 2):
+        return None
+    first = _reader(flow.steps, value, flow.producer[value])
+    node = flow.steps[first].node if first is not None else None
+    if node is None or node.domain or node.inputs[:1] != [value]:
+        return None
+    if readers == 2:  # SiLU: Mul(value, Sigmoid(value)), in either operand order
+        mul = flow.only_reader(node.outputs[0]) if node.op_type == "Sigmoid" else None
+        product = flow.steps[mul].node if mul is not None else None
+        if product is None or product.op_type != "Mul" or product.domain:
+            return None
+        if sorted(product.inputs) != sorted([value, node.outputs[0]]):
+            return None
+        return "silu", {}, [first, mul]
+    rule = _CONV_ACTIVATIONS.get(node.op_type)
+    bounds = rule(node, flow.resolved) if rule is not None else None
+    return None if bounds is None else (bounds.pop("activation"), bounds, [first])
+
+
+def _clip_bounds(node: ir.Node, resolved: ResolvedGraph) -> dict | None:
+    """Clip's bounds as floats (absent ones left out): attributes before opset 11, single-element
+    constant inputs after; None when a bound is known only at run time."""
+    if node.opset < 11:
+        low, high = node.attrs.get("min"), node.attrs.get("max")
+        bounds = {"low": low, "high": high}
+    else:
+        bounds = {}
+        for name, position in (("low", 1), ("high", 2)):
+            if len(node.inputs) > position and node.inputs[position]:
+                c = resolved.constants.get(node.inputs[position])
+                if c is None or c.size != 1:
+                    return None
+                bounds[name] = float(c.reshape(()))
+    bounds = {name: float(v) for name, v in bounds.items() if v is not None}
+    return {"activation": "clip", **bounds}
+
+
+# The single activations ConvActivation takes, by op type: their keywords, None if not fusable.
+_CONV_ACTIVATIONS = {
+    "Relu": lambda node, resolved: {"activation": "relu"},
+    "HardSwish": lambda node, resolved: {"activation": "hard_swish"},
+    "Clip": _clip_bounds,
+}
+
+
 # The rules in the order they run (see the module docstring).
 RULES = (
     Rule("conv-affine", _fold_conv_affine),
+    Rule("conv-activation", _fuse_conv_activation),
     PatternRule("batch-norm", BATCH_NORM, _build_scale_shift),
     PatternRule("layer-norm", LAYER_NORM, _build_layer_norm),
     PatternRule("rms-norm", RMS_NORM, _build_rms_norm),

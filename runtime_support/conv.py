@@ -44,8 +44,9 @@ from runtime_support._windows import (
     window_index,
     window_positions,
 )
+from runtime_support.activation import hard_swish
 
-__all__ = ["col2im", "conv", "conv_transpose", "exact_conv_transpose"]
+__all__ = ["col2im", "conv", "conv_activation", "conv_transpose", "exact_conv_transpose"]
 
 
 @kernel(fresh=True, exact=False, exact_twin="rt.exact_conv")
@@ -65,6 +66,62 @@ def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto
     if plan.pads and max(plan.pads) > min(X.shape[2:], default=0):
         _check_padded(X, W, plan)  # only pads larger than the input can make absurd copies of it
     return plan.run(X, W, B)
+
+
+def _relu(Y, low, high):
+    return _clip(Y, 0.0, None)
+
+
+def _clip(Y, low, high):
+    # np.clip with scalar bounds runs several times faster than np.maximum or np.minimum with a
+    # scalar operand (numpy 2.4 on AVX-512: 20 against 70 us on 221,184 float32 values); NaN
+    # stays NaN. An absent bound is an infinite one.
+    f = Y.dtype.type
+    low, high = (-np.inf if low is None else low), (np.inf if high is None else high)
+    return np.clip(Y, f(low), f(high), out=Y)
+
+
+def _hard_swish(Y, low, high):
+    return hard_swish(Y, out=Y)
+
+
+def _silu(Y, low, high):
+    """y * sigmoid(y) as y / (1 + exp(-y)): four passes and one temporary (the Sigmoid and Mul
+    nodes take about ten passes and four arrays); exp(-y) overflowing to inf gives -0, the
+    limit."""
+    t = np.negative(Y)
+    with np.errstate(over="ignore"):
+        np.exp(t, out=t)
+    t += Y.dtype.type(1)
+    return np.divide(Y, t, out=Y)
+
+
+# conv_activation's activations, applied in place to the Conv's new result
+_ACTIVATIONS = {"relu": _relu, "clip": _clip, "hard_swish": _hard_swish, "silu": _silu}
+
+
+@kernel(fresh=True, exact=False)
+def conv_activation(
+    X,
+    W,
+    B=None,
+    *,
+    activation,
+    low=None,
+    high=None,
+    pads=None,
+    strides=None,
+    dilations=None,
+    group=1,
+    auto_pad="NOTSET",
+):
+    """conv followed by its activation (the fast variant's Conv + Relu, Clip(low, high),
+    HardSwish or Sigmoid-Mul (SiLU), optimize.py), applied in place to the Conv's result: one
+    call and no new array for the activation."""
+    Y = conv(
+        X, W, B, pads=pads, strides=strides, dilations=dilations, group=group, auto_pad=auto_pad
+    )
+    return _ACTIVATIONS[activation](Y, low, high)
 
 
 def _check_padded(X, W, plan) -> None:
@@ -107,15 +164,23 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
     if batch == 0 or math.prod(out) == 0 or channels == 0:
         return plan(_empty_path, group=group, extra=out)
     if group == channels and group > 1:
-        columns = math.prod(kernel_shape) * batch * channels * math.prod(out)
+        grid = math.prod(-(-p // s) for p, s in zip(padded, strides))  # flat_taps' planes
         if (
             w_shape[0] == channels
-            and math.prod(out) <= _DEPTHWISE_LAST_POSITIONS
-            and columns <= _GATHER_ELEMENTS
+            and (
+                math.prod(out) <= _DEPTHWISE_LAST_POSITIONS
+                or math.prod(out) <= _DEPTHWISE_LAST_SHARE * grid
+            )
             and min(pads, default=0) >= 0
         ):
-            index = window_index(x_shape, kernel_shape, pads, strides, dilations, "tonc")
-            return plan(_depthwise_last_path, group=group, extra=(index, out))
+            reads = tuple(
+                tuple(
+                    slice(k * d, k * d + (o - 1) * s + 1, s)
+                    for k, d, o, s in zip(tap, dilations, out, strides)
+                )
+                for tap in taps(kernel_shape)
+            )
+            return plan(_depthwise_last_path, group=group, extra=(out, reads))
         return plan(_depthwise_path, group=group)
     if all(k == 1 for k in kernel_shape) and not any(pads):
         return plan(_pointwise_path, group=group)
@@ -233,30 +298,47 @@ def _gather_path(plan, X, w, bias):
     return np.add(moved, bias.reshape(maps, 1), order="C").reshape(shape)
 
 
-# Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 4x4) are
+# Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 6x6) are
 # computed channels last (`_depthwise_last_path`): rows of N * C values instead of one short row
-# per channel. MobileNetV2's 960 channels at 3x3: 89 -> 47 us; EfficientNet's 5x5 on 1152
-# channels at 3x3: 247 -> 156 us; at 6x6 the per-channel products are as fast.
-_DEPTHWISE_LAST_POSITIONS = 16
+# per channel, the taps accumulated one by one. MobileNetV2's 960 channels at 3x3: 74 -> 45 us
+# (before: one gather and one product over all taps, columns K times the result); against the
+# per-channel products, 384 channels at 6x6 67 -> 58, EfficientNet's 672 at 6x6 with 5x5 taps
+# 253 -> 187; at 12x12 the products are faster (80 against 90 us on 192 channels).
+_DEPTHWISE_LAST_POSITIONS = 36
+# ... and so are maps whose outputs are at most this share of the padded grid the per-channel
+# products run over (short, wide maps with wide pads, as in OCR models: 200 channels of 2x96 with
+# 5x5 taps, 192 outputs on a 600-position grid: 1832 -> 517 us; 0.41 of the grid: 762 -> 325;
+# about even at 0.55; at 0.73 the products win, 92 against 138).
+_DEPTHWISE_LAST_SHARE = 0.6
 
 
 def _depthwise_last_path(plan, X, w, bias):
-    """Depthwise Conv (multiplier 1) with the samples and channels last: the windows gathered
-    into columns (K, V, N * C), multiplied by each tap's weights in one call, summed over the
-    taps by one reduction, moved back to (N, C, *out) with the bias added."""
-    index, out = plan.extra
+    """Depthwise Conv (multiplier 1) with the samples and channels last: X padded into
+    (*padded, N * C), each tap's operand a strided view (*out, N * C) of it, multiplied by the
+    tap's weights and accumulated in place (two calls per tap on rows of N * C values, the result
+    small enough to stay in cache), then moved back to (N, C, *out) with the bias added."""
+    out, reads = plan.extra  # each tap's slices of the padded buffer
     batch, channels = X.shape[:2]
-    taps_count = math.prod(w.shape[2:])
-    columns = gather_windows(X, index, 0, w.dtype).reshape(taps_count, -1, batch * channels)
-    weights = w.reshape(channels, taps_count).T
-    weights = np.tile(weights, (1, batch)) if batch > 1 else np.ascontiguousarray(weights)
-    np.multiply(columns, weights[:, None, :], out=columns)
-    Y = np.add.reduce(columns, axis=0).reshape(out + (batch, channels))
     rank = len(out)
-    Y = Y.transpose((rank, rank + 1) + tuple(range(rank)))
+    pads = plan.pads
+    padded = tuple(n + pads[i] + pads[i + rank] for i, n in enumerate(X.shape[2:]))
+    buffer = np.zeros(padded + (batch, channels), w.dtype)
+    interior = tuple(slice(pads[i], pads[i] + n) for i, n in enumerate(X.shape[2:]))
+    buffer[interior] = X.transpose(tuple(range(2, 2 + rank)) + (0, 1))
+    buffer = buffer.reshape(padded + (batch * channels,))
+    weights = w.reshape(channels, -1).T  # (K, C): one contiguous row per tap
+    weights = np.tile(weights, (1, batch)) if batch > 1 else np.ascontiguousarray(weights)
+    Y = np.multiply(buffer[reads[0]], weights[0])
+    term = np.empty_like(Y)
+    for t in range(1, len(reads)):
+        Y += np.multiply(buffer[reads[t]], weights[t], out=term)
+    # (positions, N * C) -> (N * C, positions): one transposing pass, the bias added in it
+    Y = Y.reshape(-1, batch * channels).T
+    shape = (batch, channels) + out
     if bias is None:
-        return np.ascontiguousarray(Y)
-    return np.add(Y, bias.reshape((channels,) + (1,) * rank), order="C")
+        return np.ascontiguousarray(Y).reshape(shape)
+    bias = np.tile(bias, batch) if batch > 1 else bias
+    return np.add(Y, bias.reshape(-1, 1), order="C").reshape(shape)
 
 
 # Kernels with at least this many taps (an audio front end's 256- or 400-sample filters, a

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import mpmath
@@ -335,3 +336,50 @@ def test_conv_with_many_taps_matches_onnxruntime(x_shape, w_shape, pads, strides
         X, W, B if bias else None, pads=pads, strides=strides, dilations=(1,) * len(strides)
     )
     np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "x_shape,kernel,pads,strides,dilations,bias",
+    [
+        ((1, 40, 6, 6), (3, 3), (1, 1, 1, 1), (1, 1), (1, 1), True),  # late MobileNet maps
+        ((2, 24, 6, 5), (5, 5), (2, 2, 2, 2), (1, 1), (1, 1), True),  # EfficientNet's 5x5
+        ((2, 16, 11, 11), (3, 3), (1, 0, 2, 1), (2, 2), (1, 1), False),  # strided, uneven pads
+        ((1, 8, 5, 5), (3, 3), (2, 2, 2, 2), (1, 1), (2, 2), True),  # dilated
+        ((3, 5, 4), (3,), (1, 1), (1,), (1,), True),  # one spatial axis
+        ((2, 16, 2, 20), (5, 5), (2, 2, 2, 2), (1, 1), (1, 1), True),  # an OCR model's 2 x 20
+    ],
+)
+def test_depthwise_conv_on_small_maps_matches_onnxruntime(
+    x_shape, kernel, pads, strides, dilations, bias
+):
+    """Depthwise Convs with at most 36 output positions, or outputs at most 0.6 of the padded
+    grid, run channels last, the taps accumulated one by one
+    (runtime_support.conv._depthwise_last_path); onnxruntime is the reference."""
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(9)
+    channels = x_shape[1]
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=(channels, 1, *kernel)).astype(np.float32)
+    B = rng.normal(size=channels).astype(np.float32)
+    conv = importlib.import_module("runtime_support.conv")
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, strides, dilations, channels, "NOTSET")
+    assert plan.path is conv._depthwise_last_path
+    inputs = ["X", "W"] + (["B"] if bias else [])
+    attrs = dict(pads=list(pads), strides=list(strides), dilations=list(dilations), group=channels)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", inputs, ["Y"], **attrs)],
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(W, "W")] + ([numpy_helper.from_array(B, "B")] if bias else []),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    ours = rt.conv(
+        X, W, B if bias else None, pads=pads, strides=strides, dilations=dilations, group=channels
+    )
+    assert ours.flags.c_contiguous and ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)

@@ -462,6 +462,11 @@ def _new_array_cases():
             ((x32, depthwise), dict(pads=(0, 0, 0, 0), group=3, **geometry)),
             ((x32, pointwise, bias), dict(pads=(0, 0, 0, 0), **geometry)),
         ],
+        "rt.conv_activation": [
+            ((x32, w, bias), dict(pads=(1, 1, 1, 1), activation=activation, **geometry))
+            for activation in ("relu", "hard_swish", "silu")
+        ]
+        + [((x32, depthwise), dict(pads=(0, 0, 0, 0), group=3, activation="clip", high=6.0))],
         "rt.erf": [((x32,), {}), ((x64,), {}), ((x32[:, :, ::2],), {})],
         "rt.gelu": [((x32,), {}), ((x64,), {}), ((x32,), dict(approximate="tanh"))],
         "rt.hard_swish": [((x32,), {}), ((x64,), {}), ((x32.astype(np.float16),), {})],
@@ -520,7 +525,8 @@ def test_fast_variant_writes_into_kernel_results_never_into_views_or_inputs(tmp_
     r = models.rng(5)
     nodes = [
         helper.make_node("Conv", ["image", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
-        helper.make_node("Relu", ["c"], ["activated"], name="relu"),  # into c
+        # into c (an Abs: a Relu would join the Conv, optimize.fuse_conv_activation)
+        helper.make_node("Abs", ["c"], ["activated"], name="abs"),
         helper.make_node("Conv", ["image", "w"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c2"], ["c2_relu"], name="relu2"),  # c2 is an output: new
         helper.make_node("Erf", ["image"], ["image_erf"], name="erf_input"),  # input: new

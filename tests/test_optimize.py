@@ -116,10 +116,12 @@ TAILS = {
 def test_conv_absorbs_the_affine_chain(tmp_path, tail, bias):
     model = conv_chain_model(bias=bias, tail=TAILS[tail])
     source = generate(model, "fast").source
-    assert source.count("rt.conv(") == 1
+    # the Relu after the chain joins the Conv too (fuse_conv_activation)
+    assert source.count("rt.conv_activation(") == 1 and "rt.conv(" not in source
     for op in ("batch_normalization", "np.multiply", "np.add", "np.subtract", "np.divide"):
         assert op not in source
-    assert source.count(", folded in") == len(TAILS[tail])
+    assert source.count("\n        # + ") == len(TAILS[tail]) + 1  # the chain and the Relu
+    assert "folded in, then Relu in place, in one call" in source
     assert "# Conv 'conv' (opset 15)" in source
 
     x = _input(model)
@@ -290,7 +292,7 @@ def test_folding_inside_a_subgraph(tmp_path):
         ],
     )
     model = models.finish(graph, opset=15)
-    assert ", folded in" in generate(model, "fast").source
+    assert "BatchNormalization folded in, then Relu" in generate(model, "fast").source
     x = _input(model)
     session = onnxruntime.InferenceSession(model.SerializeToString())
     module = onemodel_compile.load_compiled(model, "fast")
@@ -1051,3 +1053,97 @@ def test_attention_in_the_exported_transformers(stem):
         for value, reference in zip(got, expected):  # absolute errors at the outputs' scale
             scale = float(np.abs(reference).max())
             np.testing.assert_allclose(value, reference, rtol=1e-4, atol=2e-6 * scale)
+
+
+def conv_activation_model(activation: str, opset: int = 17, extra_output: str | None = None):
+    """x[2, 4, 9, 9] -> Conv (3x3, pads 1, bias) -> the activation as exporters write it -> y:
+    Relu, Clip(0, 6) (bounds as inputs from opset 11, attributes before), HardSwish, SiLU as
+    Sigmoid and Mul (either operand order), or Clip with a bound given at run time."""
+    r = models.rng(3)
+    inits = [
+        init("W", r.standard_normal((CHANNELS, 4, 3, 3)).astype(np.float32)),
+        init("B", r.standard_normal(CHANNELS).astype(np.float32)),
+    ]
+    nodes = [helper.make_node("Conv", ["x", "W", "B"], ["c"], name="conv", pads=[1] * 4)]
+    inputs = [tensor("x", [2, 4, 9, 9])]
+    if activation == "clip" and opset < 11:
+        nodes.append(helper.make_node("Clip", ["c"], ["y"], name="act", min=0.0, max=6.0))
+    elif activation in ("clip", "clip_low_only"):
+        inits.append(init("lo", np.array(0.0, np.float32)))
+        bounds = ["lo"] if activation == "clip_low_only" else ["lo", "hi"]
+        if activation == "clip":
+            inits.append(init("hi", np.array(6.0, np.float32)))
+        nodes.append(helper.make_node("Clip", ["c", *bounds], ["y"], name="act"))
+    elif activation == "clip_run_time_bound":
+        inputs.append(tensor("hi", []))
+        inits.append(init("lo", np.array(0.0, np.float32)))
+        nodes.append(helper.make_node("Clip", ["c", "lo", "hi"], ["y"], name="act"))
+    elif activation in ("silu", "silu_swapped"):
+        nodes.append(helper.make_node("Sigmoid", ["c"], ["s"], name="sigmoid"))
+        operands = ["s", "c"] if activation == "silu_swapped" else ["c", "s"]
+        nodes.append(helper.make_node("Mul", operands, ["y"], name="mul"))
+    else:
+        nodes.append(helper.make_node(activation, ["c"], ["y"], name="act"))
+    outputs = [tensor("y", [2, CHANNELS, 9, 9])]
+    if extra_output:
+        outputs.append(tensor(extra_output, [2, CHANNELS, 9, 9]))
+    graph = helper.make_graph(nodes, "activated", inputs, outputs, initializer=inits)
+    return models.finish(graph, opset=opset)
+
+
+@pytest.mark.parametrize(
+    "activation,opset",
+    [
+        ("Relu", 17),
+        ("clip", 17),
+        ("clip", 9),
+        ("clip_low_only", 13),
+        ("HardSwish", 14),
+        ("silu", 17),
+        ("silu_swapped", 13),
+    ],
+)
+def test_conv_and_its_activation_become_one_call(activation, opset):
+    """Conv + activation as exporters write it becomes one rt.conv_activation call (the
+    activation in place on the Conv's result); onnxruntime is the reference, and the exact
+    variant keeps both nodes."""
+    model = conv_activation_model(activation, opset)
+    source = generate(model, "fast").source
+    assert source.count("rt.conv_activation(") == 1 and "rt.conv(" not in source
+    assert "rt.sigmoid" not in source and "np.clip" not in source
+    assert "rt.conv_activation" not in generate(model, "exact").source
+    x = _input(model)
+    (expected,) = _onnxruntime(model, x)
+    assert (expected == 0).any() or activation.startswith(("silu", "Hard"))  # bounds reached
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "activation,extra_output",
+    [
+        ("Relu", "c"),  # the Conv's result is a graph output
+        ("silu", "s"),  # the Sigmoid's result is a graph output
+        ("silu", "c"),
+    ],
+)
+def test_conv_activation_leaves_values_others_see(activation, extra_output):
+    model = conv_activation_model(activation, extra_output=extra_output)
+    source = generate(model, "fast").source
+    assert "rt.conv_activation(" not in source and "rt.conv(" in source
+    x = _input(model)
+    expected = _onnxruntime(model, x)
+    got = onemodel_compile.load_compiled(model, "fast").run(x)
+    for have, want in zip(got, expected):
+        np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_activation_needs_constant_clip_bounds():
+    model = conv_activation_model("clip_run_time_bound")
+    source = generate(model, "fast").source
+    assert "rt.conv_activation(" not in source
+    x = _input(model)
+    hi = np.array(1.5, np.float32)
+    expected = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x, "hi": hi})
+    got = onemodel_compile.load_compiled(model, "fast").run(x, hi).y
+    np.testing.assert_allclose(got, expected[0], rtol=1e-5, atol=1e-5)

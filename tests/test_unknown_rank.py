@@ -409,6 +409,8 @@ NOT_EXERCISED = {
         "from values of known rank (tests/test_optimize.py)"
         for op_type in ("LayerNorm", "RMSNorm", "Gelu", "Attention")
     },
+    ("onemodel.fused.ConvActivation", 1, None): "never in a model: optimize.py makes it from a "
+    "Conv and its activation (tested there); Conv's keywords and rt.conv, which take any rank",
 }
 
 

@@ -29,13 +29,19 @@ def _window_keywords(view: NodeView) -> dict:
     return dict(window_keywords(view, kernel_shape_of(view)))
 
 
+def conv_arguments(view: NodeView) -> tuple[list, dict]:
+    """rt.conv's operands and keywords for a Conv (or a node with Conv's inputs and attributes:
+    the fused ConvActivation of ops/fused.py)."""
+    return _operands(view), {**_window_keywords(view), "group": view.attr("group", 1)}
+
+
 # Exact through the kernel's twin rt.exact_conv (the arguments of rt.conv): the windows and
 # filters as matrices multiplied by exact_matmul in float64, the bias added in float64, rounded
 # once to X's type.
 @emitter("Conv", since=1, exact=True)
 def conv(view: NodeView) -> pyir.Expr:
-    keywords = _window_keywords(view)
-    return call("rt.conv", *_operands(view), **keywords, group=view.attr("group", 1))
+    operands, keywords = conv_arguments(view)
+    return call("rt.conv", *operands, **keywords)
 
 
 def _ints(values) -> tuple[int, ...]:

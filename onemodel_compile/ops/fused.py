@@ -16,11 +16,15 @@ rounds differently from the nodes it replaces, whatever its kernel's own exactne
   @ V over the last two axes, K already transposed (..., D, T), as exporters write attention
   before opset 23 (GPT-2's causal Where, BERT's additive mask); one kernel for all the heads
   (rt.attention_heads).
+- ConvActivation(X, W[, B]) = a Conv and the activation after it (Relu, Clip with constant
+  bounds, HardSwish, or SiLU as Sigmoid and Mul), the activation applied in place to the Conv's
+  result in the same kernel call.
 """
 
 from __future__ import annotations
 
 from onemodel_compile.ops import elementwise, normalization
+from onemodel_compile.ops.conv import conv_arguments
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import Expr, call
 from onemodel_compile.ops.registry import emitter
@@ -60,3 +64,16 @@ def attention(view: NodeView) -> Expr:
         if view.input(position) is not None:
             keywords[name] = view.input(position)
     return call("rt.attention_heads", Q, K, V, **keywords)
+
+
+# Not exact: the convolution sums through BLAS (as Conv's fast kernel).
+@emitter("ConvActivation", since=1, domain=DOMAIN, exact=False)
+def conv_activation(view: NodeView) -> Expr:
+    """ConvActivation(X, W[, B]) = the Conv (the model's Conv attributes) followed by
+    `activation` ("relu", "clip", "hard_swish" or "silu"; Clip's bounds as the floats `low`,
+    `high`, either absent): rt.conv_activation applies it in place to the Conv's new result."""
+    operands, keywords = conv_arguments(view)
+    bounds = {name: view.attr(name) for name in ("low", "high") if view.attr(name) is not None}
+    return call(
+        "rt.conv_activation", *operands, activation=view.attr("activation"), **bounds, **keywords
+    )

@@ -12,6 +12,11 @@ Settled semantics (docs/contract.md "Settled semantics"; tests/test_settled_atte
 - an `attn_mask` whose last axis is shorter than the total key length masks the remaining keys;
 - a query row whose every key is masked (its bias is -inf throughout) gives zeros, in Y and in the
   softmax output of `qk_matmul_output_mode` 3.
+
+The exact twin exact_attention runs the same code with another arithmetic plugged in (_Exact): the
+two products by exact_matmul (rounded once to the type), the soft cap's tanh by exact_tanh and the
+softmax by exact_softmax (every step in the softmax's type, the library's exp); everything else
+is IEEE elementwise arithmetic, comparisons and selections in the type, exact already.
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ import math
 
 import numpy as np
 
-__all__ = ["attention", "rotary_embedding"]
+from runtime_support._kernels import kernel
+from runtime_support.exact import exact_matmul, exact_softmax
+from runtime_support.exact_math import exact_tanh
+
+__all__ = ["attention", "exact_attention", "rotary_embedding"]
 
 
 def _heads(x: np.ndarray, num_heads, what: str) -> np.ndarray:
@@ -87,7 +96,28 @@ def _softmax(scores: np.ndarray) -> np.ndarray:
     return e / np.where(total == zero, one, total)
 
 
-def _grouped_matmul(a: np.ndarray, b: np.ndarray, kv_heads: int) -> np.ndarray:
+def _exact_softmax(scores: np.ndarray) -> np.ndarray:
+    """_softmax by exact_softmax: a row that is -inf throughout gives zeros (exact_softmax's NaNs
+    there replaced, as _softmax's peak of 0 and sum of 1 give)."""
+    with np.errstate(invalid="ignore"):
+        probabilities = exact_softmax(scores, axis=-1)
+    empty = np.isneginf(scores.max(axis=-1, keepdims=True))
+    return np.where(empty, probabilities.dtype.type(0), probabilities)
+
+
+class _Fast:
+    matmul = staticmethod(np.matmul)
+    tanh = staticmethod(np.tanh)
+    softmax = staticmethod(_softmax)
+
+
+class _Exact:
+    matmul = staticmethod(exact_matmul)
+    tanh = staticmethod(exact_tanh)
+    softmax = staticmethod(_exact_softmax)
+
+
+def _grouped_matmul(a: np.ndarray, b: np.ndarray, kv_heads: int, matmul=np.matmul) -> np.ndarray:
     """a (batch, q_heads, m, k) @ b (batch, kv_heads, k, n): query head h uses key/value head
     h // (q_heads / kv_heads)."""
     batch, q_heads, m, _ = a.shape
@@ -96,11 +126,46 @@ def _grouped_matmul(a: np.ndarray, b: np.ndarray, kv_heads: int) -> np.ndarray:
             f"Attention: {q_heads} query heads cannot share {kv_heads} key/value heads evenly"
         )
     grouped = a.reshape(batch, kv_heads, q_heads // kv_heads, m, a.shape[-1])
-    product = np.matmul(grouped, b[:, :, np.newaxis])
+    product = matmul(grouped, b[:, :, np.newaxis])
     return product.reshape(batch, q_heads, m, b.shape[-1])
 
 
+@kernel(exact=False, exact_twin="rt.exact_attention")
 def attention(
+    Q,
+    K,
+    V,
+    attn_mask=None,
+    past_key=None,
+    past_value=None,
+    nonpad_kv_seqlen=None,
+    **attributes,
+):
+    """ONNX Attention: (Y, present_key, present_value, qk_matmul_output); see _attention."""
+    return _attention(
+        _Fast, Q, K, V, attn_mask, past_key, past_value, nonpad_kv_seqlen, **attributes
+    )
+
+
+@kernel(exact=True)
+def exact_attention(
+    Q,
+    K,
+    V,
+    attn_mask=None,
+    past_key=None,
+    past_value=None,
+    nonpad_kv_seqlen=None,
+    **attributes,
+):
+    """attention with exact products, tanh and softmax (the module docstring); same arguments."""
+    return _attention(
+        _Exact, Q, K, V, attn_mask, past_key, past_value, nonpad_kv_seqlen, **attributes
+    )
+
+
+def _attention(
+    arithmetic,
     Q,
     K,
     V,
@@ -144,11 +209,11 @@ def attention(
         scale = 1.0 / math.sqrt(q.shape[3])
     root = dtype.type(math.sqrt(scale))  # Q and K are each scaled by sqrt(scale)
     key_t = np.swapaxes(k * root, -1, -2)
-    scores = _grouped_matmul(q * root, key_t, kv_heads).astype(dtype, copy=False)
+    scores = _grouped_matmul(q * root, key_t, kv_heads, arithmetic.matmul).astype(dtype, copy=False)
     raw = scores
     if softcap > 0:
         cap = dtype.type(softcap)
-        scores = cap * np.tanh(scores / cap)
+        scores = cap * arithmetic.tanh(scores / cap)
     capped = scores
 
     bias = None
@@ -168,13 +233,13 @@ def attention(
         scores = scores + bias
 
     work = scores if softmax_precision is None else scores.astype(softmax_precision)
-    probabilities = _softmax(work)
+    probabilities = arithmetic.softmax(work)
     if bias is not None:  # a row without any visible key gives zeros, even where scores are NaN
         masked = np.isneginf(bias).all(axis=-1, keepdims=True)
         probabilities = np.where(masked, probabilities.dtype.type(0), probabilities)
     probabilities = probabilities.astype(dtype, copy=False)
 
-    y = _grouped_matmul(probabilities, v, kv_heads).astype(dtype, copy=False)
+    y = _grouped_matmul(probabilities, v, kv_heads, arithmetic.matmul).astype(dtype, copy=False)
     if Q.ndim == 3:
         batch, heads, _, head_size = y.shape
         y = y.transpose(0, 2, 1, 3).reshape(batch, queries, heads * head_size)

@@ -6,6 +6,10 @@ a negation and one correctly rounded product. The sum and mean reductions add th
 float64, so NegativeLogLikelihoodLoss gives the same bits everywhere. A target equal to
 `ignore_index` contributes a zero loss and a zero weight: the mean divides by the sum of the
 weights of the targets that are not ignored (their count without weights).
+
+SoftmaxCrossEntropyLoss's fast kernel takes its log-softmax with numpy's exp and log (not exact);
+its exact twin takes it with exact_log_softmax (the library's exp and log, a fixed-order sum) and
+then the same exact NegativeLogLikelihoodLoss.
 """
 
 from __future__ import annotations
@@ -14,7 +18,14 @@ import math
 
 import numpy as np
 
-__all__ = ["negative_log_likelihood_loss", "softmax_cross_entropy_loss"]
+from runtime_support._kernels import kernel
+from runtime_support.exact import exact_log_softmax
+
+__all__ = [
+    "negative_log_likelihood_loss",
+    "softmax_cross_entropy_loss",
+    "exact_softmax_cross_entropy_loss",
+]
 
 
 def _sum(values: np.ndarray) -> float:
@@ -34,6 +45,7 @@ def _scalar(value: float, dtype: np.dtype) -> np.ndarray:
     return np.array(math.nan if math.isnan(value) else value, dtype=dtype)
 
 
+@kernel(exact=True)
 def negative_log_likelihood_loss(
     input, target, weight=None, *, ignore_index=None, reduction="mean"
 ):
@@ -75,6 +87,7 @@ def negative_log_likelihood_loss(
     raise ValueError(f"NegativeLogLikelihoodLoss: unknown reduction {reduction!r}")
 
 
+@kernel(exact=False, exact_twin="rt.exact_softmax_cross_entropy_loss")
 def softmax_cross_entropy_loss(
     scores, labels, weights=None, *, ignore_index=None, reduction="mean"
 ):
@@ -86,6 +99,21 @@ def softmax_cross_entropy_loss(
     log_prob = (shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))).astype(
         scores.dtype, copy=False
     )
+    loss = negative_log_likelihood_loss(
+        log_prob, labels, weights, ignore_index=ignore_index, reduction=reduction
+    )
+    return loss, log_prob
+
+
+@kernel(exact=True)
+def exact_softmax_cross_entropy_loss(
+    scores, labels, weights=None, *, ignore_index=None, reduction="mean"
+):
+    """softmax_cross_entropy_loss exactly: log_prob is exact_log_softmax over the classes (axis 1;
+    half-precision scores in float32, rounded once to their type, as the fast kernel does), the
+    loss NegativeLogLikelihoodLoss of log_prob (exact: a lookup, one product, math.fsum)."""
+    x = scores.astype(np.float32) if scores.dtype.itemsize < 4 else scores
+    log_prob = exact_log_softmax(x, axis=1).astype(scores.dtype, copy=False)
     loss = negative_log_likelihood_loss(
         log_prob, labels, weights, ignore_index=ignore_index, reduction=reduction
     )

@@ -1,8 +1,13 @@
 """Sampling and geometry kernels: GridSample, AffineGrid, RoiAlign, NonMaxSuppression.
 
-AffineGrid and NonMaxSuppression use only IEEE + - * / and comparisons in a fixed order (exact).
-GridSample and RoiAlign interpolate in float64 (RoiAlign in the input's precision, as onnxruntime)
-and are not declared exact.
+Every kernel here uses only IEEE + - * / and comparisons, floor/trunc/rint, min/max and indexing,
+each a separate numpy operation in an order its docstring gives, so every result is a fixed
+function of the input bits (exact; docs/exact-variant.md): AffineGrid and NonMaxSuppression;
+GridSample, whose taps' weights and products are summed in float64 in the order of the taps
+(innermost axis fastest), rounded once; RoiAlign, interpolating in the input's precision (float32
+for float16 and bfloat16, as onnxruntime), the sample points added in the order of the grid.
+A NaN position reads index 0 along its axis (a float-to-integer cast of NaN is the CPU's
+choice), and every NaN of a result is np.nan (NaN signs and payloads differ between CPUs).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import itertools
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support.resize import round_to
 
 __all__ = ["affine_grid", "grid_sample", "non_max_suppression", "roi_align"]
@@ -84,6 +90,18 @@ def _keys(t):
     return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
 
 
+def _one_nan(x: np.ndarray) -> np.ndarray:
+    """x with every NaN as np.nan (its sign and payload are the CPU's choice)."""
+    return np.where(np.isnan(x), x.dtype.type(np.nan), x) if x.dtype.kind == "f" else x
+
+
+def _index(position: np.ndarray, length: int) -> np.ndarray:
+    """Integer-valued float positions as indices in [0, length); NaN as 0."""
+    clipped = np.clip(np.where(np.isnan(position), 0.0, position), 0, length - 1)
+    return clipped.astype(np.intp)
+
+
+@kernel(exact=True)
 def grid_sample(X, grid, *, mode="linear", padding_mode="zeros", align_corners=0):
     """ONNX GridSample of X (N, C, d1..dr) at grid (N, o1..or, r), whose last axis lists the
     normalized coordinates innermost axis first (x, y, z).
@@ -95,7 +113,9 @@ def grid_sample(X, grid, *, mode="linear", padding_mode="zeros", align_corners=0
     onnxruntime: clamping it first would change the result). Taps: nearest 1, linear 2 (floor and
     the next), cubic 4 (Keys, a = -0.75); a tap outside the input reads 0 (zeros), the edge
     (border) or its reflection at the borders. Linear and cubic sum the taps' products in float64,
-    innermost axis fastest."""
+    innermost axis fastest: w = w_x * w_y (* w_z) in that order, total = ((t_0 + t_1) + t_2)...
+    of t = value * w; taps outside with zeros padding add +0.0. A NaN coordinate reads pixel 0:
+    outside with zeros padding (0), Keys weights 0 (cubic: 0), linear weights NaN (NaN)."""
     mode = {"bilinear": "linear", "bicubic": "cubic"}.get(mode, mode)
     if mode not in ("nearest", "linear", "cubic"):
         raise ValueError(f"GridSample: unknown mode {mode!r}")
@@ -155,7 +175,7 @@ def grid_sample(X, grid, *, mode="linear", padding_mode="zeros", align_corners=0
             term = np.where(valid[..., None], term, 0.0)
         total = term if total is None else total + term
     Y = np.moveaxis(total, -1, 1)
-    return np.ascontiguousarray(Y if mode == "nearest" else round_to(Y, X.dtype))
+    return _one_nan(np.ascontiguousarray(Y if mode == "nearest" else round_to(Y, X.dtype)))
 
 
 def _pixel(position, weight, length, padding_mode, low, high):
@@ -163,10 +183,10 @@ def _pixel(position, weight, length, padding_mode, low, high):
     outside the input invalid, border clamps them, reflection reflects them at the borders."""
     if padding_mode == "zeros":
         valid = (position >= 0) & (position <= length - 1)
-        return np.clip(position, 0, length - 1).astype(np.intp), weight, valid
+        return _index(position, length), weight, valid
     if padding_mode == "reflection":
         position = np.trunc(_reflect(position, low, high))
-    return np.clip(position, 0, length - 1).astype(np.intp), weight, None
+    return _index(position, length), weight, None
 
 
 # --- RoiAlign -----------------------------------------------------------------------------------
@@ -187,6 +207,10 @@ def _bilinear_axis(position, length):
     return low, high, 1 - frac, frac, valid
 
 
+_MAX_GRID_SIDE = 2**20  # sampling points along one side of a bin (an infinite region asks 2**62)
+
+
+@kernel(exact=True)
 def roi_align(
     X,
     rois,
@@ -207,7 +231,10 @@ def roi_align(
     cells. A point is bilinearly interpolated from its four neighbours (a point outside
     [-1, size] is 0). avg: the mean over the points of the sum of the weighted neighbours; max:
     the largest weighted neighbour of any point, each of the four competing on its own.
-    Computed in the input's precision (float32 for float16 and bfloat16)."""
+    Computed in the input's precision (float32 for float16 and bfloat16), each operation in the
+    order written below (positions start + bin * size + (k + 0.5) * size / grid; a point's value
+    ((n_00 + n_01) + n_10) + n_11; avg adds the points in grid order, row-major, then divides
+    once), rounded once to the input's type. A NaN region samples nothing."""
     if mode not in ("avg", "max"):
         raise ValueError(f"RoiAlign: unknown mode {mode!r}")
     if coordinate_transformation_mode not in ("half_pixel", "output_half_pixel"):
@@ -229,8 +256,14 @@ def roi_align(
         grid_h = np.full(boxes.shape[0], sampling_ratio, dtype=np.int64)
         grid_w = grid_h
     else:
-        grid_h = np.maximum(np.ceil(roi_h / compute.type(output_height)), 0).astype(np.int64)
-        grid_w = np.maximum(np.ceil(roi_w / compute.type(output_width)), 0).astype(np.int64)
+        grid_h = _index(np.ceil(roi_h / compute.type(output_height)), 2**62).astype(np.int64)
+        grid_w = _index(np.ceil(roi_w / compute.type(output_width)), 2**62).astype(np.int64)
+    side = int(max(grid_h.max(initial=0), grid_w.max(initial=0)))
+    if side > _MAX_GRID_SIDE:
+        raise ValueError(
+            f"RoiAlign: a region needs {side} sampling points along one side of a bin (at most "
+            f"{_MAX_GRID_SIDE}); give sampling_ratio or smaller regions"
+        )
     count = np.maximum(grid_h * grid_w, 1).astype(compute)
 
     values = np.moveaxis(X, 1, -1).astype(compute)  # (N, H, W, C)
@@ -279,7 +312,7 @@ def roi_align(
         total = total / count[:, None, None, None]
     else:
         total = np.where(sampled[..., None], total, compute.type(0))
-    return np.ascontiguousarray(np.moveaxis(total, -1, 1)).astype(X.dtype)
+    return _one_nan(np.ascontiguousarray(np.moveaxis(total, -1, 1)).astype(X.dtype))
 
 
 # --- NonMaxSuppression --------------------------------------------------------------------------

@@ -261,20 +261,23 @@ def test_hard_swish_matches_its_definition_in_float64_and_writes_into_out(dtype)
     assert np.asarray(rt.hard_swish(np.asarray(dtype(1.5)))).item() == pytest.approx(1.125)
 
 
-def _recurrent_session(op_type: str, X, W, R, B, attrs):
-    """onnxruntime's result for one LSTM or GRU node (the reference for the fast kernels)."""
+def _recurrent_session(op_type: str, X, W, R, B, attrs, initial=()):
+    """onnxruntime's result for one LSTM or GRU node (the reference for the fast kernels);
+    `initial`: the initial states (initial_h, and initial_c for an LSTM) as initializers."""
     import onnx
     import onnxruntime
     from onnx import helper, numpy_helper
 
-    names = ["X", "W", "R", "B"]
+    states = [f"initial_{i}" for i in range(len(initial))]
+    names = ["X", "W", "R", "B"] + (["", *states] if initial else [])  # "": no sequence_lens
     outputs = ["Y", "Y_h"] + (["Y_c"] if op_type == "LSTM" else [])
     graph = helper.make_graph(
         [helper.make_node(op_type, names, outputs, **attrs)],
         "g",
         [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, X.shape)],
         [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outputs],
-        [numpy_helper.from_array(v, n) for n, v in zip(names[1:], (W, R, B))],
+        [numpy_helper.from_array(v, n) for n, v in zip(names[1:], (W, R, B))]
+        + [numpy_helper.from_array(v, n) for n, v in zip(states, initial)],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
     session = onnxruntime.InferenceSession(model.SerializeToString())
@@ -283,23 +286,30 @@ def _recurrent_session(op_type: str, X, W, R, B, attrs):
 
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("op_type,lbr", [("LSTM", 0), ("GRU", 0), ("GRU", 1)])
-def test_recurrent_layers_with_every_direction_in_one_loop(op_type, lbr, direction):
+@pytest.mark.parametrize("steps,initial", [(6, False), (1, True)])
+def test_recurrent_layers_with_every_direction_in_one_loop(op_type, lbr, direction, steps, initial):
     """The common case (default activations, no clip, full lengths) runs all directions in one
-    time loop with sigmoid through tanh; it matches onnxruntime."""
+    time loop with sigmoid through tanh; it matches onnxruntime. One step at batch 3 of hidden 5
+    halves the sigmoid sums per step instead of the weights (and starts from given states, as a
+    streaming model such as silero-vad calls it)."""
     rng = np.random.default_rng(7)
     gates = 4 if op_type == "LSTM" else 3
-    directions, hidden, steps, batch, features = 1 + (direction == "bidirectional"), 5, 6, 3, 4
+    directions, hidden, batch, features = 1 + (direction == "bidirectional"), 5, 3, 4
     X = rng.normal(size=(steps, batch, features)).astype(np.float32)
     W = rng.normal(size=(directions, gates * hidden, features)).astype(np.float32)
     R = rng.normal(size=(directions, gates * hidden, hidden)).astype(np.float32)
     B = rng.normal(size=(directions, 2 * gates * hidden)).astype(np.float32)
+    states = [
+        rng.normal(size=(directions, batch, hidden)).astype(np.float32)
+        for _ in range((2 if op_type == "LSTM" else 1) * initial)
+    ]
     attrs = {"hidden_size": hidden, "direction": direction}
     if op_type == "GRU":
         attrs["linear_before_reset"] = lbr
-        ours = rt.gru(X, W, R, B, direction=direction, linear_before_reset=lbr)
+        ours = rt.gru(X, W, R, B, None, *states, direction=direction, linear_before_reset=lbr)
     else:
-        ours = rt.lstm(X, W, R, B, direction=direction)
-    expected = _recurrent_session(op_type, X, W, R, B, attrs)
+        ours = rt.lstm(X, W, R, B, None, *states, direction=direction)
+    expected = _recurrent_session(op_type, X, W, R, B, attrs, states)
     for have, want in zip(ours, expected):
         np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-6)
 
@@ -383,3 +393,43 @@ def test_depthwise_conv_on_small_maps_matches_onnxruntime(
     )
     assert ours.flags.c_contiguous and ours.shape == expected.shape
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+_PAD_CASES = [
+    ((1, 512), (0, 0, 0, 64)),  # silero-vad's reflect pad of its audio chunk
+    ((2, 3, 5, 4), (0, 1, 2, 3, 0, 2, 4, 3)),  # pads up to the axis: one reflection
+    ((3, 4), (-1, 1, 1, -1)),  # negative pads crop first
+]
+_LONG_PAD = (
+    (2, 3),
+    (0, 3, 0, 2),
+)  # as long as the axis: np.pad's path (onnxruntime refuses reflect)
+
+
+@pytest.mark.parametrize(
+    "mode,shape,pads",
+    [(m, *case) for m in ("constant", "edge", "reflect", "wrap") for case in _PAD_CASES]
+    + [(m, *_LONG_PAD) for m in ("constant", "edge", "wrap")],
+)
+def test_pad_matches_onnxruntime(mode, shape, pads):
+    """rt.pad assigns pads shorter than their axis itself (axis by axis, as np.pad, so the corners
+    agree) and leaves longer ones and wrap to np.pad; onnxruntime is the reference."""
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    X = np.random.default_rng(9).normal(size=shape).astype(np.float32)
+    value = np.array(2.5, np.float32)
+    inputs = ["X", "pads"] + (["value"] if mode == "constant" else [])
+    graph = helper.make_graph(
+        [helper.make_node("Pad", inputs, ["Y"], mode=mode)],
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(pads, np.int64), "pads")]
+        + ([numpy_helper.from_array(value, "value")] if mode == "constant" else []),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)], ir_version=9)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    constant = (value,) if mode == "constant" else ()
+    np.testing.assert_array_equal(rt.pad(X, np.array(pads), *constant, mode=mode), expected)

@@ -476,6 +476,10 @@ def _new_array_cases():
             ((x64, scale, shift), dict(axis=-1)),
         ],
         "rt.softmax": [((x32,), dict(axis=-1)), ((x64,), dict(axis=1))],
+        "rt.attention_heads": [
+            ((x32, x32.transpose(0, 1, 3, 2), x32), {}),
+            ((x64, x64, x64), dict(scale=0.5, mask=x64[:1, :1], keep=x64[0, 0] > 0, fill=-1.0)),
+        ],
         "rt.batch_normalization": [
             (
                 (x32[:, :3], *(per_channel.reshape(-1),) * 3, per_channel.reshape(-1) ** 2),

@@ -740,6 +740,321 @@ def test_score_scale_leaves_a_projection_with_another_reader_for_the_key_one():
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
 
 
+# --- the rules as data --------------------------------------------------------------------------
+
+
+def test_optimize_returns_a_new_graph_and_leaves_its_input_alone():
+    """A stage returns new steps, constants and types: the resolved graph it was given keeps its
+    own (the decomposed LayerNorm's nine steps, no new constant, no new type)."""
+    from onemodel_compile import ir
+    from onemodel_compile.load import load
+    from onemodel_compile.optimize import optimize
+    from onemodel_compile.resolve import resolve
+    from onemodel_compile.variants import FAST
+
+    resolved = resolve(ir.from_onnx(load(layer_norm_model("plain"))), FAST)
+    steps, constants, types = list(resolved.steps), dict(resolved.constants), dict(resolved.types)
+    optimized = optimize(resolved)
+    assert resolved.steps == steps and resolved.constants == constants and resolved.types == types
+    assert len(optimized.steps) < len(steps)
+    assert set(optimized.constants) > set(constants) and set(optimized.types) > set(types)
+
+
+def test_every_rule_makes_an_operator_of_the_own_domain():
+    """Each pattern rule's replacement is an operator of ops/fused.py with an emitter."""
+    from onemodel_compile.ops import fused, registry
+    from onemodel_compile.optimize import RULES, PatternRule
+
+    own = {e.op_type for e in registry.registered() if e.domain == fused.DOMAIN}
+    assert {"ScaleShift", "LayerNorm", "RMSNorm", "Gelu", "Attention"} <= own
+    names = [rule.name for rule in RULES]
+    assert len(set(names)) == len(names)
+    assert sum(isinstance(rule, PatternRule) for rule in RULES) >= 6
+
+
+# --- RMSNorm as llama and T5 exports write it ---------------------------------------------------
+
+
+def rms_norm_model(form: str = "llama", extra_output: str | None = None):
+    """x[batch, seq, 40] (dynamic axes) -> MatMul -> h -> RMSNorm over the last axis in nodes.
+
+    Forms:
+    - "llama": Pow(h, 2), ReduceMean, Add eps, Sqrt, Div(1, s), Mul(h, r), Mul(w, .)
+    - "t5": Mul(w, h) first, then Pow, ReduceMean, Add, Sqrt, Div(1, s), Mul(wh, r)
+    - "reciprocal": the inverse as Reciprocal(s), the square as Mul(h, h), no weight
+    - "div": Div(h, s), then Mul(., w), opset 18 (ReduceMean's axes an input)
+    - "fourth": Pow(h, 4) in place of the square (not RMSNorm)
+    - "middle": the mean over axis 1 (not RMSNorm)
+    """
+    r = models.rng(13)
+    opset = 18 if form == "div" else 17
+    inits = [init("W", (r.standard_normal((40, 40)) * 0.4).astype(np.float32))]
+
+    def const(name, value, dtype=np.float32):
+        inits.append(init(name, np.array(value, dtype=dtype)))
+        return name
+
+    axes = [1] if form == "middle" else [-1]
+    if opset >= 18:
+        mean = helper.make_node("ReduceMean", ["p", const("axes", axes, np.int64)], ["v"])
+    else:
+        mean = helper.make_node("ReduceMean", ["p"], ["v"], axes=axes)
+    w = const("w", 1 + 0.2 * r.standard_normal(40))
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"], name="proj")]
+    x = "h"
+    if form == "t5":
+        nodes.append(helper.make_node("Mul", [w, "h"], ["wh"]))
+    if form == "reciprocal":
+        nodes.append(helper.make_node("Mul", ["h", "h"], ["p"]))
+    else:
+        power = 4.0 if form == "fourth" else 2.0
+        nodes.append(helper.make_node("Pow", [x, const("two", power)], ["p"]))
+    nodes += [
+        mean,
+        helper.make_node("Add", ["v", const("eps", 1e-6)], ["e"]),
+        helper.make_node("Sqrt", ["e"], ["s"]),
+    ]
+    if form == "reciprocal":
+        nodes += [
+            helper.make_node("Reciprocal", ["s"], ["i"]),
+            helper.make_node("Mul", ["h", "i"], ["y"]),
+        ]
+    elif form == "div":
+        nodes += [
+            helper.make_node("Div", ["h", "s"], ["n"]),
+            helper.make_node("Mul", ["n", w], ["y"]),
+        ]
+    elif form == "t5":
+        nodes += [
+            helper.make_node("Div", [const("one", 1.0), "s"], ["i"]),
+            helper.make_node("Mul", ["wh", "i"], ["y"]),
+        ]
+    else:
+        nodes += [
+            helper.make_node("Div", [const("one", 1.0), "s"], ["i"]),
+            helper.make_node("Mul", ["h", "i"], ["n"]),
+            helper.make_node("Mul", [w, "n"], ["y"]),
+        ]
+    dims = ["batch", "seq", 40]
+    outputs = [tensor("y", dims)]
+    if extra_output:
+        outputs.append(tensor(extra_output, None))
+    graph = helper.make_graph(nodes, "rms", [tensor("x", dims)], outputs, initializer=inits)
+    return models.finish(graph, opset=opset)
+
+
+def _run_against_onnxruntime(model, feeds: dict, rtol=1e-5, atol=1e-5):
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    expected = session.run(None, feeds)
+    got = onemodel_compile.load_compiled(model, "fast").run(**feeds)
+    assert len(got) == len(expected)
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("form", ["llama", "t5", "reciprocal", "div"])
+def test_the_decomposed_rms_norm_becomes_one_kernel_call(form):
+    model = rms_norm_model(form)
+    source = generate(model, "fast").source
+    assert source.count("rt.rms_normalization(") == 1 and "# = RMSNormalization" in source
+    for gone in ("np.mean(", "np.sqrt(", "np.power(", "np.divide(", "np.reciprocal("):
+        assert gone not in source
+    for batch, seq in ((2, 3), (1, 7)):  # dynamic axes
+        x = models.rng(batch).standard_normal((batch, seq, 40)).astype(np.float32)
+        _run_against_onnxruntime(model, {"x": x})
+    assert "rms_normalization(" not in generate(model, "exact").source
+
+
+@pytest.mark.parametrize("form", ["fourth", "middle"])
+def test_other_means_and_powers_are_not_rms_norm(form):
+    model = rms_norm_model(form)
+    assert "rt.rms_normalization(" not in generate(model, "fast").source
+    x = models.rng(1).standard_normal((2, 3, 40)).astype(np.float32)
+    _run_against_onnxruntime(model, {"x": x})
+
+
+@pytest.mark.parametrize("inner", ["p", "s", "i"])
+def test_rms_norm_is_not_fused_past_a_value_the_caller_sees(inner):
+    model = rms_norm_model("llama", extra_output=inner)
+    assert "rt.rms_normalization(" not in generate(model, "fast").source
+    x = models.rng(1).standard_normal((2, 3, 40)).astype(np.float32)
+    _run_against_onnxruntime(model, {"x": x})
+
+
+# --- attention as exporters write it ------------------------------------------------------------
+
+
+def attention_model(form: str = "bert", extra_output: str | None = None, softmax_axis: int = -1):
+    """x[batch, seq, 16] and attention_mask[batch, seq] (int64; dynamic axes) -> q, k, v
+    projections (MatMul, bias Add) -> Reshape to 2 heads of 8 -> Transpose (k to [B, H, D, S]) ->
+    scores -> scale -> mask -> Softmax -> @ v -> Transpose, Reshape back -> y, as torch.onnx
+    writes a BERT layer's attention.
+
+    Forms:
+    - "bert": scores Div by sqrt(8) (product-scale moves it into Wq), the mask from the
+      attention_mask input as (1 - Cast(Unsqueeze(m))) * -10000 added
+    - "scaled_qk": q and k^T each multiplied by 8**-0.25 before their product (transformers'
+      MiniLM/SDPA export), no mask
+    - "causal": GPT-2's Where(tril, scores, -10000) over a boolean [seq, seq] input `keep`,
+      then the mask added
+    - "t5": as bert without the scale, the masked scores cast to float before the Softmax
+    """
+    r = models.rng(5)
+    inits = [init("heads", np.array([0, 0, 2, 8])), init("merged", np.array([0, 0, 16]))]
+    nodes = []
+    for name in "qkv":
+        inits += [
+            init(f"W{name}", (r.standard_normal((16, 16)) * 0.5).astype(np.float32)),
+            init(f"b{name}", (r.standard_normal(16) * 0.1).astype(np.float32)),
+        ]
+        perm = [0, 2, 3, 1] if name == "k" else [0, 2, 1, 3]
+        nodes += [
+            helper.make_node("MatMul", ["x", f"W{name}"], [f"{name}_mm"], name=f"{name}/MatMul"),
+            helper.make_node(
+                "Add", [f"b{name}", f"{name}_mm"], [f"{name}_lin"], name=f"{name}/Add"
+            ),
+            helper.make_node("Reshape", [f"{name}_lin", "heads"], [f"{name}_r"]),
+            helper.make_node("Transpose", [f"{name}_r"], [f"{name}_t"], perm=perm),
+        ]
+    inputs = [tensor("x", ["batch", "seq", 16]), tensor("attention_mask", ["batch", "seq"], 7)]
+    scores_in = ["q_t", "k_t"]
+    if form == "scaled_qk":
+        inits.append(init("quarter", np.array(8**-0.25, np.float32)))
+        nodes += [
+            helper.make_node("Mul", ["q_t", "quarter"], ["q_s"]),
+            helper.make_node("Mul", ["k_t", "quarter"], ["k_s"]),
+        ]
+        scores_in = ["q_s", "k_s"]
+    nodes.append(helper.make_node("MatMul", scores_in, ["s"], name="scores"))
+    last = "s"
+    if form in ("bert", "causal", "t5"):
+        inits += [
+            init("root", np.array(math.sqrt(8), np.float32)),
+            init("one", np.array(1.0, np.float32)),
+            init("big", np.array(-10000.0, np.float32)),
+        ]
+        nodes += [
+            helper.make_node("Div", ["s", "root"], ["scaled"], name="scale"),
+            helper.make_node("Unsqueeze", ["attention_mask", "axes12"], ["m4"]),
+            helper.make_node("Cast", ["m4"], ["mf"], to=TensorProto.FLOAT),
+            helper.make_node("Sub", ["one", "mf"], ["inverted"]),
+            helper.make_node("Mul", ["inverted", "big"], ["bias"]),
+        ]
+        inits.append(init("axes12", np.array([1, 2])))
+        last = "s" if form == "t5" else "scaled"
+    if form == "t5":
+        nodes = [n for n in nodes if n.name != "scale"]
+    if form == "causal":
+        inputs.append(tensor("keep", ["seq", "seq"], TensorProto.BOOL))
+        nodes.append(helper.make_node("Where", ["keep", last, "big"], ["kept"], name="causal"))
+        last = "kept"
+    if form in ("bert", "causal", "t5"):
+        nodes.append(helper.make_node("Add", [last, "bias"], ["masked"], name="mask"))
+        last = "masked"
+    if form == "t5":
+        nodes.append(helper.make_node("Cast", [last], ["cast"], to=TensorProto.FLOAT))
+        last = "cast"
+    nodes += [
+        helper.make_node("Softmax", [last], ["p"], name="softmax", axis=softmax_axis),
+        helper.make_node("MatMul", ["p", "v_t"], ["c"], name="context"),
+        helper.make_node("Transpose", ["c"], ["c_t"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["c_t", "merged"], ["y"]),
+    ]
+    outputs = [tensor("y", ["batch", "seq", 16])]
+    if extra_output:
+        outputs.append(tensor(extra_output, None))
+    graph = helper.make_graph(nodes, "attention", inputs, outputs, initializer=inits)
+    return models.finish(graph, opset=17)
+
+
+def _attention_feeds(model, batch: int, seq: int) -> dict:
+    r = models.rng(batch * 10 + seq)
+    mask = np.ones((batch, seq), np.int64)
+    mask[1:, seq - 2 :] = 0  # rows past the first padded
+    feeds = {"x": r.standard_normal((batch, seq, 16)).astype(np.float32), "attention_mask": mask}
+    if any(i.name == "keep" for i in model.graph.input):
+        feeds["keep"] = np.tril(np.ones((seq, seq), bool))
+    return feeds
+
+
+@pytest.mark.parametrize("form", ["bert", "scaled_qk", "causal", "t5"])
+def test_attention_becomes_one_kernel_call(form):
+    model = attention_model(form)
+    source = generate(model, "fast").source
+    assert source.count("rt.attention_heads(") == 1 and "# = attention: softmax(" in source
+    for gone in ("rt.softmax(", "np.where("):
+        assert gone not in source
+    # the Div by sqrt(8) is in the query's weights, the two Muls of scaled_qk in the kernel's scale
+    assert ("Wq_scaled" in source) == (form in ("bert", "causal"))
+    assert ("scale=" in source) == (form == "scaled_qk")
+    for batch, seq in ((2, 5), (3, 9), (1, 1)):  # dynamic batch and sequence
+        _run_against_onnxruntime(model, _attention_feeds(model, batch, seq))
+    assert "attention_heads(" not in generate(model, "exact").source
+
+
+@pytest.mark.parametrize("inner", ["s", "masked", "p"])
+def test_attention_is_not_fused_past_a_value_the_caller_sees(inner):
+    """The scores, the masked scores or the probabilities are graph outputs: left as nodes."""
+    model = attention_model("bert", extra_output=inner)
+    assert "rt.attention_heads(" not in generate(model, "fast").source
+    _run_against_onnxruntime(model, _attention_feeds(model, 2, 5))
+
+
+def test_a_softmax_over_another_axis_is_not_attention():
+    model = attention_model("bert", softmax_axis=2)
+    source = generate(model, "fast").source
+    assert "rt.attention_heads(" not in source and "rt.softmax(" in source
+    _run_against_onnxruntime(model, _attention_feeds(model, 2, 5))
+
+
+def test_attention_kernel_against_a_float64_reference():
+    """rt.attention_heads with every option, and a mask with more rows than the scores (the
+    kernel broadcasts the scores up), against the formula in float64."""
+    import runtime_support as rt
+
+    r = models.rng(2)
+    q, k, v = (r.standard_normal(shape) for shape in ((1, 3, 4, 8), (1, 3, 8, 6), (1, 3, 6, 5)))
+    keep = r.random((4, 6)) > 0.3
+    keep[:, 0] = True
+    mask = r.standard_normal((2, 1, 4, 6))
+    got = rt.attention_heads(
+        q.astype(np.float32), k.astype(np.float32), v.astype(np.float32),
+        scale=0.5, mask=mask.astype(np.float32), keep=keep, fill=np.float32(-1e4),
+    )  # fmt: skip
+    scores = np.where(keep, (q @ k) * 0.5, -1e4) + mask
+    e = np.exp(scores - scores.max(-1, keepdims=True))
+    expected = (e / e.sum(-1, keepdims=True)) @ v
+    assert got.shape == (2, 3, 4, 5) and got.dtype == np.float32
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+EXPORTED_LAYERS = {
+    "bert_op14": 2, "bert_op17": 2, "minilm_op14": 3, "minilm_op17": 3,
+    "gpt2_op14": 2, "gpt2_op17": 2, "vit_op14": 2, "vit_op17": 2,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("stem", EXPORTED_LAYERS)
+def test_attention_in_the_exported_transformers(stem):
+    """The torch.onnx exports of tools/bench_data: every layer's attention is one kernel call, no
+    Softmax left; results as onnxruntime's at two shapes of the dynamic axes."""
+    from tools import bench_models
+
+    layers = EXPORTED_LAYERS[stem]
+    built = bench_models.exported(stem, 2, 5)
+    source = generate(built.model, "fast").source
+    assert source.count("rt.attention_heads(") == layers and "rt.softmax(" not in source
+    compiled = onemodel_compile.load_compiled(built.model, "fast")
+    session = onnxruntime.InferenceSession(built.model.SerializeToString())
+    for batch, seq in ((2, 5), (1, 9)):
+        feeds = bench_models.exported(stem, batch, seq).feeds
+        expected = session.run(None, feeds)
+        got = compiled.run(**feeds)
+        for value, reference in zip(got, expected):  # absolute errors at the outputs' scale
+            scale = float(np.abs(reference).max())
+            np.testing.assert_allclose(value, reference, rtol=1e-4, atol=2e-6 * scale)
+
+
 def conv_activation_model(activation: str, opset: int = 17, extra_output: str | None = None):
     """x[2, 4, 9, 9] -> Conv (3x3, pads 1, bias) -> the activation as exporters write it -> y:
     Relu, Clip(0, 6) (bounds as inputs from opset 11, attributes before), HardSwish, SiLU as

@@ -5,7 +5,7 @@ when the rule is broken:
 - `is_causal` lets query i see keys j <= i + past_sequence_length;
 - a mask shorter than the key length masks the remainder;
 
-and the specification's fully-masked-row rule (zeros, not NaN), plus the exact variant's refusal.
+and the specification's fully-masked-row rule (zeros, not NaN), in both variants.
 
 Expected values come from `_reference`, plain Python loops over queries and keys written here (never
 the code under test), cross-checked against the ONNX backend data where a backend case exercises
@@ -22,7 +22,7 @@ import onnx
 import pytest
 from onnx import helper
 
-from onemodel_compile import ExactnessError, load_compiled
+from onemodel_compile import load_compiled
 from tests.harness import backend_cases
 
 IR_VERSION = 10
@@ -292,7 +292,17 @@ def test_attention_fully_masked_row_gives_zeros():
 
 
 @pytest.mark.parametrize("opset", [23, 24, 25])
-def test_attention_is_refused_by_the_exact_variant(opset):
-    q, k, v = _random(6, (1, 1, 2, 4), (1, 1, 2, 4), (1, 1, 2, 4))
-    with pytest.raises(ExactnessError, match="Attention"):
-        _run({"Q": q, "K": k, "V": v}, opset=opset, variant="exact")
+def test_attention_in_the_exact_variant_follows_the_rules(opset):
+    """The exact variant compiles Attention (exact_matmul, exact_tanh, exact_softmax) and keeps
+    every settled rule: soft cap before a mask, causal, a fully masked row of zeros; its values
+    are the loop reference's to float32 accuracy."""
+    q, k, v = _random(6, (2, 2, 3, 4), (2, 2, 3, 4), (2, 2, 3, 4))
+    mask = np.ones((3, 3), dtype=bool)
+    mask[1] = False  # query 1 sees no key
+    inputs = {"Q": q, "K": k, "V": v, "attn_mask": mask}
+    attrs = {"softcap": 2.0, "is_causal": 1}
+    y = _run(inputs, attrs, opset=opset, variant="exact").Y
+    want, _ = _reference(q, k, v, mask, causal=True, softcap=2.0)
+    np.testing.assert_allclose(y, want, rtol=2e-6, atol=2e-7)
+    assert np.all(y[:, :, 1] == 0) and not np.signbit(y[:, :, 1]).any()
+    np.testing.assert_allclose(y, _run(inputs, attrs, opset=opset).Y, rtol=1e-5, atol=1e-6)

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from onemodel_compile import ExactnessError, UnsupportedError, compile_model, load_compiled
+from onemodel_compile import UnsupportedError, compile_model, load_compiled
 from tests.harness import backend_cases
 
 
@@ -117,10 +117,8 @@ def test_melweightmatrix_output_types_other_than_float_and_double_are_refused(tm
         compile_model(_mel_model(TensorProto.FLOAT16), tmp_path / "mel.py")
 
 
-@pytest.mark.parametrize("name", ["test_dft"])
-def test_signal_operators_are_refused_by_the_exact_variant(name: str, tmp_path) -> None:
-    """DFT only (docs/exact-variant.md); STFT, the windows and MelWeightMatrix compile exact."""
-    case = backend_cases.case(name)
-    op_type = backend_cases.operators(name)[0]
-    with pytest.raises(ExactnessError, match=op_type):
-        compile_model(case.model, tmp_path / "model.py", variant="exact")
+def test_signal_operators_compile_in_the_exact_variant(tmp_path) -> None:
+    """DFT too, since its exact twin was admitted (docs/exact-variant.md); it calls rt.exact_dft."""
+    path = tmp_path / "model.py"
+    compile_model(backend_cases.case("test_dft").model, path, variant="exact")
+    assert "rt.exact_dft(" in path.read_text()

@@ -423,6 +423,11 @@ NOT_EXERCISED = {
     ("GroupNormalization", 18, None): "deprecated: onnx's checker (load.py) refuses opsets 18-20",
     ("onemodel.fused.ScaleShift", 1, None): "never in a model: optimize.py makes it from a "
     "BatchNormalization (tested there); its kernel broadcasts, whatever the rank",
+    **{
+        (f"onemodel.fused.{op_type}", 1, None): "never in a model: optimize.py makes it only "
+        "from values of known rank (tests/test_optimize.py)"
+        for op_type in ("LayerNorm", "RMSNorm", "Gelu", "Attention")
+    },
     ("onemodel.fused.ConvActivation", 1, None): "never in a model: optimize.py makes it from a "
     "Conv and its activation (tested there); Conv's keywords and rt.conv, which take any rank",
 }

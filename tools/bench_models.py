@@ -5,8 +5,8 @@ with onnx.helper from seeded random weights, no network, in seconds.
 
 Each builder takes its sizes as arguments (the benchmark uses the defaults, tests/test_bench_models.py
 tiny ones) and returns a `Built`: the ModelProto and a seeded feed for each graph input. Only standard
-operators of the default domain at opset 17 (ir_version 10, which onnxruntime 1.31.1 reads); shapes are
-static, as exported models for one serving configuration have them.
+operators at opset 17 (ir_version 10, which onnxruntime 1.31.1 reads); shapes are static, as exported
+models for one serving configuration have them, except in the models at dynamic axes (below).
 
 - bert: an encoder in the style of BERT: token and position embeddings (Gather), LayerNormalization,
   self-attention with a padding mask from `attention_mask` (MatMul, Reshape, Transpose, Softmax),
@@ -26,6 +26,15 @@ static, as exported models for one serving configuration have them.
   where per-node costs dominate) and at batch 1 and 96x96, the others at batch 1 and 96x96.
 - lstm: one ONNX LSTM (forward) over a [seq, batch, input] sequence and a Gemm on the last state.
 - mlp: Gemm (transB=1, as PyTorch exports Linear) + Relu layers and a Softmax.
+- gru_tagger, lstm_tagger: Embedding, a batch-first GRU (LSTM) and a Linear with log_softmax as
+  torch.onnx exports them, the zero initial state computed from the run-time batch size.
+- keyword_spotter: an audio front end (STFT, power, MelWeightMatrix, log) and a small classifier.
+- tiny_mlp_b1, lenet_b1, sklearn_mlp_b64: models onnxruntime runs in microseconds (a 16-32-32-4
+  MLP, a LeNet-style conv net, scikit-learn's MLPClassifier as skl2onnx converts it, with the
+  ai.onnx.ml ArrayFeatureExtractor of its labels), where per-node costs are all there is.
+
+The models below the `lstm` line keep their batch (and sequence, samples) axes dynamic, as exporters
+mark them, with the run-time shape arithmetic exporters write.
 
 Beside them, models exported by torch.onnx (TorchScript exporter, opsets 14 and 17, dynamic batch
 and sequence axes) and committed under tools/bench_data/ with their large weights left out (filled
@@ -67,6 +76,7 @@ class _Graph:
         self.inputs: list[onnx.ValueInfoProto] = []
         self.outputs: list[onnx.ValueInfoProto] = []
         self._count: dict[str, int] = {}
+        self.domains: dict[str, int] = {}  # opsets of other domains the graph uses (ai.onnx.ml)
 
     def _unique(self, stem: str) -> str:
         n = self._count.get(stem, 0)
@@ -98,10 +108,12 @@ class _Graph:
     def scalar(self, name: str, value: float) -> str:
         return self.const(name, np.asarray(value, dtype=np.float32))
 
-    def node(self, op_type: str, inputs, name: str, outputs: int = 1, **attrs):
+    def node(self, op_type: str, inputs, name: str, outputs: int = 1, domain: str = "", **attrs):
         name = self._unique(name)
         names = [name] if outputs == 1 else [f"{name}:{i}" for i in range(outputs)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), names, name=name, **attrs))
+        self.nodes.append(
+            helper.make_node(op_type, list(inputs), names, name=name, domain=domain, **attrs)
+        )
         return names[0] if outputs == 1 else names
 
     def finish(self) -> onnx.ModelProto:
@@ -110,7 +122,8 @@ class _Graph:
         )
         model = helper.make_model(
             graph,
-            opset_imports=[helper.make_opsetid("", OPSET)],
+            opset_imports=[helper.make_opsetid("", OPSET)]
+            + [helper.make_opsetid(domain, v) for domain, v in sorted(self.domains.items())],
             producer_name="onemodel-bench",
         )
         model.ir_version = IR_VERSION
@@ -673,12 +686,196 @@ def mlp(batch: int = 1, sizes=(784, 512, 512, 256, 10), seed: int = 0) -> Built:
     )
 
 
+# --- what users run that onnxruntime finishes in well under a millisecond, at dynamic axes -------
+# Exporters mark the batch (and sequence) axes dynamic and compute run-time shapes from them
+# (Shape -> Gather -> Unsqueeze -> Concat), so these models do too: their per-node costs are
+# what the issue's held-out models pay.
+
+
+def _batch_shape(g: _Graph, x: str, *rest: int, name: str) -> str:
+    """[x.shape[0], *rest] as torch.onnx computes it: Shape, Gather, Unsqueeze, Concat."""
+    batch = g.node("Gather", [g.node("Shape", [x], f"{name}/Shape"), g.ints("zero", 0)], name)
+    batch = g.node("Unsqueeze", [batch, g.ints("axes0", [0])], f"{name}/Unsqueeze")
+    return g.node("Concat", [batch, g.ints(f"{name}.rest", list(rest))], f"{name}/Concat", axis=0)
+
+
+def tagger(
+    cell: str = "GRU",
+    batch: int = 4,
+    seq: int = 32,
+    vocab: int = 2000,
+    embed: int = 64,
+    hidden: int = 128,
+    tags: int = 17,
+    seed: int = 0,
+) -> Built:
+    """A sequence tagger as torch.onnx exports nn.Embedding, a batch-first nn.GRU (or LSTM) and a
+    Linear with log_softmax: Gather, Transpose to time-major, the recurrent node with its zero
+    initial state from the batch size (Shape ... ConstantOfShape), Squeeze, Transpose back,
+    MatMul, Add, LogSoftmax; tokens [batch, sequence], both dynamic."""
+    g = _Graph(f"{cell.lower()}_tagger", seed)
+    tokens = g.input("tokens", ["batch", "sequence"], TensorProto.INT64)
+    x = g.node("Gather", [g.weight("embed.weight", (vocab, embed), 1.0), tokens], "embed")
+    x = g.node("Transpose", [x], "rnn/Transpose", perm=[1, 0, 2])
+    gates = {"GRU": 3, "LSTM": 4}[cell]
+    shape = _batch_shape(g, tokens, hidden, name="rnn/batch")
+    shape = g.node("Concat", [g.ints("one_direction", [1]), shape], "rnn/state_shape", axis=0)
+    zeros = g.node(
+        "ConstantOfShape",
+        [shape],
+        "rnn/ConstantOfShape",
+        value=numpy_helper.from_array(np.zeros(1, np.float32)),
+    )
+    scale = 1.0 / math.sqrt(hidden)
+    inputs = [
+        x,
+        g.weight("rnn.W", (1, gates * hidden, embed), scale),
+        g.weight("rnn.R", (1, gates * hidden, hidden), scale),
+        g.weight("rnn.B", (1, 2 * gates * hidden), scale),
+        "",
+        zeros,
+    ]
+    attrs = {"linear_before_reset": 1} if cell == "GRU" else {}
+    if cell == "LSTM":
+        inputs.append(zeros)
+    Y = g.node(cell, inputs, "rnn", outputs=2, hidden_size=hidden, **attrs)[0]
+    y = g.node("Squeeze", [Y, g.ints("axes1", [1])], "rnn/Squeeze")
+    y = g.node("Transpose", [y], "rnn/Transpose_1", perm=[1, 0, 2])
+    y = _linear(g, y, hidden, tags, "out")
+    g.nodes.append(helper.make_node("LogSoftmax", [y], ["tag_scores"], name="scores", axis=2))
+    g.output("tag_scores", ["batch", "sequence", tags])
+    rng = np.random.default_rng(seed + 1)
+    return Built(g.finish(), {"tokens": rng.integers(0, vocab, (batch, seq), dtype=np.int64)})
+
+
+def keyword_spotter(
+    batch: int = 1,
+    samples: int = 16000,
+    frame: int = 512,
+    step: int = 160,
+    mels: int = 40,
+    width: int = 64,
+    words: int = 12,
+    seed: int = 0,
+) -> Built:
+    """An audio front end and a small classifier, as a keyword spotter's export writes it: STFT
+    of the waveform (Hann window, one-sided), power (Mul, ReduceSum of the real and imaginary
+    parts), MatMul by a MelWeightMatrix, Log(x + 1e-6), then per frame a Linear + Relu, the mean
+    over frames and a Linear + Softmax. waveform [batch, samples], both dynamic."""
+    g = _Graph("keyword_spotter", seed)
+    wave = g.input("waveform", ["batch", "samples"])
+    signal = g.node("Unsqueeze", [wave, g.ints("channel_axis", [2])], "signal")
+    window = g.node("HannWindow", [g.ints("frame_length", frame)], "window")
+    spectrum = g.node("STFT", [signal, g.ints("frame_step", step), window], "stft", onesided=1)
+    power = g.node("Mul", [spectrum, spectrum], "power/Mul")
+    power = g.node("ReduceSum", [power, g.ints("last_axis", [-1])], "power", keepdims=0)
+    mel = g.node(
+        "MelWeightMatrix",
+        [
+            g.ints("num_mel_bins", mels),
+            g.ints("dft_length", frame),
+            g.ints("sample_rate", 16000),
+            g.scalar("lower_edge_hertz", 20.0),
+            g.scalar("upper_edge_hertz", 7600.0),
+        ],
+        "mel_matrix",
+    )
+    x = g.node("MatMul", [power, mel], "mel")
+    x = g.node("Log", [g.node("Add", [x, g.scalar("floor", 1e-6)], "mel/Add")], "log_mel")
+    x = g.node("Relu", [_linear(g, x, mels, width, "frame_fc")], "frame_fc/Relu")
+    x = g.node("ReduceMean", [x], "pool", axes=[1], keepdims=0)
+    x = _linear(g, x, width, words, "classifier")
+    g.nodes.append(helper.make_node("Softmax", [x], ["scores"], name="softmax", axis=-1))
+    g.output("scores", ["batch", words])
+    rng = np.random.default_rng(seed + 1)
+    return Built(
+        g.finish(), {"waveform": (0.1 * rng.standard_normal((batch, samples))).astype(np.float32)}
+    )
+
+
+def tiny_mlp(batch: int = 1, sizes=(16, 32, 32, 4), seed: int = 0) -> Built:
+    """nn.Sequential of Linear and ReLU as torch.onnx exports it (Gemm, transB=1), at a width
+    where onnxruntime runs it in microseconds; features [batch, 16], batch dynamic."""
+    g = _Graph("tiny_mlp", seed)
+    x = g.input("features", ["batch", sizes[0]])
+    for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+        weight = g.weight(f"fc{i}.weight", (n_out, n_in))
+        bias = g.const(f"fc{i}.bias", (0.05 * g.rng.standard_normal(n_out)).astype(np.float32))
+        x = g.node("Gemm", [x, weight, bias], f"fc{i}", transB=1)
+        if i < len(sizes) - 2:
+            x = g.node("Relu", [x], f"relu{i}")
+    g.nodes.append(helper.make_node("Identity", [x], ["logits"], name="logits"))
+    g.output("logits", ["batch", sizes[-1]])
+    rng = np.random.default_rng(seed + 1)
+    return Built(
+        g.finish(), {"features": rng.standard_normal((batch, sizes[0])).astype(np.float32)}
+    )
+
+
+def lenet(batch: int = 1, size: int = 28, channels=(6, 16), classes: int = 10, seed: int = 0):
+    """A LeNet-style tiny conv net as torch.onnx exports it: Conv 5x5 + Relu + MaxPool twice,
+    the flatten as Reshape to [batch, -1] from the run-time batch (Shape ... Concat), three
+    Gemms; image [batch, 1, 28, 28], batch dynamic."""
+    g = _Graph("lenet", seed)
+    image = g.input("image", ["batch", 1, size, size])
+    x, c_in = image, 1
+    for i, c_out in enumerate(channels):
+        x = g.node("Relu", [_conv(g, x, c_in, c_out, 5, f"conv{i}")], f"conv{i}/Relu")
+        x = g.node("MaxPool", [x], f"pool{i}", kernel_shape=[2, 2], strides=[2, 2])
+        size, c_in = size // 2, c_out
+    x = g.node("Reshape", [x, _batch_shape(g, x, -1, name="flatten")], "flatten/Reshape")
+    n_in = c_in * size * size
+    for i, n_out in enumerate((120, 84, classes)):
+        weight = g.weight(f"fc{i}.weight", (n_out, n_in))
+        bias = g.const(f"fc{i}.bias", (0.05 * g.rng.standard_normal(n_out)).astype(np.float32))
+        x = g.node("Gemm", [x, weight, bias], f"fc{i}", transB=1)
+        if n_out != classes:
+            x = g.node("Relu", [x], f"fc{i}/Relu")
+        n_in = n_out
+    g.nodes.append(helper.make_node("Identity", [x], ["logits"], name="logits"))
+    g.output("logits", ["batch", classes])
+    rng = np.random.default_rng(seed + 1)
+    return Built(g.finish(), {"image": rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)})
+
+
+def sklearn_mlp(
+    batch: int = 64, features: int = 20, hidden=(100,), classes: int = 3, seed: int = 0
+) -> Built:
+    """scikit-learn's MLPClassifier as skl2onnx converts it (zipmap off): MatMul, Add and Relu per
+    hidden layer, MatMul, Add, Softmax to the probabilities, ArgMax and the ai.onnx.ml
+    ArrayFeatureExtractor of the class labels to the label; float_input [batch, 20], batch
+    dynamic."""
+    g = _Graph("sklearn_mlp", seed)
+    g.domains["ai.onnx.ml"] = 1
+    x = g.input("float_input", ["batch", features])
+    sizes = (features, *hidden, classes)
+    for i, (n_in, n_out) in enumerate(zip(sizes, sizes[1:])):
+        x = _linear(g, x, n_in, n_out, f"layer{i}")
+        if i < len(sizes) - 2:
+            x = g.node("Relu", [x], f"layer{i}/Relu")
+    g.nodes.append(
+        helper.make_node("Softmax", [x], ["probabilities"], name="out_activation", axis=1)
+    )
+    best = g.node("ArgMax", ["probabilities"], "argmax", axis=1)
+    labels = g.ints("classes", [10 * (i + 1) for i in range(classes)])
+    label = g.node("ArrayFeatureExtractor", [labels, best], "label_lookup", domain="ai.onnx.ml")
+    g.nodes.append(
+        helper.make_node("Reshape", [label, g.ints("flat", [-1])], ["label"], name="label")
+    )
+    g.output("label", ["batch"], TensorProto.INT64)
+    g.output("probabilities", ["batch", classes])
+    rng = np.random.default_rng(seed + 1)
+    return Built(
+        g.finish(), {"float_input": rng.standard_normal((batch, features)).astype(np.float32)}
+    )
+
+
 @dataclass(frozen=True)
 class Spec:
     """A benchmark model: its name, the issue's category for the targets, and how to build it."""
 
     name: str
-    category: str  # "transformer", "conv", "other"
+    category: str  # "transformer", "conv", "recurrent", "audio", "other" (tools/bench.py TARGETS)
     build: Callable[[], Built]
     tiny: Callable[[], Built] = field(compare=False)
 
@@ -762,7 +959,23 @@ MODELS = (
         efficientnet,
         lambda: efficientnet(2, 32, 10, ((1, 3, 1, 8, 1), (6, 5, 2, 8, 2)), 32),
     ),
-    Spec("lstm", "other", lstm, lambda: lstm(5, 2, 6, 8, 3)),
+    Spec("lstm", "recurrent", lstm, lambda: lstm(5, 2, 6, 8, 3)),
+    Spec("gru_tagger", "recurrent", tagger, lambda: tagger("GRU", 2, 5, 50, 6, 8, 3)),
+    Spec(
+        "lstm_tagger",
+        "recurrent",
+        lambda: tagger("LSTM"),
+        lambda: tagger("LSTM", 3, 4, 50, 6, 8, 3),
+    ),
+    Spec(
+        "keyword_spotter",
+        "audio",
+        keyword_spotter,
+        lambda: keyword_spotter(2, 1200, 64, 32, 8, 8, 3),
+    ),
+    Spec("tiny_mlp_b1", "other", tiny_mlp, lambda: tiny_mlp(3)),
+    Spec("lenet_b1", "other", lenet, lambda: lenet(2)),
+    Spec("sklearn_mlp_b64", "other", sklearn_mlp, lambda: sklearn_mlp(5, 6, (8,), 3)),
     Spec("mlp_b1", "other", lambda: mlp(batch=1), lambda: mlp(1, (12, 8, 4))),
     Spec("mlp_b256", "other", lambda: mlp(batch=256), lambda: mlp(7, (12, 8, 4))),
 )

@@ -12,11 +12,14 @@ intra_op_num_threads for onnxruntime.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 from pathlib import Path
 
-import numpy as np
+os.environ.pop("OPENBLAS_CORETYPE", None)  # OpenBLAS picks its kernels, as in tools/bench.py
+
+import numpy as np  # noqa: E402
 import onnxruntime
 
 import runtime_support

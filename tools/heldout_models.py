@@ -17,12 +17,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.pop("OPENBLAS_CORETYPE", None)  # OpenBLAS picks its kernels, as in tools/bench.py
 
 import numpy as np  # noqa: E402
 
@@ -88,22 +88,13 @@ def _key(path: Path) -> str | None:
     return None
 
 
-def _best(function, count: int = 20) -> float:
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        for _ in range(count):
-            function()
-        best = min(best, (time.perf_counter() - start) / count)
-    return best
-
-
 def check(path: Path, key: str, variant: str) -> str:
     import onnxruntime
 
     from onemodel_compile import CompileError, compile_model
     from tests.harness.compare import compare
     from tests.harness.modules import import_generated
+    from tools.bench_pair import interleaved
 
     feeds = FEEDS[key](np.random.default_rng(0))
     options = onnxruntime.SessionOptions()
@@ -132,11 +123,14 @@ def check(path: Path, key: str, variant: str) -> str:
             return "mismatch: " + "; ".join(problems)
         if variant != "fast":
             return "match"
-        ours, theirs = _best(lambda: module.run_feeds(feeds)), _best(
-            lambda: session.run(None, feeds)
+        # both sides in alternating blocks in this process, as tools.bench_pair measures: on a
+        # shared machine, back-to-back timings of each side compare different loads
+        (ours, theirs), (ours_cpu, theirs_cpu) = interleaved(
+            [lambda: module.run_feeds(feeds), lambda: session.run(None, feeds)], budget=1.0
         )
         return (
             f"match; {ours * 1e3:.2f} ms, onnxruntime {theirs * 1e3:.2f} ms: {ours / theirs:.2f}x"
+            f" (cpu time {ours_cpu / theirs_cpu:.2f}x)"
         )
 
 

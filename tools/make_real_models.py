@@ -43,8 +43,8 @@ The models (widths in the builders):
   from the positions (Sin/Cos at run time: the exact variant's own trigonometry), causal mask from
   `full(finfo.min).triu(1)`, SiLU-gated MLP.
 - decoder_sdpa: nn.RMSNorm and `F.scaled_dot_product_attention(is_causal=True)` blocks, SiLU MLP:
-  the dynamo exporter at opset 23 writes RMSNormalization and Attention (the exact variant
-  refuses Attention).
+  the dynamo exporter at opset 23 writes RMSNormalization and Attention (both exact in the
+  exact variant).
 - vit: patch Conv (stride = patch), flatten/transpose, class token expanded to the batch,
   position embeddings, nn.MultiheadAttention(batch_first=True) blocks, head on the class token.
 - resnet: stem Conv/BatchNorm/ReLU/MaxPool, two BasicBlocks (one with a strided 1x1 downsample),

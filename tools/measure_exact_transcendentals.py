@@ -3,6 +3,7 @@ references.
 
     python -m tools.measure_exact_transcendentals [--jobs 2] [--quick] [--only sin cos ...]
     python -m tools.measure_exact_transcendentals --validate-reference 100000 --only sin ...
+    python -m tools.measure_exact_transcendentals --rows 2000   (exact_softmax, exact_log_softmax)
 
 float32 exp, log and the trigonometric functions (sin, cos, tan, asin, acos, atan): every one of
 the 2**32 bit patterns. The other float32 functions: samples spread over the whole range (half
@@ -586,6 +587,81 @@ def validate_reference(names, n: int, seed: int = 5) -> None:
         print(f"| {name} | {n:,} | {worst:.4f} | {at!r} |", flush=True)
 
 
+# --- functions of a row: softmax and log-softmax ------------------------------------------------
+
+ROW_FUNCTIONS = ("softmax", "log_softmax")
+
+
+def _row_reference(name: str, row: list[float]) -> list:
+    """softmax or log-softmax of `row` (floats) in mpmath at 40 digits."""
+    with mp.workdps(40):
+        values = [mp.mpf(v) for v in row]
+        peak = max(values)
+        total = mp.fsum(mp.exp(v - peak) for v in values)
+        if name == "softmax":
+            return [mp.exp(v - peak) / total for v in values]
+        return [v - peak - mp.log(total) for v in values]
+
+
+def rows(name: str, dtype, count: int, seed: int) -> tuple[Stats, float]:
+    """exact_softmax or exact_log_softmax of `count` rows (lengths 2 to 256, values normal times
+    1, 10 or 100) against mpmath. The error is in ulps of the result's binade for softmax, and in
+    ulps of max(|result|, 1) for log-softmax (a logarithm's absolute error scale: a result near 0
+    comes from log(s) with s near 1). Also returned: the largest error divided by 1 + |x - max|,
+    the condition of exp at the rounded difference both kernels take in the type (docs/exact-
+    kernels.md), which the error is expected to stay below a small multiple of."""
+    from runtime_support.exact import exact_log_softmax, exact_softmax
+
+    kernel = exact_softmax if name == "softmax" else exact_log_softmax
+    rng = np.random.default_rng(seed)
+    stats, ratio = Stats(), 0.0
+    dtype = np.dtype(dtype)
+    one = mp.mpf(1)
+    for _ in range(count):
+        width = int(rng.integers(2, 257))
+        row = (rng.standard_normal(width) * rng.choice([1.0, 10.0, 100.0])).astype(dtype)
+        got = kernel(row[np.newaxis], axis=-1)[0]
+        spread = np.abs(row.astype(np.float64) - float(row.max())).tolist()
+        for y, value, d in zip(got.tolist(), _row_reference(name, row.tolist()), spread):
+            stats.checked += 1
+            if name == "softmax" and abs(value) < mp.mpf(2) ** np.finfo(dtype).minexp:
+                stats.specials += 1  # below the normal range: judged by the absolute error
+                if abs(mp.mpf(y) - value) > mp.mpf(2) ** np.finfo(dtype).minexp:
+                    stats.failures.append(f"{name}: {y} for {value} (underflow)")
+                continue
+            scale = value if name == "softmax" else max(abs(value), one)
+            error = mp_ulps(y, scale, dtype) if scale is value else None
+            if error is None:  # ulps of the scale, the error being |y - value|
+                error = mp_ulps(float(scale) + abs(y - float(value)), scale, dtype)
+            if dtype.type(y) != correctly_rounded(value, dtype):
+                stats.not_rounded += 1
+            if error > stats.max_ulps:
+                stats.max_ulps, stats.worst = error, (width,)
+            ratio = max(ratio, error / (1 + d))
+    return stats, ratio
+
+
+def measure_rows(names, count: int) -> None:
+    """The --rows table: softmax and log-softmax, float32 and float64."""
+    print(
+        "| function | dtype | rows | values checked | max error (ulp) | max error / (1 + |x - max|)"
+        " | not correctly rounded | seconds |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for name in names:
+        for dtype in (np.float32, np.float64):
+            t0 = time.time()
+            stats, ratio = rows(name, dtype, count, 7)
+            print(
+                f"| {name} | {np.dtype(dtype).name} | {count:,} | {stats.checked:,} | "
+                f"{stats.max_ulps:.4f} | {ratio:.4f} | {stats.not_rounded:,} | "
+                f"{time.time() - t0:.0f} |",
+                flush=True,
+            )
+            for failure in stats.failures:
+                print(f"FAILURE {failure}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1, help="processes for the exhaustive runs")
@@ -597,6 +673,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--speed", action="store_true", help="time the kernels against numpy")
     parser.add_argument(
+        "--rows", type=int, default=None, help="softmax and log-softmax on this many rows each"
+    )
+    parser.add_argument(
         "--validate-reference",
         type=int,
         metavar="N",
@@ -605,6 +684,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     names = args.only or FUNCTIONS
+    if args.rows:
+        measure_rows([n for n in names if n in ROW_FUNCTIONS] or ROW_FUNCTIONS, args.rows)
+        return 0
     if args.speed:
         speed(names)
         return 0

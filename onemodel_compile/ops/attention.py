@@ -1,7 +1,7 @@
 """Attention (opset 23 to 25) and RotaryEmbedding, as kernels of runtime_support/attention.py.
 
-Attention runs matrix products (BLAS), exp and tanh: not exact, refused by the exact variant (the
-docs/contract.md seed list). RotaryEmbedding is two products and a sum or difference per feature, each
+Attention's fast kernel runs matrix products (BLAS), numpy's exp and tanh; its exact twin the same
+code with exact_matmul, exact_tanh and exact_softmax (runtime_support/attention.py). RotaryEmbedding is two products and a sum or difference per feature, each
 correctly rounded in a fixed order: exact.
 """
 
@@ -33,7 +33,8 @@ def _results(results: pyir.Expr, view: NodeView, available: int) -> pyir.Expr:
     return results if count == available else index(results, pyir.Slice(None, pyir.Lit(count)))
 
 
-@emitter("Attention", since=23, exact=False)
+# Exact through the kernel's twin rt.exact_attention (exact_matmul, exact_tanh, exact_softmax).
+@emitter("Attention", since=23, exact=True)
 def attention(view: NodeView) -> pyir.Expr:
     keywords = {}
     if view.attr("is_causal"):

@@ -1,10 +1,21 @@
 """Operators of the project's own domain, `onemodel.fused`: what the fast variant's rewrites
-(optimize.py) turn groups of the model's nodes into. They are never in a model; their provenance
-comment names the model's nodes they replace.
+(optimize.py, its RULES) turn groups of the model's nodes into. They are never in a model; their
+provenance comment names the model's nodes they replace. Only the fast variant makes them: each
+rounds differently from the nodes it replaces, whatever its kernel's own exactness.
 
 - ScaleShift(X, factor, shift) = X * factor + shift in X's type: an inference
   BatchNormalization whose constant statistics became a per-channel factor and shift at compile
   time (factor and shift shaped to broadcast against X).
+- LayerNorm(X, scale[, bias]; axis, epsilon, stash_type): a decomposed LayerNorm (ReduceMean,
+  Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add), computed as LayerNormalization-17 is.
+- RMSNorm(X, scale; axis, epsilon, stash_type): x / sqrt(mean(x**2) + epsilon) * scale as llama
+  and T5 exports write it, computed as RMSNormalization-23 is.
+- Gelu(X; approximate): the five to eight nodes of the Erf or tanh form of Gelu, computed as
+  Gelu-20 is.
+- Attention(Q, K, V[, mask, keep, fill]; scale): softmax(where(keep, Q @ K * scale, fill) + mask)
+  @ V over the last two axes, K already transposed (..., D, T), as exporters write attention
+  before opset 23 (GPT-2's causal Where, BERT's additive mask); one kernel for all the heads
+  (rt.attention_heads).
 - ConvActivation(X, W[, B]) = a Conv and the activation after it (Relu, Clip with constant
   bounds, HardSwish, or SiLU as Sigmoid and Mul), the activation applied in place to the Conv's
   result in the same kernel call.
@@ -12,6 +23,7 @@ comment names the model's nodes they replace.
 
 from __future__ import annotations
 
+from onemodel_compile.ops import elementwise, normalization
 from onemodel_compile.ops.conv import conv_arguments
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import Expr, call
@@ -25,6 +37,33 @@ DOMAIN = "onemodel.fused"
 @emitter("ScaleShift", since=1, domain=DOMAIN, exact=True)
 def scale_shift(view: NodeView) -> Expr:
     return call("rt.scale_shift", *view.inputs[:3])
+
+
+# The next three compute what the standard operator does, with its attributes: its emitter.
+@emitter("LayerNorm", since=1, domain=DOMAIN, exact=False)
+def layer_norm(view: NodeView):
+    return normalization.layer_normalization(view)
+
+
+@emitter("RMSNorm", since=1, domain=DOMAIN, exact=False)
+def rms_norm(view: NodeView) -> Expr:
+    return normalization.rms_normalization(view)
+
+
+@emitter("Gelu", since=1, domain=DOMAIN, exact=False)
+def gelu(view: NodeView) -> Expr:
+    return elementwise.gelu(view)
+
+
+@emitter("Attention", since=1, domain=DOMAIN, exact=False)
+def attention(view: NodeView) -> Expr:
+    scale = view.attr("scale")
+    keywords = {} if scale is None else {"scale": float(scale)}
+    Q, K, V = view.inputs[:3]
+    for position, name in ((3, "mask"), (4, "keep"), (5, "fill")):
+        if view.input(position) is not None:
+            keywords[name] = view.input(position)
+    return call("rt.attention_heads", Q, K, V, **keywords)
 
 
 # Not exact: the convolution sums through BLAS (as Conv's fast kernel).

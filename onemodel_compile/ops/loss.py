@@ -2,7 +2,7 @@
 
 NegativeLogLikelihoodLoss is exact: a lookup, a negation, one product per element and, for the sum
 and mean, a correctly rounded sum (math.fsum) and one division. SoftmaxCrossEntropyLoss takes a
-log-softmax first (exp and log): not exact, refused by the exact variant (the docs/contract.md seed list).
+log-softmax first: the fast kernel with numpy's exp and log, its exact twin with exact_log_softmax.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def negative_log_likelihood_loss(view: NodeView) -> pyir.Expr:
     return _call("negative_log_likelihood_loss", view)
 
 
-@emitter("SoftmaxCrossEntropyLoss", since=12, exact=False)
+# Exact through the kernel's twin rt.exact_softmax_cross_entropy_loss (the same arguments).
+@emitter("SoftmaxCrossEntropyLoss", since=12, exact=True)
 def softmax_cross_entropy_loss(view: NodeView) -> pyir.Expr:
     """The kernel returns (loss, log_prob); the node may list the loss alone."""
     results = _call("softmax_cross_entropy_loss", view)

@@ -2,7 +2,8 @@
 
 Resize (and Upsample) is exact: runtime_support.resize computes in a fixed order of float64 IEEE
 operations (its docstring gives the order), identical in both variants. AffineGrid and
-NonMaxSuppression are exact too. GridSample and RoiAlign are refused by the exact variant.
+NonMaxSuppression are exact too, and so are GridSample and RoiAlign: their kernels interpolate with
+IEEE operations in a fixed order of taps and sample points (runtime_support/sampling.py).
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def resize(view: NodeView) -> pyir.Expr:
 # --- GridSample, AffineGrid -------------------------------------------------------------------
 
 
-@emitter("GridSample", since=16, exact=False)
+@emitter("GridSample", since=16, exact=True)
 def grid_sample(view: NodeView) -> pyir.Expr:
     X, grid = view.inputs[0], view.inputs[1]
     keywords = {name: view.attr(name) for name in ("mode", "padding_mode", "align_corners")}
@@ -119,7 +120,7 @@ def affine_grid(view: NodeView) -> pyir.Expr:
 # --- RoiAlign, NonMaxSuppression --------------------------------------------------------------
 
 
-@emitter("RoiAlign", since=10, exact=False)
+@emitter("RoiAlign", since=10, exact=True)
 def roi_align(view: NodeView) -> pyir.Expr:
     # The attribute exists from opset 16 (default half_pixel); before, output_half_pixel applies.
     transform = view.attr("coordinate_transformation_mode", "output_half_pixel")

@@ -109,6 +109,8 @@ def _cast(view: NodeView, target) -> pyir.Expr:
         return call("rt.cast_small", X, to=target, **keywords)
     if view.variant.exact and is_float(X.dtype) and target.kind in "iu":
         return call("rt.cast", X, to=target)
+    if X.dtype == target:
+        return pyir.expr(X)  # a cast to its own type is the identity (astype would copy)
     return method(X, "astype", target)
 
 
@@ -251,22 +253,45 @@ def transpose(view: NodeView) -> pyir.Expr:
     return method(X, "transpose", tuple(int(p) for p in perm))
 
 
+# Unsqueeze and Squeeze of a known rank are subscripts (`x[:, None]`, `x[:, 0]`): the same view
+# for a tenth of np.expand_dims's or np.squeeze's cost (about 1.5 us of axis normalization each),
+# which exporters' shape plumbing pays many times per run.
+
+
 @emitter("Unsqueeze", since=1, exact=True)
 def unsqueeze(view: NodeView) -> pyir.Expr:
+    X = view.inputs[0]
     axes = ints_from(view, "axes", 1, since=13)  # a scalar axes input is one axis
     if isinstance(axes, RunTime):
-        return call("rt.unsqueeze", view.inputs[0], axes)
-    return call("np.expand_dims", view.inputs[0], tuple(axes))
+        return call("rt.unsqueeze", X, axes)
+    if X.rank is None:
+        return call("np.expand_dims", X, tuple(axes))
+    rank = X.rank + len(axes)
+    new = {normalize_axis(a, rank, view) for a in axes}
+    if len(new) != len(axes):
+        return call("np.expand_dims", X, tuple(axes))  # numpy's error for a repeated axis
+    items = [pyir.Lit(None) if axis in new else span() for axis in range(max(new) + 1)]
+    return index(X, _subscript(items))
 
 
 @emitter("Squeeze", since=1, exact=True)
 def squeeze(view: NodeView) -> pyir.Expr:
+    X = view.inputs[0]
     axes = ints_from(view, "axes", 1, since=13)
     if isinstance(axes, RunTime):
-        return call("rt.squeeze", view.inputs[0], axes)
+        return call("rt.squeeze", X, axes)
     if not axes:
-        return call("np.squeeze", view.inputs[0])
-    return call("np.squeeze", view.inputs[0], tuple(axes))
+        return call("np.squeeze", X)
+    if X.shape is not None:
+        dropped = {normalize_axis(a, X.rank, view) for a in axes}
+        # only dims known to be 1: indexing a longer axis would take its first element where
+        # np.squeeze raises
+        if all(X.shape[a] == 1 for a in dropped) and len(dropped) == len(axes):
+            if len(dropped) == X.rank:
+                return method(X, "reshape", ())  # (an int subscript of every axis: a scalar)
+            items = [0 if axis in dropped else span() for axis in range(max(dropped) + 1)]
+            return index(X, _subscript(items))
+    return call("np.squeeze", X, tuple(axes))
 
 
 def _shape_nodes(view: NodeView, shape) -> pyir.Tuple | None:
@@ -371,6 +396,9 @@ def _slice_parts(view: NodeView):
     return rank, list(zip(axes, starts, ends, steps))
 
 
+_BEYOND_ANY_DIM = 2**62  # an end bound at least this is past the end of every axis
+
+
 @emitter("Slice", since=1, exact=True)
 def slice_(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
@@ -389,14 +417,17 @@ def slice_(view: NodeView) -> pyir.Expr:
         dim = X.shape[axis] if X.shape is not None else None
         if isinstance(dim, int):
             start, end = clamp_bound(start, dim, step, False), clamp_bound(end, dim, step, True)
-            if step > 0 and start == 0:
-                start = None
             if step > 0 and end == dim:
                 end = None
+        if step > 0 and start == 0:
+            start = None
+        if step > 0 and end is not None and end >= _BEYOND_ANY_DIM:
+            end = None  # exporters' "to the end" (INT64_MAX): Python clamps the same way
         items[axis] = span(start, end, step if step != 1 else None)
     while items and items[-1] == span():
         items.pop()
-    return index(X, _subscript(items)) if items else index(X, pyir.ELLIPSIS)
+    # a slice that keeps everything is the value itself, as Identity (a view either way)
+    return index(X, _subscript(items)) if items else pyir.expr(X)
 
 
 def _range(view: NodeView, stash) -> pyir.Expr:

@@ -81,7 +81,9 @@ if os.environ.get("ONEMODEL_KEEP_FREED_MEMORY", "1") != "0":  # docs/decisions.m
     _allocator.keep_freed_memory()
 
 # Bumped whenever a generated module would need a changed runtime_support; modules check it at import.
-API_VERSION = 2
+# 3: the fused kernels (attention_heads, conv_activation, rms_normalization), the size-checking
+# constant_of_shape/expand/tile/arange, com.microsoft, strings, training, random and small types.
+API_VERSION = 3
 
 
 class IncompatibleRuntime(ImportError):

@@ -57,7 +57,12 @@ def output_types(node: ir.Node, inputs: list) -> list[ir.ValueType] | None:
         return None
     if node.domain == "" and node.op_type in _ONNX_FROM and node.opset >= _ONNX_FROM[node.op_type]:
         return None  # onnx's own operator of that name: onnx's inference and shapes.py's rules
-    found = rule(_View(node, inputs))
+    try:
+        found = rule(_View(node, inputs))
+    except (AttributeError, IndexError, TypeError, ValueError, ZeroDivisionError):
+        # a malformed node (a missing input, a rank the operator cannot have, a bad attribute):
+        # its types stay unknown, and its emitter names what is wrong
+        return None
     return [t if isinstance(t, ir.TensorType) else ir.UNKNOWN for t in found]
 
 
@@ -97,6 +102,8 @@ def _norm_types(view: _View):
     X = view.inputs[0]
     axis = view.attr("axis")
     shape = X.shape
+    if shape is not None and not -len(shape) <= axis < len(shape):
+        shape = None  # a scalar, or an axis outside the rank: the emitter refuses the node
     if shape is not None:
         axis = axis % len(shape)
         shape = (*shape[:axis], *([1] * (len(shape) - axis)))

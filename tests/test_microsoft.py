@@ -14,12 +14,20 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper
 
 import onemodel_compile.resolve
-from onemodel_compile import CompileError, UnsupportedError, generate, onnxruntime_types
+import runtime_support as rt
+from onemodel_compile import (
+    CompileError,
+    UnsupportedError,
+    compile_model,
+    generate,
+    onnxruntime_types,
+)
 from onemodel_compile.ops import microsoft
 from onemodel_compile.ops.registry import lookup, registered
+from tests import models
 from tests.harness import microsoft_oracle as oracle
 
 VARIANTS = ("fast", "exact")
@@ -280,3 +288,17 @@ def test_onnxruntime_optimized_and_quantized_models(name, kind, tmp_path):
                     np.testing.assert_allclose(
                         a, e, rtol=1e-4, atol=1e-5, err_msg=f"{path.name} {variant} {output}"
                     )
+
+
+def test_a_malformed_node_of_onnxruntimes_own_operators_is_no_internal_error(tmp_path):
+    """Found by make fuzz: onnxruntime's pre-17 LayerNormalization on a scalar made the type rule
+    divide by its rank; the types stay unknown and the run names the node."""
+    graph = helper.make_graph(
+        [helper.make_node("LayerNormalization", ["x", "s"], ["y"], name="ln")],
+        "scalar_layer_norm",
+        [models.tensor("x", []), models.tensor("s", [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    module = models.import_generated(compile_model(models.finish(graph, 13), tmp_path / "m.py"))
+    with pytest.raises(rt.NodeError, match="LayerNormalization 'ln'"):
+        module.run(np.float32(2.0), np.float32(1.0))

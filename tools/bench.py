@@ -32,8 +32,8 @@ from a clean process and so that memory is measured from one:
    onnxruntime's copy). The compiled side also times its import again (warm: bytecode cached).
 4. profile, at 1 thread, of the models that miss their target (the worst ratios first): time per
    ONNX node of the generated `run` (a line tracer on `run`'s own frame only; each statement
-   belongs to the node whose provenance comment precedes it), the functions cProfile sees, and
-   onnxruntime's own per-operator profile for the same model.
+   belongs to the node the module's line -> node table `_NODES` gives it), the functions cProfile
+   sees, and onnxruntime's own per-operator profile for the same model.
 
 The report keeps, unchanged, everything from its "## Analysis" heading on: that part is written by
 hand from the profiles.
@@ -50,7 +50,6 @@ import json
 import os
 import platform
 import pstats
-import re
 import signal
 import statistics
 import subprocess
@@ -411,29 +410,21 @@ def worker_memory(case: Case, cache: Path, side: str) -> dict:
     return result
 
 
-PROVENANCE = re.compile(r"^\s*# (\S+) '(.*)' \(opset \d+\)\s*$")
-
-
 def statement_owners(module) -> dict[int, tuple[str, str]]:
-    """Line number -> (op type, node name) over `run`'s source, from the provenance comments."""
-    lines = Path(module.__file__).read_text().splitlines()
+    """Line number -> (op type, node name) over `run`'s lines, from the module's line -> node table
+    (`_NODES`: first line, last line, "OpType 'name' (opset N)", inputs). A line inside a body
+    belongs to the body's node (the innermost entry: entries are applied in order of their first
+    line); lines before the first node are the input checks, lines after the last the return."""
     code = module.run.__code__
-    owners, owner = {}, ("(input checks)", "")
-    indent = None
     last = max(line for _, _, line in code.co_lines() if line is not None)
-    for number in range(code.co_firstlineno, last + 1):
-        line = lines[number - 1]
-        match = PROVENANCE.match(line)
-        if match:
-            owner = (match.group(1), match.group(2))
-            indent = len(line) - len(line.lstrip())
-        elif (
-            indent is not None
-            and line.strip().startswith("return ")
-            and len(line) - len(line.lstrip()) == indent
-        ):
-            owner = ("(return)", "")
-        owners[number] = owner
+    owners = {number: ("(input checks)", "") for number in range(code.co_firstlineno, last + 1)}
+    for first, final, description, _ in sorted(module._NODES):
+        op_type, _, rest = description.partition(" ")
+        name = rest.rpartition(" (opset")[0].strip("'")
+        owners.update((number, (op_type, name)) for number in range(first, final + 1))
+    if module._NODES:
+        after = max(final for _, final, _, _ in module._NODES)
+        owners.update((number, ("(return)", "")) for number in range(after + 1, last + 1))
     return owners
 
 

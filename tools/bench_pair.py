@@ -12,12 +12,13 @@ intra_op_num_threads for onnxruntime.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import time
 from pathlib import Path
 
-os.environ.pop("OPENBLAS_CORETYPE", None)  # OpenBLAS picks its kernels, as in tools/bench.py
+from tools.bench import blas_own_choice  # noqa: E402 (imports no numpy)
+
+blas_own_choice()  # OpenBLAS picks its kernels, before numpy loads
 
 import numpy as np  # noqa: E402
 import onnxruntime

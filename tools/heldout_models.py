@@ -22,7 +22,9 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.pop("OPENBLAS_CORETYPE", None)  # OpenBLAS picks its kernels, as in tools/bench.py
+from tools.bench import blas_own_choice  # noqa: E402 (imports no numpy)
+
+blas_own_choice()  # OpenBLAS picks its kernels, before numpy loads
 
 import numpy as np  # noqa: E402
 

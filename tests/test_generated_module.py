@@ -467,6 +467,13 @@ def _new_array_cases():
             for activation in ("relu", "hard_swish", "silu")
         ]
         + [((x32, depthwise), dict(pads=(0, 0, 0, 0), group=3, activation="clip", high=6.0))],
+        "rt.deform_conv": [
+            ((x32, w, np.zeros((2, 18, 3, 3), np.float32), bias), {}),
+            (
+                (x64, w.astype(np.float64), np.ones((2, 18, 5, 5)), None, np.ones((2, 9, 5, 5))),
+                dict(pads=(1, 1, 1, 1)),
+            ),
+        ],
         "rt.erf": [((x32,), {}), ((x64,), {}), ((x32[:, :, ::2],), {})],
         "rt.gelu": [((x32,), {}), ((x64,), {}), ((x32,), dict(approximate="tanh"))],
         "rt.hard_swish": [((x32,), {}), ((x64,), {}), ((x32.astype(np.float16),), {})],

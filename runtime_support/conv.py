@@ -848,3 +848,60 @@ def exact_deform_conv(
         X, W, offset, B, mask, pads, strides, dilations, group, offset_group, np.float64, _matmul64
     )
     return _rounded(Y, np.asarray(X).dtype)
+
+
+# --- CausalConvWithState ---------------------------------------------------------------------------
+
+__all__ += ["causal_conv_with_state", "exact_causal_conv_with_state"]
+
+
+def _causal_conv_with_state(X, W, B, past_state, activation, convolve, sigmoid):
+    """(output, present_state) of CausalConvWithState as its ONNX function body computes them:
+    the past state (zeros when absent) and the input concatenated along the length, a depthwise
+    Conv of that (group = channels, no pads), SiLU y * sigmoid(y) in float32 (float64 for float64
+    inputs) and back to the input's type; the present state is the last k - 1 positions of the
+    concatenation. Ranks are read off the arrays: nothing about them need be known at compile
+    time."""
+    X, W = np.asarray(X), np.asarray(W)
+    if X.ndim != 3 or W.ndim != 3 or W.shape[0] != X.shape[1] or W.shape[1] != 1:
+        raise ValueError(
+            f"CausalConvWithState: input {X.shape} (batch, channels, length) and weight "
+            f"{W.shape} (channels, 1, k) do not fit"
+        )
+    if activation not in ("none", "silu", "swish"):
+        raise ValueError(f"CausalConvWithState: unknown activation {activation!r}")
+    keep = W.shape[2] - 1
+    if past_state is None:
+        past_state = np.zeros(X.shape[:2] + (keep,), X.dtype)
+    past_state = np.asarray(past_state)
+    if past_state.shape != X.shape[:2] + (keep,):
+        raise ValueError(
+            f"CausalConvWithState: past_state {past_state.shape} is not (batch, channels, k - 1) "
+            f"= {X.shape[:2] + (keep,)}"
+        )
+    padded = np.concatenate([past_state.astype(X.dtype, copy=False), X], axis=2)
+    Y = convolve(padded, W, B, group=X.shape[1])
+    if activation != "none":
+        y = Y.astype(np.float64 if X.dtype == np.float64 else np.float32)
+        Y = (y * sigmoid(y)).astype(X.dtype)
+    return Y, np.array(padded[:, :, padded.shape[2] - keep :])
+
+
+@kernel(exact=False, exact_twin="rt.exact_causal_conv_with_state")
+def causal_conv_with_state(input, weight, bias=None, past_state=None, *, activation="none"):
+    """ONNX CausalConvWithState (see _causal_conv_with_state): rt.conv and numpy's sigmoid."""
+    from runtime_support.math import sigmoid
+
+    return _causal_conv_with_state(input, weight, bias, past_state, activation, conv, sigmoid)
+
+
+@kernel(exact=True)
+def exact_causal_conv_with_state(input, weight, bias=None, past_state=None, *, activation="none"):
+    """causal_conv_with_state's exact twin: the same steps through exact_conv, exact_sigmoid and
+    correctly rounded products (the bits of the function body's exact-variant code)."""
+    from runtime_support.exact import exact_conv
+    from runtime_support.exact_math import exact_sigmoid
+
+    return _causal_conv_with_state(
+        input, weight, bias, past_state, activation, exact_conv, exact_sigmoid
+    )

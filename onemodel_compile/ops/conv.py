@@ -130,3 +130,22 @@ def deform_conv(view: NodeView) -> pyir.Expr:
         )
     arguments, optional = optional_arguments(view, {3: "B", 4: "mask"})
     return call("rt.deform_conv", *arguments, **optional, **_deform_conv_keywords(view))
+
+
+# Exact through the kernel's twin rt.exact_causal_conv_with_state (exact_conv, exact_sigmoid).
+# Its own rule, rather than onnx's function body: onnx builds that body only for inputs of known
+# rank, and an unknown rank must never stop a compile (the kernel reads everything off the arrays).
+@emitter("CausalConvWithState", since=27, exact=True)
+def causal_conv_with_state(view: NodeView) -> pyir.Expr:
+    from onemodel_compile.errors import CompileError
+    from onemodel_compile.ops.common import optional_arguments
+
+    activation = view.attr("activation", "none")
+    if activation not in ("none", "silu", "swish"):
+        raise CompileError(
+            f"{view.node.label}: unknown activation {activation!r} (none, silu or swish)"
+        )
+    arguments, optional = optional_arguments(view, {2: "bias", 3: "past_state"})
+    keywords = {"activation": activation} if activation != "none" else {}
+    results = call("rt.causal_conv_with_state", *arguments, **optional, **keywords)
+    return results if len(view.outputs) == 2 else pyir.index(results, 0)

@@ -341,6 +341,14 @@ SPECS = [
         {"a": X3[:, :, :1].copy(), "b": X3[:, :, 1:3].copy(), "c": X3[:, :, 3:].copy()},
         constants={"position": np.array(1, np.int64)},
     ),
+    # Multinomial has no backend case: seeded, so both compiles draw the same classes
+    Spec(
+        "multinomial_seeded",
+        15,
+        [node("Multinomial", ["x"], ["y"], sample_size=5, seed=2.0)],
+        {"x": X3[0].copy()},
+        outputs={"y": TensorProto.INT32},
+    ),
 ]
 
 

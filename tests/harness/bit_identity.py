@@ -191,11 +191,11 @@ def _unseeded_generator(model) -> bool:
     )
 
 
-def _compile_example(path: Path, variant: str, work: Path) -> tuple[str, str, str]:
-    """An example model, with two seeded data sets (every symbolic dim 1, then 3)."""
+def _compile_model_file(name: str, path: Path, variant: str, work: Path, data_sets_of):
+    """A model file compiled as case `name`, its data sets `data_sets_of(INPUTS)` (the module's
+    inputs in order: (onnx name, dtype name, shape))."""
     from onemodel_compile import ExactnessError, compile_model
 
-    name = f"example_{path.stem}"
     folder = work / "cases" / name
     folder.mkdir()
     try:
@@ -207,13 +207,21 @@ def _compile_example(path: Path, variant: str, work: Path) -> tuple[str, str, st
         shutil.rmtree(folder)
         return name, "error", f"{type(exc).__name__}: {exc}"
     inputs = import_generated(module_path, f"bit_identity_compile_{name}", register=False).INPUTS
-    rng = np.random.default_rng(zlib.crc32(path.stem.encode()))
-    data_sets = [
-        [_seeded_input(rng, dtype, shape, symbolic) for _, dtype, shape in inputs]
-        for symbolic in (1, 3)
-    ]
-    _write_data_sets(folder, data_sets)
+    _write_data_sets(folder, data_sets_of(inputs))
     return name, "compiled", f"cases/{name}"
+
+
+def _compile_example(path: Path, variant: str, work: Path) -> tuple[str, str, str]:
+    """An example model, with two seeded data sets (every symbolic dim 1, then 3)."""
+
+    def seeded(inputs):
+        rng = np.random.default_rng(zlib.crc32(path.stem.encode()))
+        return [
+            [_seeded_input(rng, dtype, shape, symbolic) for _, dtype, shape in inputs]
+            for symbolic in (1, 3)
+        ]
+
+    return _compile_model_file(f"example_{path.stem}", path, variant, work, seeded)
 
 
 def _stored_feeds(path: Path) -> list[dict]:
@@ -241,23 +249,11 @@ def _compile_stored_model(
     prefix: str, path: Path, variant: str, work: Path
 ) -> tuple[str, str, str]:
     """A committed model of STORED_MODELS, run on its stored feed sets."""
-    from onemodel_compile import ExactnessError, compile_model
 
-    name = f"{prefix}_{path.stem}"
-    folder = work / "cases" / name
-    folder.mkdir()
-    try:
-        module_path = compile_model(path, folder / "model.py", variant)
-    except ExactnessError as exc:
-        shutil.rmtree(folder)
-        return name, "refused", str(exc)
-    except Exception as exc:
-        shutil.rmtree(folder)
-        return name, "error", f"{type(exc).__name__}: {exc}"
-    inputs = import_generated(module_path, f"bit_identity_compile_{name}", register=False).INPUTS
-    feeds = _stored_feeds(path)
-    _write_data_sets(folder, [[feed[onnx_name] for onnx_name, _, _ in inputs] for feed in feeds])
-    return name, "compiled", f"cases/{name}"
+    def stored(inputs):
+        return [[feed[onnx_name] for onnx_name, _, _ in inputs] for feed in _stored_feeds(path)]
+
+    return _compile_model_file(f"{prefix}_{path.stem}", path, variant, work, stored)
 
 
 def _seeded_input(rng, dtype_name: str, shape, symbolic: int) -> np.ndarray:

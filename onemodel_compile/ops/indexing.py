@@ -54,7 +54,7 @@ def _same_shape_except(a, b, axis: int) -> bool:
 def gather_elements(view: NodeView) -> pyir.Expr:
     data, indices = view.inputs[:2]
     axis = _axis(view)
-    if _same_shape_except(data.shape, indices.shape, axis):
+    if isinstance(axis, int) and _same_shape_except(data.shape, indices.shape, axis):
         return call("np.take_along_axis", data, indices, axis=axis)
     return call("rt.gather_elements", data, indices, axis=axis)
 

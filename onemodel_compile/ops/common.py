@@ -104,7 +104,7 @@ def along_axis_rule(kernel: str):
     def emit(view: NodeView) -> pyir.Expr:
         X = view.inputs[0]
         rank = X.rank
-        axis = view.attr("axis", 1 if view.opset < 13 else -1)
+        axis = view.attr("axis")
         if rank is None:
             if view.opset >= 13:
                 return call(function, X, axis=axis_of(view, axis))

@@ -134,7 +134,7 @@ def array_feature_extractor(view: NodeView):
 
 @emitter("Binarizer", domain=ML, since=1, exact=True, foldable=False)
 def binarizer(view: NodeView):
-    return _kernel(view, "binarizer", view.inputs[0], threshold=float(view.attr("threshold", 0.0)))
+    return _kernel(view, "binarizer", view.inputs[0], threshold=float(view.attr("threshold")))
 
 
 @emitter("Scaler", domain=ML, since=1, exact=True, foldable=False)
@@ -624,9 +624,9 @@ def tree_ensemble(view: NodeView):
         depth=depth,
         leaf_weights=leaves,
         n_targets=n_targets,
-        aggregate_function=AGGREGATES_V5.get(int(view.attr("aggregate_function", 1)), "SUM"),
+        aggregate_function=AGGREGATES_V5.get(int(view.attr("aggregate_function")), "SUM"),
         base_values=[],
-        post_transform=TRANSFORMS_V5.get(int(view.attr("post_transform", 0)), "NONE"),
+        post_transform=TRANSFORMS_V5.get(int(view.attr("post_transform")), "NONE"),
         threshold_type=dtype,
         output_type=dtype,
         exact=_exact(view),

@@ -102,10 +102,10 @@ def _cast(view: NodeView, target) -> pyir.Expr:
     X = view.inputs[0]
     if target.name in SMALL_TYPES or (X.dtype is not None and X.dtype.name in SMALL_TYPES):
         keywords = {}
-        if target.name.startswith("float8") and not view.attr("saturate", 1):
+        if target.name.startswith("float8") and not view.attr("saturate"):
             keywords["saturate"] = False
         if target.name == "float8_e8m0fnu":
-            keywords["round_mode"] = view.attr("round_mode", "up")
+            keywords["round_mode"] = view.attr("round_mode")
         return call("rt.cast_small", X, to=target, **keywords)
     if view.variant.exact and is_float(X.dtype) and target.kind in "iu":
         return call("rt.cast", X, to=target)
@@ -162,7 +162,7 @@ def _shape_bounds(view: NodeView) -> tuple[int, int | None]:
     """Shape's `start` and `end` (from opset 15). ONNX clamps them as a Python slice does."""
     if view.opset < 15:
         return 0, None
-    return view.attr("start", 0), view.attr("end")
+    return view.attr("start"), view.attr("end")
 
 
 def _fold_shape(view: NodeView):
@@ -226,7 +226,7 @@ def reshape(view: NodeView) -> pyir.Expr:
 def flatten(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     rank = X.rank
-    axis = view.attr("axis", 1)
+    axis = view.attr("axis")
     if rank is None:  # the kernel normalizes the axis against the run-time rank
         return call("rt.flatten", X, axis=axis)
     axis = axis + rank if axis < 0 else axis
@@ -335,7 +335,7 @@ def _split(view: NodeView, parts) -> pyir.Expr:
     """Split: a copy for one output, rt.split when the sizes are known only at run time, else
     `parts(X, axis, bounds)` with the static bounds between the parts."""
     X = view.inputs[0]
-    axis = view.attr("axis", 0)
+    axis = view.attr("axis")
     if X.rank is not None:
         axis = normalize_axis(axis, X.rank, view)
     count = len(view.outputs)
@@ -472,10 +472,10 @@ def tile(view: NodeView) -> pyir.Expr:
 @emitter("Pad", since=2, exact=True)
 def pad(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
-    mode = view.attr("mode", "constant")
+    mode = view.attr("mode")
     if view.opset < 11:
         pads, axes = list(view.attr("pads")), None
-        value = pyir.scalar(view.attr("value", 0.0), X.dtype)
+        value = pyir.scalar(view.attr("value"), X.dtype)
     else:
         pads = ints_from(view, "pads", 1, since=11)
         axes = ints_from(view, "axes", 3, since=18)
@@ -519,7 +519,7 @@ def space_to_depth(view: NodeView) -> pyir.Expr:
 @emitter("Trilu", since=14, exact=True)
 def trilu(view: NodeView) -> pyir.Expr:
     X, k = view.inputs[0], view.input(1)
-    function = "np.triu" if view.attr("upper", 1) else "np.tril"
+    function = "np.triu" if view.attr("upper") else "np.tril"
     if k is None:
         return call(function, X)
     if k.const is not None:
@@ -533,6 +533,6 @@ def eye_like(view: NodeView) -> pyir.Expr:
     code = view.attr("dtype")
     dtype = X.dtype if code is None else ir.element_dtype(code, view.node.label)
     shape = X.shape if _static(X.shape) else [index(attr(X, "shape"), i) for i in (0, 1)]
-    k = view.attr("k", 0)
+    k = view.attr("k")
     keywords = {"k": k} if k else {}
     return call("np.eye", shape[0], shape[1], **keywords, dtype=dtype)

@@ -3,6 +3,8 @@ and constants. All exact: data movement, and casts (correctly rounded conversion
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 
 from onemodel_compile import ir
@@ -16,7 +18,7 @@ from onemodel_compile.ops.common import (
     optional_arguments,
     span,
 )
-from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.node import NodeView, Operand
 from onemodel_compile.ops.pyir import attr, call, index, method, tuple_of
 from onemodel_compile.ops.registry import emitter
 from runtime_support._dtypes import ML_DTYPES
@@ -69,6 +71,7 @@ def _fold_constant_of_shape(view: NodeView):
 def constant_of_shape(view: NodeView) -> pyir.Expr:
     value = _fill_value(view)
     shape = view.const(0)
+    target: tuple[int, ...] | pyir.Expr
     if shape is not None:
         target = tuple(int(d) for d in shape)
     else:
@@ -307,8 +310,8 @@ def expand(view: NodeView) -> pyir.Expr:
     if target is not None and _static(X.shape):
         out = np.broadcast_shapes(tuple(X.shape), tuple(int(d) for d in target))
         return call("rt.expand", X, out)  # the kernel checks the size first
-    out = _shape_nodes(view, view.out.shape) if view.inputs[1].values is not None else None
-    return call("rt.expand", X, view.inputs[1] if out is None else out)
+    dims = _shape_nodes(view, view.out.shape) if view.inputs[1].values is not None else None
+    return call("rt.expand", X, view.inputs[1] if dims is None else dims)
 
 
 @emitter("Concat", since=4, exact=True)
@@ -317,8 +320,8 @@ def concat(view: NodeView) -> pyir.Expr:
     return call("np.concatenate", tuple_of(parts), axis=view.attr("axis"))
 
 
-def _split_sizes(view: NodeView, dim, count: int) -> list[int] | RunTime:
-    sizes = ints_from(view, "split", 1, since=13)
+def _split_sizes(view: NodeView, sizes: list[int] | None, dim, count: int) -> list[int]:
+    """The sizes of the parts: `sizes` as given, else equal parts of the static `dim`."""
     if sizes:
         return sizes
     if not isinstance(dim, int):
@@ -346,8 +349,7 @@ def _split(view: NodeView, parts) -> pyir.Expr:
     if isinstance(sizes, RunTime) or (not sizes and not isinstance(dim, int)):
         split_sizes = [sizes] if isinstance(sizes, RunTime) else []  # none: equal parts
         return call("rt.split", X, *split_sizes, axis=axis, outputs=count)
-    sizes = _split_sizes(view, dim, count)
-    bounds = [int(b) for b in np.cumsum(sizes)[:-1]]
+    bounds = [int(b) for b in np.cumsum(_split_sizes(view, sizes, dim, count))[:-1]]
     return parts(X, axis, bounds)
 
 
@@ -379,17 +381,18 @@ def split_exact(view: NodeView) -> pyir.Expr:
     return _split(view, lambda X, axis, bounds: call("np.split", X, bounds, axis=axis))
 
 
+_SLICE_INPUTS = ("starts", "ends", "axes", "steps")
+
+
 def _slice_parts(view: NodeView):
     if view.opset < 10:
         starts, ends = view.attr("starts"), view.attr("ends")
         axes, steps = view.attr("axes"), None
     else:
-        starts = ints_from(view, "starts", 1, since=10)
-        ends = ints_from(view, "ends", 2, since=10)
-        axes = ints_from(view, "axes", 3, since=10)
-        steps = ints_from(view, "steps", 4, since=10)
-        if any(isinstance(v, RunTime) for v in (starts, ends, axes, steps)):
+        given = [ints_from(view, name, i, since=10) for i, name in enumerate(_SLICE_INPUTS, 1)]
+        if any(isinstance(v, RunTime) for v in given):
             return None
+        starts, ends, axes, steps = typing.cast("list[list[int] | None]", given)
     rank = view.inputs[0].rank  # known: slice_ asks only then
     axes = list(range(len(starts))) if not axes else [normalize_axis(a, rank, view) for a in axes]
     steps = steps or [1] * len(starts)
@@ -473,6 +476,9 @@ def tile(view: NodeView) -> pyir.Expr:
 def pad(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     mode = view.attr("mode")
+    pads: list[int] | RunTime | None
+    axes: list[int] | RunTime | None
+    value: pyir.Expr | Operand | None
     if view.opset < 11:
         pads, axes = list(view.attr("pads")), None
         value = pyir.scalar(view.attr("value"), X.dtype)
@@ -481,7 +487,8 @@ def pad(view: NodeView) -> pyir.Expr:
         axes = ints_from(view, "axes", 3, since=18)
         value = view.input(2)
     # one kernel call whatever is known: rt.pad checks the result's size before allocating it
-    args, keywords = [X, pads], {}
+    args: list[object] = [X, pads]
+    keywords = {}
     if value is not None:
         args.append(value)
     if axes is not None and value is None:

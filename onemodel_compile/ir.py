@@ -143,6 +143,10 @@ class Graph:
     types: dict[str, ValueType] = field(default_factory=dict)
     initializers: dict[str, np.ndarray] = field(default_factory=dict)
     doc: str = ""
+    # The opsets the model imports, in force in this graph; a function body the standard gives
+    # an operator resolves the domains its own imports leave out against them, as onnx does
+    # (FlexAttention's body uses default-domain operators but imports only ai.onnx.preview).
+    opsets: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -306,6 +310,7 @@ def _graph(proto: onnx.GraphProto, opsets: dict[str, int]) -> Graph:
         types=types,
         initializers=initializers,
         doc=proto.doc_string,
+        opsets=dict(opsets),
     )
 
 

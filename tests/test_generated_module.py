@@ -443,6 +443,16 @@ def test_fast_variant_reuses_dead_buffers_only(tmp_path):
     np.testing.assert_array_equal(root, np.sqrt(np.abs(-expected_kept)))
 
 
+def _png(pixels: np.ndarray) -> np.ndarray:
+    import io
+
+    import PIL.Image
+
+    with io.BytesIO() as f:
+        PIL.Image.fromarray(pixels).save(f, format="PNG")
+        return np.frombuffer(f.getvalue(), np.uint8)
+
+
 def _new_array_cases():
     """Sample calls of every runtime_support kernel declared `fresh` (it returns new arrays
     (a float32 and a float64 call each, where the kernel has a separate path)."""
@@ -467,6 +477,18 @@ def _new_array_cases():
             for activation in ("relu", "hard_swish", "silu")
         ]
         + [((x32, depthwise), dict(pads=(0, 0, 0, 0), group=3, activation="clip", high=6.0))],
+        "rt.deform_conv": [
+            ((x32, w, np.zeros((2, 18, 3, 3), np.float32), bias), {}),
+            (
+                (x64, w.astype(np.float64), np.ones((2, 18, 5, 5)), None, np.ones((2, 9, 5, 5))),
+                dict(pads=(1, 1, 1, 1)),
+            ),
+        ],
+        "rt.image_decoder": [
+            ((_png(np.zeros((2, 3, 3), np.uint8)),), {}),
+            ((_png(np.zeros((2, 3, 3), np.uint8)),), dict(pixel_format="BGR")),
+            ((np.zeros(4, np.uint8),), dict(pixel_format="Grayscale")),  # undecodable: empty
+        ],
         "rt.erf": [((x32,), {}), ((x64,), {}), ((x32[:, :, ::2],), {})],
         "rt.gelu": [((x32,), {}), ((x64,), {}), ((x32,), dict(approximate="tanh"))],
         "rt.hard_swish": [((x32,), {}), ((x64,), {}), ((x32.astype(np.float16),), {})],

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import mpmath as mp
 import numpy as np
 
+from runtime_support import activation
 from runtime_support import exact_math as em
 from runtime_support import exact_trig as et
 
@@ -63,7 +64,41 @@ def _ld_softplus(x):
     return np.where(x > 0, x + np.log1p(np.exp(-np.abs(x))), np.log1p(np.exp(x)))
 
 
+_LD_PI = LD("3.14159265358979323846264338327950288")
+# The activations' constants as the kernels take them (runtime_support/activation.py's defaults
+# and literals, float64): the functions measured are those with these constants.
+_SELU = (1.67326319, 1.05070102)
+_GELU_TANH = (0.044715,)
+
+
+def _ld_elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
+def _ld_selu(x):
+    return LD(_SELU[1]) * np.where(x > 0, x, LD(_SELU[0]) * np.expm1(np.minimum(x, 0)))
+
+
+def _ld_mish(x):
+    return x * np.tanh(np.where(x > 0, x + np.log1p(np.exp(-np.abs(x))), np.log1p(np.exp(x))))
+
+
+def _ld_swish(x):
+    return x / (1 + np.exp(-x))
+
+
+def _ld_gelu_tanh(x):
+    inner = np.sqrt(LD(2) / _LD_PI) * (x + LD(_GELU_TANH[0]) * x * x * x)
+    return LD(0.5) * x * (1 + np.tanh(inner))
+
+
 LONGDOUBLE = {
+    "elu": _ld_elu,
+    "celu": _ld_elu,  # alpha = 1
+    "selu": _ld_selu,
+    "mish": _ld_mish,
+    "swish": _ld_swish,
+    "gelu_tanh": _ld_gelu_tanh,
     "exp": np.exp,
     "log": np.log,
     "expm1": np.expm1,
@@ -98,7 +133,24 @@ FLOAT64 = {
 }
 EXHAUSTIVE = tuple(FLOAT64)
 
+
+def _mp_elu(v):
+    return v if v > 0 else mp.expm1(v)
+
+
+def _mp_gelu_tanh(v):
+    inner = mp.sqrt(2 / mp.pi) * (v + mp.mpf(_GELU_TANH[0]) * v**3)
+    return v / 2 * (1 + mp.tanh(inner))
+
+
 MPMATH = {
+    "elu": _mp_elu,
+    "celu": _mp_elu,
+    "selu": lambda v: mp.mpf(_SELU[1]) * (v if v > 0 else mp.mpf(_SELU[0]) * mp.expm1(v)),
+    "mish": lambda v: v * mp.tanh(mp.log1p(mp.exp(v))),
+    "swish": lambda v: v / (1 + mp.exp(-v)),
+    "gelu": lambda v: v / 2 * (1 + mp.erf(v / mp.sqrt(2))),
+    "gelu_tanh": _mp_gelu_tanh,
     "exp": mp.exp,
     "log": mp.log,
     "expm1": mp.expm1,
@@ -122,6 +174,13 @@ MPMATH = {
 }
 
 KERNELS = {
+    "elu": activation.exact_elu,
+    "celu": activation.exact_celu,
+    "selu": activation.exact_selu,
+    "mish": activation.exact_mish,
+    "swish": activation.exact_swish,
+    "gelu": activation.exact_gelu,
+    "gelu_tanh": lambda x: activation.exact_gelu(x, approximate="tanh"),
     "exp": em.exact_exp,
     "log": em.exact_log,
     "expm1": em.exact_expm1,
@@ -360,6 +419,13 @@ def exhaustive_float32(name: str, jobs: int, quick: bool) -> Stats:
 
 
 SAMPLE_RANGES = {  # where the function is not saturated, for the uniform part of the samples
+    "elu": (-20.0, 20.0),
+    "celu": (-20.0, 20.0),
+    "selu": (-20.0, 20.0),
+    "mish": (-30.0, 30.0),
+    "swish": (-110.0, 30.0),
+    "gelu": (-10.0, 10.0),
+    "gelu_tanh": (-10.0, 10.0),
     "exp": (-745.0, 710.0),
     "log": (0.0, 10.0),
     "expm1": (-20.0, 90.0),
@@ -438,7 +504,7 @@ def sampled(name: str, dtype, n: int, seed: int) -> Stats:
         x = _sample(rng, dtype, m, *SAMPLE_RANGES[name])
         if name in ("sin", "cos", "tan"):
             x[: m // 4] = near_multiples_of_half_pi(rng, dtype, m // 4)
-        if name == "erf":  # every reference from mpmath: keep the sample small (see main)
+        if name in MPMATH_ONLY:  # every reference from mpmath: keep the sample small (see main)
             total.merge(check_batch(name, np.dtype(dtype), (x,), None))
             continue
         with np.errstate(all="ignore"):
@@ -460,7 +526,7 @@ def all_float16(name: str) -> Stats:
         with np.errstate(all="ignore"):
             ref = np.power(xs.ravel().astype(LD), ys.ravel().astype(LD))
         return check_batch(name, np.dtype(np.float16), (xs.ravel(), ys.ravel()), ref)
-    if name == "erf":
+    if name in MPMATH_ONLY:
         return check_batch(name, np.dtype(np.float16), (x,), None)
     with np.errstate(all="ignore"):
         ref = LONGDOUBLE[name](x.astype(LD))
@@ -468,27 +534,35 @@ def all_float16(name: str) -> Stats:
 
 
 ERF_SAMPLE = 200_000  # erf's references all come from mpmath (about 100 microseconds each)
+MPMATH_ONLY = ("erf", "gelu")  # no longdouble erf in numpy: mpmath for every reference
+# The exact twins of the activations (runtime_support/activation.py): float64 arithmetic in their
+# docstrings' order with the library's functions, rounded once; not claimed correctly rounded.
+ACTIVATIONS = ("elu", "celu", "selu", "mish", "swish", "gelu", "gelu_tanh")
 FLOAT16_EXPONENTS = np.array(
     [0, 0.5, -0.5, 1, -1, 2, -2, 3, -3, 0.25, 1.5, -1.5, 2.5, 7, -7, 10, 11, -11, 13.5]
     + [0.1 * k for k in range(-22, 23) if k % 5],
     dtype=np.float16,
 )
 FUNCTIONS = (
-    "exp",
-    "log",
-    "expm1",
-    "log1p",
-    "sigmoid",
-    "tanh",
-    "softplus",
-    "erf",
-    "pow",
-    "sinh",
-    "cosh",
-    "asinh",
-    "acosh",
-    "atanh",
-) + TRIG
+    (
+        "exp",
+        "log",
+        "expm1",
+        "log1p",
+        "sigmoid",
+        "tanh",
+        "softplus",
+        "erf",
+        "pow",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+    )
+    + TRIG
+    + ACTIVATIONS
+)
 
 
 NUMPY_COUNTERPART = {  # what the fast variant computes instead, for --speed
@@ -629,10 +703,10 @@ def rows(name: str, dtype, count: int, seed: int) -> tuple[Stats, float]:
                 if abs(mp.mpf(y) - value) > mp.mpf(2) ** np.finfo(dtype).minexp:
                     stats.failures.append(f"{name}: {y} for {value} (underflow)")
                 continue
-            scale = value if name == "softmax" else max(abs(value), one)
-            error = mp_ulps(y, scale, dtype) if scale is value else None
-            if error is None:  # ulps of the scale, the error being |y - value|
-                error = mp_ulps(float(scale) + abs(y - float(value)), scale, dtype)
+            if name == "softmax" or abs(value) >= one:
+                error = mp_ulps(y, value, dtype)
+            else:  # |y - value| in ulps of 1 (computed in mpmath: a float sum would round it)
+                error = float(abs(mp.mpf(y) - value) * 2 ** np.finfo(dtype).nmant)
             if dtype.type(y) != correctly_rounded(value, dtype):
                 stats.not_rounded += 1
             if error > stats.max_ulps:
@@ -717,7 +791,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
         else:
-            n32 = min(sample, ERF_SAMPLE) if name == "erf" else sample
+            n32 = min(sample, ERF_SAMPLE) if name in MPMATH_ONLY else sample
             runs.append(("float32", f"{n32:,} sampled", lambda: sampled(name, np.float32, n32, 1)))
         runs.append(
             (
@@ -726,12 +800,12 @@ def main(argv: list[str] | None = None) -> int:
                 lambda: all_float16(name),
             )
         )
-        if name != "erf":
+        if name not in MPMATH_ONLY:
             n64 = sample // 10
             if not args.quick:
                 n64 = args.float64_sample or FLOAT64_SAMPLE.get(name, n64)
             runs.append(("float64", f"{n64:,} sampled", lambda: sampled(name, np.float64, n64, 2)))
-        elif name == "erf":
+        else:
             runs.append(
                 (
                     "float64",

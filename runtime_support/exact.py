@@ -80,9 +80,10 @@ def _rounded(values: np.ndarray, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
         return values.astype(dtype)
-    nan = np.isnan(values)
-    if nan.any():
-        values = np.where(nan, np.nan, values)
+    # One reduction finds whether any NaN is there (max propagates NaN) without a mask the size
+    # of the values; only then the mask.
+    if values.size and np.isnan(np.max(values)):
+        values = np.where(np.isnan(values), np.nan, values)
     if dtype == np.float64:
         return values
     with np.errstate(over="ignore"):  # overflow gives infinity, as IEEE rounding does
@@ -675,13 +676,23 @@ def _matmul64(A, B) -> np.ndarray:
             for s in range(1, level + 1):
                 products += P[level - s][..., s, :, :]
             if value is not None:
-                products += value * 2.0**-width
+                value *= 2.0**-width  # exact (a power of two), in place: value is not used again
+                products += value
             value = products
         if total is None:
             total = value
         else:
             total += value
-    C = np.ldexp(total, row_exp + col_exp - 2 * width)
+    if a.dtype.itemsize <= 4 and b.dtype.itemsize <= 4:
+        # float32 and narrower: a nonzero |total| is at least 2**-w (integers scaled by 2**-w) and
+        # far below 2**900, the line exponents lie in [-148, 129], so both products by powers of
+        # two stay normal: exact, the bits of the single ldexp, without an (M, N) array of
+        # exponents.
+        total *= np.ldexp(1.0, row_exp - width)
+        total *= np.ldexp(1.0, col_exp - width)
+        C = total
+    else:  # float64 exponents reach +-1074: one ldexp, which rounds only a subnormal result
+        C = np.ldexp(total, row_exp + col_exp - 2 * width)
     if not finite:
         C = _special_values(_float64(A), _float64(B), C)
     if vector_a:
@@ -828,9 +839,10 @@ def exact_conv(
     columns = windows.reshape(batch, group, per_group, out_size, kernel_size)
     columns = columns.transpose(1, 2, 4, 0, 3).reshape(group, per_group * kernel_size, -1)
     filters = W.reshape(group, maps // group, per_group * kernel_size)
-    Y = _matmul64(filters, columns).reshape(maps, batch, out_size).transpose(1, 0, 2)
-    if B is not None:
-        Y = Y + _float64(B).reshape(maps, 1)
+    Y = _matmul64(filters, columns).reshape(maps, batch, out_size)
+    if B is not None:  # in place: the product is a fresh array
+        Y += _float64(B).reshape(maps, 1, 1)
+    Y = Y.transpose(1, 0, 2)
     return _rounded(Y.reshape((batch, maps) + out_shape), X.dtype)
 
 

@@ -510,8 +510,13 @@ def _slice_count(dtype) -> int:
 
 
 def _tops(x: np.ndarray, axis: int) -> np.ndarray:
-    """Per line along `axis` (kept as 1): the largest magnitude (NaN if any is NaN; 0 if none)."""
-    return np.max(np.abs(x), axis=axis, keepdims=True, initial=0)
+    """Per line along `axis` (kept as 1): the largest magnitude (NaN if any is NaN; 0 if none),
+    as max(max x, -min x): two reductions, no array of magnitudes (the same value, up to the
+    sign of a zero, which no caller reads: only its frexp exponent, 0 either way)."""
+    high = np.max(x, axis=axis, keepdims=True, initial=0)
+    low = np.min(x, axis=axis, keepdims=True, initial=0)
+    np.negative(low, out=low)
+    return np.maximum(high, low, out=high)
 
 
 def _slices(x: np.ndarray, shift: np.ndarray, width: int, count: int, stacked=False):

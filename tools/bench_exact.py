@@ -62,6 +62,46 @@ KIND = {
 }
 
 
+# The bench models' dominant products (M x K @ K x N): the exact variant's BLAS work for each is
+# [A_0; A_1] @ B_0 and A_0 @ B_1 in float64 (exact_matmul, float32 operands), the fast variant's one
+# float32 product. Their time ratio is the floor of exact / fast wherever products dominate.
+FLOOR_SHAPES = (
+    ("mlp_b256 fc0", 256, 784, 512),
+    ("bert_b1 FFN in", 128, 256, 1024),
+    ("bert_b1 FFN out", 128, 1024, 256),
+    ("light_squeezenet conv10 (1x1, 512 -> 1000, 13x13)", 1000, 512, 169),
+    ("light_squeezenet expand3x3 (16 -> 64, 55x55)", 64, 144, 3025),
+    ("mobilenet pointwise (64 -> 128, 28x28)", 128, 64, 784),
+    ("mlp_b1 fc0 (matrix-vector)", 1, 784, 512),
+)
+
+
+def blas_floor(budget: float) -> list[dict]:
+    """Per FLOOR_SHAPES entry: median seconds of the float32 product and of the exact variant's
+    float64 slice products (integer-valued operands of 21 bits, as exact_matmul makes them),
+    alternating for about `budget` seconds."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for label, m, k, n in FLOOR_SHAPES:
+        a32, b32 = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n)))
+        stacked = np.trunc(rng.uniform(-(2.0**21), 2.0**21, (2 * m, k)))
+        b0, b1 = (np.trunc(rng.uniform(-(2.0**21), 2.0**21, (k, n))) for _ in range(2))
+        sides = {
+            "fast": lambda a32=a32, b32=b32: a32 @ b32,
+            "exact": lambda s=stacked, b0=b0, b1=b1, m=m: (s @ b0, s[:m] @ b1),
+        }
+        times = {"fast": [], "exact": []}
+        end = time.perf_counter() + budget
+        while time.perf_counter() < end or min(len(t) for t in times.values()) < 5:
+            for side, run in sides.items():
+                start = time.perf_counter()
+                run()
+                times[side].append(time.perf_counter() - start)
+        fast, exact = (statistics.median(times[side]) for side in ("fast", "exact"))
+        rows.append({"label": label, "shape": (m, k, n), "fast": fast, "exact": exact})
+    return rows
+
+
 @dataclass
 class Model:
     name: str
@@ -174,7 +214,7 @@ def measure(model: Model, cache: Path, budget: float) -> dict:
     return row
 
 
-def render(rows: list[dict], budget: float) -> str:
+def render(rows: list[dict], budget: float, floor: list[dict] | None = None) -> str:
     lines = [
         "# Exact variant: cost against the fast variant",
         "",
@@ -203,6 +243,28 @@ def render(rows: list[dict], budget: float) -> str:
         "",
         "Largest difference: max |exact - fast| / max |fast| over the outputs.",
     ]
+    if floor:
+        lines += [
+            "",
+            "## The BLAS floor",
+            "",
+            "The exact variant's float64 slice products of a float32 product (`[A_0; A_1] @ B_0` and "
+            "`A_0 @ B_1`,",
+            "exact_matmul) against the fast variant's float32 product, for the bench models' "
+            "dominant shapes, alternating",
+            "in this process (medians): where products dominate a model, its exact / fast ratio "
+            "cannot go below this",
+            "one without another definition of the exact product.",
+            "",
+            "| product | M x K x N | float32 (ms) | float64 slices (ms) | ratio |",
+            "| --- | --- | ---: | ---: | ---: |",
+        ]
+        for row in floor:
+            m, k, n = row["shape"]
+            lines.append(
+                f"| {row['label']} | {m} x {k} x {n} | {row['fast'] * 1e3:.3f} "
+                f"| {row['exact'] * 1e3:.3f} | {row['exact'] / row['fast']:.1f} |"
+            )
     profiled = [row for row in rows if row["profile"]]
     if profiled:
         lines += [
@@ -248,8 +310,11 @@ def main(argv=None) -> int:
         )
         if row["profile"]:
             print("    " + ", ".join(f"{n} {s:.0%}" for n, s in row["profile"]), flush=True)
+    floor = blas_floor(min(args.budget, 1.0)) if not args.only else None
+    for row in floor or ():
+        print(f"floor {row['label']:52} x{row['exact'] / row['fast']:.1f}", flush=True)
     if args.report:
-        write_report(args.report, render(rows, args.budget))
+        write_report(args.report, render(rows, args.budget, floor))
     return 0
 
 

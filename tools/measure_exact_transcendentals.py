@@ -4,6 +4,7 @@ references.
     python -m tools.measure_exact_transcendentals [--jobs 2] [--quick] [--only sin cos ...]
     python -m tools.measure_exact_transcendentals --validate-reference 100000 --only sin ...
     python -m tools.measure_exact_transcendentals --rows 2000   (exact_softmax, exact_log_softmax)
+    python -m tools.measure_exact_transcendentals --turns 300000   (exact_trig.cos_sin_of_turns)
 
 float32 exp, log and the trigonometric functions (sin, cos, tan, asin, acos, atan): every one of
 the 2**32 bit patterns. The other float32 functions: samples spread over the whole range (half
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import multiprocessing
 import sys
 import time
@@ -475,6 +477,11 @@ def near_multiples_of_half_pi(rng, dtype, n: int) -> np.ndarray:
     return np.where(rng.random(n) < 0.5, -x, x).astype(dtype)
 
 
+# --above X: measure only arguments >= X (for functions whose formula cancels below some point,
+# such as Gelu's 1 + erf(x / sqrt 2) for very negative x). A list so that main can set it.
+ABOVE: list = [None]
+
+
 def sampled(name: str, dtype, n: int, seed: int) -> Stats:
     rng = np.random.default_rng(seed)
     total = Stats()
@@ -502,6 +509,8 @@ def sampled(name: str, dtype, n: int, seed: int) -> Stats:
             total.merge(check_batch(name, np.dtype(dtype), (x, y), ref))
             continue
         x = _sample(rng, dtype, m, *SAMPLE_RANGES[name])
+        if ABOVE[0] is not None:  # --above: only arguments >= it (the rest drawn and dropped)
+            x = x[x >= ABOVE[0]]
         if name in ("sin", "cos", "tan"):
             x[: m // 4] = near_multiples_of_half_pi(rng, dtype, m // 4)
         if name in MPMATH_ONLY:  # every reference from mpmath: keep the sample small (see main)
@@ -520,6 +529,8 @@ def sampled(name: str, dtype, n: int, seed: int) -> Stats:
 
 def all_float16(name: str) -> Stats:
     x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    if ABOVE[0] is not None:
+        x = x[x >= ABOVE[0]]
     if name == "pow":
         xs, ys = np.meshgrid(x, FLOAT16_EXPONENTS)
         # mpmath for every pair would be slow: longdouble bulk, mpmath near boundaries (as float32).
@@ -736,6 +747,64 @@ def measure_rows(names, count: int) -> None:
                 print(f"FAILURE {failure}", file=sys.stderr)
 
 
+# --- cos_sin_of_turns: the DFT's twiddles and the windows' cosines --------------------------------
+
+
+def _turn_pairs(rng, count: int, per_n: int = 500):
+    """(n, m array) pairs, `count` values of m in all: n log-uniform in [1, 2**24] (an FFT or window
+    length); per n, half of the m uniform in [0, n) and half next to the octant boundaries
+    (round(k n / 8) + j, k = 0..8, |j| <= 2) where the symmetries meet; a quarter negated or
+    shifted by a multiple of n (the kernel reduces m mod n)."""
+    for _ in range(max(1, count // per_n)):
+        n = int(np.exp2(rng.uniform(0, 24)))
+        uniform = rng.integers(0, n, per_n - per_n // 2)
+        k = rng.integers(0, 9, per_n // 2)
+        near = np.rint(k * n / 8).astype(np.int64) + rng.integers(-2, 3, per_n // 2)
+        m = np.concatenate([uniform, near])
+        moved = rng.random(m.size) < 0.25
+        m = np.where(moved, m + n * rng.integers(-3, 4, m.size), m)
+        yield n, m
+
+
+def turns(count: int, seed: int = 11) -> None:
+    """The --turns table: exact_trig.cos_sin_of_turns (float64 cos(2 pi m/n), sin(2 pi m/n))
+    against mpmath's cospi / sinpi of 2m/n at 40 digits (the angle exact), errors in ulps of the
+    result's binade. Exact zeros must be +0."""
+    rng = np.random.default_rng(seed)
+    stats = {"cos": Stats(), "sin": Stats()}
+    began = time.time()
+    with mp.workdps(40):
+        for n, m in _turn_pairs(rng, count):
+            cosine, sine = et.cos_sin_of_turns(m, n)
+            for (name, got), reference in ((("cos", cosine), mp.cospi), (("sin", sine), mp.sinpi)):
+                st = stats[name]
+                for mi, y in zip(m.tolist(), got.tolist()):
+                    value = reference(mp.mpf(2 * mi) / n)
+                    st.checked += 1
+                    if value == 0:
+                        st.specials += 1
+                        if y != 0.0 or math.copysign(1.0, y) < 0:
+                            st.failures.append(f"{name}(2 pi {mi}/{n}) = {y!r}, not +0")
+                        continue
+                    if y != float(value):  # mpmath's conversion rounds to nearest
+                        st.not_rounded += 1
+                    error = mp_ulps(y, value, np.float64)
+                    if error > st.max_ulps:
+                        st.max_ulps, st.worst = error, (mi, n)
+    print(
+        "| function | pairs (m, n) | exact zeros | max error (ulp) | at (m, n) | not correctly rounded | seconds |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    seconds = time.time() - began
+    for name, st in stats.items():
+        print(
+            f"| {name}(2 pi m/n) | {st.checked:,} | {st.specials:,} | {st.max_ulps:.4f} | "
+            f"{st.worst} | {st.not_rounded:,} | {seconds:.0f} (both) |"
+        )
+        for failure in st.failures[:20]:
+            print(f"FAILURE {failure}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1, help="processes for the exhaustive runs")
@@ -746,6 +815,12 @@ def main(argv: list[str] | None = None) -> int:
         "--float64-sample", type=int, default=None, help="float64 sample size (every function)"
     )
     parser.add_argument("--speed", action="store_true", help="time the kernels against numpy")
+    parser.add_argument(
+        "--above", type=float, default=None, help="only arguments >= this (sampled, float16)"
+    )
+    parser.add_argument(
+        "--turns", type=int, default=None, help="cos_sin_of_turns on this many (m, n) pairs"
+    )
     parser.add_argument(
         "--rows", type=int, default=None, help="softmax and log-softmax on this many rows each"
     )
@@ -758,11 +833,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     names = args.only or FUNCTIONS
+    ABOVE[0] = args.above
     if args.rows:
         measure_rows([n for n in names if n in ROW_FUNCTIONS] or ROW_FUNCTIONS, args.rows)
         return 0
     if args.speed:
         speed(names)
+        return 0
+    if args.turns:
+        turns(args.turns)
         return 0
     if args.validate_reference:
         validate_reference([n for n in names if n in LONGDOUBLE], args.validate_reference)

@@ -259,7 +259,7 @@ def render(rows: list[dict], budget: float, floor: list[dict] | None = None) -> 
             "`A_0 @ B_1`,",
             "exact_matmul) against the fast variant's float32 product, for the bench models' "
             "dominant shapes, alternating",
-            "in this process (medians): where products dominate a model, its exact / fast ratio "
+            "in this process (median CPU times): where products dominate a model, its exact / fast ratio "
             "cannot go below this",
             "one without another definition of the exact product.",
             "",

@@ -53,6 +53,7 @@ import weakref
 import numpy as np
 
 from runtime_support._kernels import kernel
+from runtime_support._threads import blas_threads_for
 from runtime_support.exact import _immutable_root, exact_matmul
 from runtime_support.exact_math import exact_expm1, exact_sigmoid, exact_softplus, exact_tanh
 
@@ -700,6 +701,12 @@ def _lstm(
 # --- entry points ----------------------------------------------------------------------------------
 
 
+def _multiply_adds(X, W, R) -> int:
+    """The layer's products' multiply-adds: the input projection's and every step's."""
+    steps_by_batch = X.shape[0] * X.shape[1] if X.ndim == 3 else 0
+    return steps_by_batch * W.shape[0] * W.shape[1] * (W.shape[2] + R.shape[2])
+
+
 @kernel(exact=False, exact_twin="rt.exact_rnn")
 def rnn(
     X,
@@ -718,21 +725,22 @@ def rnn(
     _arithmetic=_Fast,
 ):
     """H_t = f(clip((XW_t + (Wb + Rb)) + R @ H_{t-1})); returns (Y, Y_h)."""
-    return _rnn(
-        _arithmetic,
-        X,
-        W,
-        R,
-        B,
-        sequence_lens,
-        initial_h,
-        activations,
-        activation_alpha,
-        activation_beta,
-        clip,
-        direction,
-        layout,
-    )
+    with blas_threads_for(_multiply_adds(X, W, R)):
+        return _rnn(
+            _arithmetic,
+            X,
+            W,
+            R,
+            B,
+            sequence_lens,
+            initial_h,
+            activations,
+            activation_alpha,
+            activation_beta,
+            clip,
+            direction,
+            layout,
+        )
 
 
 @kernel(exact=False, exact_twin="rt.exact_gru")
@@ -757,22 +765,23 @@ def gru(
     h = g(clip((XW_t + (Wbh + Rbh)) + Rh @ (r * H))), or with linear_before_reset
     h = g(clip((XW_t + Wbh) + ((Rh @ H + Rbh) * r))); H_t = (h * (1 - z)) + (z * H).
     Returns (Y, Y_h)."""
-    return _gru(
-        _arithmetic,
-        X,
-        W,
-        R,
-        B,
-        sequence_lens,
-        initial_h,
-        activations,
-        activation_alpha,
-        activation_beta,
-        clip,
-        direction,
-        layout,
-        linear_before_reset,
-    )
+    with blas_threads_for(_multiply_adds(X, W, R)):
+        return _gru(
+            _arithmetic,
+            X,
+            W,
+            R,
+            B,
+            sequence_lens,
+            initial_h,
+            activations,
+            activation_alpha,
+            activation_beta,
+            clip,
+            direction,
+            layout,
+            linear_before_reset,
+        )
 
 
 @kernel(exact=False, exact_twin="rt.exact_lstm")
@@ -799,24 +808,25 @@ def lstm(
     ones are skipped): i = f(clip(a_i + (Pi * C))), f = f(clip(a_f + (Pf * C))) (or 1 - i with
     input_forget), c = g(clip(a_c)), C_t = (f * C) + (c * i), o = f(clip(a_o + (Po * C_t))),
     H_t = h(C_t) * o. Returns (Y, Y_h, Y_c)."""
-    return _lstm(
-        _arithmetic,
-        X,
-        W,
-        R,
-        B,
-        sequence_lens,
-        initial_h,
-        initial_c,
-        P,
-        activations,
-        activation_alpha,
-        activation_beta,
-        clip,
-        direction,
-        layout,
-        input_forget,
-    )
+    with blas_threads_for(_multiply_adds(X, W, R)):
+        return _lstm(
+            _arithmetic,
+            X,
+            W,
+            R,
+            B,
+            sequence_lens,
+            initial_h,
+            initial_c,
+            P,
+            activations,
+            activation_alpha,
+            activation_beta,
+            clip,
+            direction,
+            layout,
+            input_forget,
+        )
 
 
 # The exact twins: the same arguments, the same arithmetic in the same order, with _Exact's

@@ -362,6 +362,7 @@ _DEFAULTS = {
 }
 _SIGMOID_GATES = {4: 3, 3: 2}  # the leading gates that take the sigmoid: LSTM i, o, f; GRU z, r
 _BLOCK_DIAGONAL_MACS = 65536
+_COLUMN_COPIES = 8
 
 
 def _common_case(m, layer, activations, alpha, beta, clip, gates, extra=False) -> bool:
@@ -455,8 +456,15 @@ class _Loop:
         projection = projection.reshape(T, b, groups, D, width)
         XW = np.empty((T, groups, D, width, b), dtype=layer.dtype)
         for d in range(D):
-            steps = projection[:, :, :, d].transpose(0, 2, 3, 1)
-            XW[:, :, d] = steps[::-1] if layer.reverse[d] else steps
+            steps = projection[::-1, :, :, d] if layer.reverse[d] else projection[:, :, :, d]
+            # numpy's copy of a transposed view loops over the batch innermost, slow for a
+            # small batch: one copy per batch column (32 steps of 384 rows at batch 4: 37 ->
+            # 16 us) up to _COLUMN_COPIES columns, where one copy becomes the faster
+            if b <= _COLUMN_COPIES:
+                for j in range(b):
+                    XW[:, :, d, :, j] = steps[:, j]
+            else:
+                XW[:, :, d] = steps.transpose(0, 2, 3, 1)
         self.XW = XW.reshape(T, *self.lead, gates * self.m, b)
         self.H = np.empty((T, *self.lead, self.m + lbr, b), dtype=layer.dtype)
         if lbr:

@@ -454,6 +454,19 @@ class _Loop:
         projection = np.matmul(layer.x.reshape(T * b, layer.x.shape[2]), W.T)
         projection += bias
         projection = projection.reshape(T, b, groups, D, width)
+        if b == 1 and D == 1:  # [steps, 1, rows] is [steps, rows, 1] already
+            steps = projection[::-1] if layer.reverse[0] else projection
+            self.XW = steps.reshape(T, gates * self.m, 1)
+        else:
+            self.XW = self._transposed(projection, gates)
+        self.H = np.empty((T, *self.lead, self.m + lbr, b), dtype=layer.dtype)
+        if lbr:
+            self.H[..., self.m, :] = 1
+
+    def _transposed(self, projection, gates):
+        """XW from the projection [steps, batch, groups, directions, width]."""
+        layer = self.layer
+        T, b, groups, D, width = projection.shape
         XW = np.empty((T, groups, D, width, b), dtype=layer.dtype)
         for d in range(D):
             steps = projection[::-1, :, :, d] if layer.reverse[d] else projection[:, :, :, d]
@@ -465,10 +478,7 @@ class _Loop:
                     XW[:, :, d, :, j] = steps[:, j]
             else:
                 XW[:, :, d] = steps.transpose(0, 2, 3, 1)
-        self.XW = XW.reshape(T, *self.lead, gates * self.m, b)
-        self.H = np.empty((T, *self.lead, self.m + lbr, b), dtype=layer.dtype)
-        if lbr:
-            self.H[..., self.m, :] = 1
+        return XW.reshape(T, *self.lead, gates * self.m, b)
 
     def initial(self, state, written=False):
         """A state given as [directions, hidden, batch], in the loop's layout: a new array if the

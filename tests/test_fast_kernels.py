@@ -292,19 +292,23 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("op_type,lbr", [("LSTM", 0), ("GRU", 0), ("GRU", 1)])
-@pytest.mark.parametrize("steps,initial,hidden", [(6, False, 5), (1, True, 5), (7, True, 64)])
+@pytest.mark.parametrize(
+    "steps,initial,hidden,batch",
+    [(6, False, 5, 3), (1, True, 5, 3), (4, True, 5, 1), (7, True, 64, 9)],
+)
 def test_recurrent_layers_with_every_direction_in_one_loop(
-    op_type, lbr, direction, steps, initial, hidden
+    op_type, lbr, direction, steps, initial, hidden, batch
 ):
     """The common case (default activations, no clip, full lengths) runs all directions in one
     time loop with sigmoid through tanh; it matches onnxruntime, from zero or given states (one
     step from given states is how a streaming model such as silero-vad calls it). Two directions
-    of hidden 5 share one block-diagonal product, of hidden 64 (batch 9) a stacked one; weights
-    given as read-only arrays (cached prepared weights) give the same results on every call."""
+    of hidden 5 share one block-diagonal product, of hidden 64 a stacked one; the projection
+    reaches the loop's layout as it is (batch 1), by a copy per batch column (3) or by one copy
+    (9); weights given as read-only arrays (cached prepared weights) give the same results on
+    every call."""
     rng = np.random.default_rng(7)
     gates = 4 if op_type == "LSTM" else 3
     directions, features = 1 + (direction == "bidirectional"), 4
-    batch = 3 if hidden < 64 else 9  # the projection's copy per batch column, or one copy
     X = rng.normal(size=(steps, batch, features)).astype(np.float32)
     scale = 1 / np.sqrt(hidden)
     W = (scale * rng.normal(size=(directions, gates * hidden, features))).astype(np.float32)

@@ -198,6 +198,9 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
         index = window_index(x_shape, kernel_shape, pads, strides, dilations, "ctno")
         index = index.reshape(channels * math.prod(kernel_shape), -1)
         return plan(_gather_path, group=group, extra=(index, out))
+    if min(pads, default=0) >= 0 and columns <= _STRIDED_ELEMENTS:
+        extra = _strided_geometry(x_shape, kernel_shape, pads, strides, dilations, out, acc)
+        return plan(_strided_path, group=group, extra=extra)
     return plan(_im2col_path, group=group)
 
 
@@ -279,11 +282,17 @@ _GATHER_ELEMENTS = 1 << 18
 
 
 def _gather_path(plan, X, w, bias):
-    """im2col by one gather (`_gather_index`), one product per group, the result moved to
-    (N, M, *out) with the bias added in the same pass."""
+    """im2col by one gather (`window_index`'s index), then `_columns_product`."""
     index, out = plan.extra
-    batch, maps, group = X.shape[0], w.shape[0], plan.group
     columns = gather_windows(X, index, 0, w.dtype)
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out)
+
+
+def _columns_product(columns, w, bias, group, batch, out):
+    """Y (N, M, *out) from the im2col matrix `columns` (C * K, N * positions), rows in (channel,
+    tap) order and columns in (sample, position) order: one product per group, the result moved
+    to (N, M, *out) with the bias added in the same pass (with one sample, no move)."""
+    maps = w.shape[0]
     span = columns.shape[0] // group
     filters = w.reshape(group, maps // group, span)
     Y = np.matmul(filters, columns.reshape(group, span, -1)).reshape(maps, batch, -1)
@@ -296,6 +305,57 @@ def _gather_path(plan, X, w, bias):
     if bias is None:
         return np.ascontiguousarray(moved).reshape(shape)
     return np.add(moved, bias.reshape(maps, 1), order="C").reshape(shape)
+
+
+# An im2col matrix of at most this many entries (small maps: LeNet's, ResNet-18's at a quarter of
+# its widths, stems on small images) is one copy of a strided view of the padded input
+# (`_strided_path`): one call where the blocked tap copies take one per tap plus flat_taps' phase
+# planes. Thread CPU time, hot: LeNet's 1x28x28 5x5 49 -> 13 us, 6x14x14 57 -> 21, 16 channels
+# at 2x16x16 76 -> 58, the 3x64x64 7x7/2 stem at batch 2 250 -> 201, 64 channels at 24x24 (331 K
+# entries) 337 -> 332; at 1.2 M entries (32 channels at 64x64) the blocks, each still in cache when
+# BLAS reads it, win (929 against 1070 us).
+_STRIDED_ELEMENTS = 1 << 19
+
+
+def _strided_geometry(x_shape, kernel_shape, pads, strides, dilations, out, acc):
+    """_strided_path's constants for one shape: the padded input's shape, the slices of its
+    interior, and the shape and byte strides of the (C, *kernel, N, *out) windows view of it."""
+    rank = len(kernel_shape)
+    batch, channels = x_shape[:2]
+    padded = (batch, channels) + tuple(
+        n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:])
+    )
+    interior = (slice(None), slice(None)) + tuple(
+        slice(pads[i], pads[i] + n) for i, n in enumerate(x_shape[2:])
+    )
+    itemsize = np.dtype(acc).itemsize
+    steps = [itemsize * math.prod(padded[i + 1 :]) for i in range(len(padded))]  # C order
+    spatial = steps[2:]
+    shape = (channels,) + tuple(kernel_shape) + (batch,) + tuple(out)
+    view_strides = (
+        (steps[1],)
+        + tuple(z * d for z, d in zip(spatial, dilations))
+        + (steps[0],)
+        + tuple(z * s for z, s in zip(spatial, strides))
+    )
+    return padded, interior, shape, view_strides, out
+
+
+def _strided_path(plan, X, w, bias):
+    """im2col as one copy: the padded input (X itself without pads) viewed through byte strides
+    as (C, *kernel, N, *out), every window position a view element, then reshaped to the
+    (C * K, N * positions) matrix, which copies it once; then `_columns_product`."""
+    padded, interior, shape, view_strides, out = plan.extra
+    if padded == X.shape and X.dtype == w.dtype and X.flags.c_contiguous:
+        source = X
+    else:
+        source = np.zeros(padded, w.dtype)
+        source[interior] = X
+    # a read-only use of source's memory through strides settled from its shape (ndarray's own
+    # constructor: about 0.4 us, np.lib.stride_tricks.as_strided 2 to 4)
+    windows = np.ndarray(shape, w.dtype, source, 0, view_strides)
+    columns = windows.reshape(-1, X.shape[0] * math.prod(out))  # the copy
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out)
 
 
 # Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 6x6) are

@@ -30,6 +30,7 @@ import numpy as np
 
 from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
+from runtime_support._threads import serially
 from runtime_support._windows import (
     SAME,
     accumulator,
@@ -135,19 +136,36 @@ def _check_padded(X, W, plan) -> None:
 class _Plan:
     """One Conv geometry, settled: `run(X, W, B)` calls the path chosen for it with the values
     it needs (pads, strides, dilations as tuples, the accumulation type, the path's own
-    precomputed index or shapes)."""
+    precomputed index or shapes); with BLAS at one thread (`serially`) when the whole
+    convolution is under _SERIAL_TERMS multiply-adds."""
 
-    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra")
+    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra", "serial")
 
-    def __init__(self, path, acc, pads, strides, dilations, group, extra=None):
+    def __init__(self, path, acc, pads, strides, dilations, group, extra=None, serial=False):
         self.path, self.acc, self.pads = path, acc, pads
         self.strides, self.dilations, self.group, self.extra = strides, dilations, group, extra
+        self.serial = serial
 
     def run(self, X, W, B):
         w = W.astype(self.acc, copy=False)
         bias = None if B is None else B.astype(self.acc, copy=False)
-        Y = self.path(self, X, w, bias)
+        if self.serial:
+            Y = serially(self.path, self, X, w, bias)
+        else:
+            Y = self.path(self, X, w, bias)
         return Y if Y.dtype == X.dtype else Y.astype(X.dtype)
+
+
+# Convolutions of fewer multiply-adds than this (products under about 170 us at one thread) run
+# their products with BLAS at one thread whatever the thread count (see _threads.serially).
+# Measured at 2 threads on the 2-core machine under load (bench models, one process, the
+# threshold switched back and forth): with every product split, resnet18_w16_b2_64 took 395 ms
+# and mobilenetv2_b1_96's Convs most of 636 ms (each split product of a few M multiply-adds that
+# finds no free core for the second thread waits a time slice); with this threshold 1.7 and 40
+# (its Gemm's split gemv is the rest), against 0.31 and 2.1 for onnxruntime. On a quiet machine
+# products from about 5 M multiply-adds take 0.6 to 0.8 of one thread's time on two: those above
+# this threshold still split.
+_SERIAL_TERMS = 1 << 25
 
 
 @functools.lru_cache(maxsize=512)
@@ -157,10 +175,18 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
     kernel_shape = tuple(w_shape[2:])
     strides, dilations = (tuple(v) for v in default_steps(kernel_shape, strides, dilations))
     pads = tuple(settled_pads(x_shape[2:], kernel_shape, strides, dilations, pads, auto_pad))
-    plan = functools.partial(_Plan, acc=acc, pads=pads, strides=strides, dilations=dilations)
     rank = len(kernel_shape)
     padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:])]
     out = tuple(max(o, 0) for o in window_positions(padded, kernel_shape, strides, dilations))
+    terms = batch * w_shape[0] * math.prod(w_shape[1:]) * math.prod(out)  # multiply-adds
+    plan = functools.partial(
+        _Plan,
+        acc=acc,
+        pads=pads,
+        strides=strides,
+        dilations=dilations,
+        serial=terms < _SERIAL_TERMS,
+    )
     if batch == 0 or math.prod(out) == 0 or channels == 0:
         return plan(_empty_path, group=group, extra=out)
     if group == channels and group > 1:
@@ -635,6 +661,8 @@ def conv_transpose(
     """ConvTranspose of X (N, C, *in) with W (C, M/group, *k); Y (N, M, *out). Geometry as ONNX
     (see `_transpose_geometry`). Float16 and bfloat16 accumulate in float32."""
     options = (auto_pad, dilations, group, output_padding, output_shape, pads, strides)
+    if X.size * math.prod(W.shape[1:]) < _SERIAL_TERMS:  # the multiply-adds (see conv's)
+        return serially(_conv_transpose, X, W, B, *options, X.ndim == 5)
     return _conv_transpose(X, W, B, *options, direct=X.ndim == 5)
 
 

@@ -4,7 +4,10 @@
   1x1 kernels without pads: (G, M/G, C/G) @ X (every stride-th position) viewed as
   (N, G, C/G, H*W), no im2col. Non-overlapping patches (strides equal to the kernel, no pads or
   dilation: a ViT's patch embedding): one transposing copy of X is the im2col matrix, then one
-  product per group. Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
+  product per group. Small im2col matrices (at most _STRIDED_ELEMENTS entries): one copy of a
+  strided view of the padded input, its rows over the padded width where the last stride is 1
+  (`_strided_path`); rows of at most _GATHER_ROW positions: one gather (`_gather_path`).
+  Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
   (several whole samples when one is small), so a block is still in cache when BLAS reads it:
   each tap's rows copied from flat_taps' grid views (unit-stride reads whatever the strides),
   then one product per group written by BLAS straight into the block's columns of
@@ -12,6 +15,8 @@
   im2col, measured slower: K products with a K times shorter inner dimension, each followed by
   an accumulating pass over Y.) Depthwise (group == C, any channel multiplier): see
   `_depthwise`. Float16 and bfloat16 run in float32.
+- Below _SERIAL_TERMS multiply-adds, Conv and ConvTranspose run their products with BLAS at one
+  thread whatever the thread count (`_threads.serially`).
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,

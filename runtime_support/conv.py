@@ -4,7 +4,10 @@
   1x1 kernels without pads: (G, M/G, C/G) @ X (every stride-th position) viewed as
   (N, G, C/G, H*W), no im2col. Non-overlapping patches (strides equal to the kernel, no pads or
   dilation: a ViT's patch embedding): one transposing copy of X is the im2col matrix, then one
-  product per group. Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
+  product per group. Small im2col matrices (at most _STRIDED_ELEMENTS entries): one copy of a
+  strided view of the padded input, its rows over the padded width where the last stride is 1
+  (`_strided_path`); rows of at most _GATHER_ROW positions: one gather (`_gather_path`).
+  Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
   (several whole samples when one is small), so a block is still in cache when BLAS reads it:
   each tap's rows copied from flat_taps' grid views (unit-stride reads whatever the strides),
   then one product per group written by BLAS straight into the block's columns of
@@ -12,6 +15,8 @@
   im2col, measured slower: K products with a K times shorter inner dimension, each followed by
   an accumulating pass over Y.) Depthwise (group == C, any channel multiplier): see
   `_depthwise`. Float16 and bfloat16 run in float32.
+- Below _SERIAL_TERMS multiply-adds, Conv and ConvTranspose run their products with BLAS at one
+  thread whatever the thread count (`_threads.serially`).
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
@@ -30,6 +35,7 @@ import numpy as np
 
 from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
+from runtime_support._threads import serially
 from runtime_support._windows import (
     SAME,
     accumulator,
@@ -135,19 +141,36 @@ def _check_padded(X, W, plan) -> None:
 class _Plan:
     """One Conv geometry, settled: `run(X, W, B)` calls the path chosen for it with the values
     it needs (pads, strides, dilations as tuples, the accumulation type, the path's own
-    precomputed index or shapes)."""
+    precomputed index or shapes); with BLAS at one thread (`serially`) when the whole
+    convolution is under _SERIAL_TERMS multiply-adds."""
 
-    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra")
+    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra", "serial")
 
-    def __init__(self, path, acc, pads, strides, dilations, group, extra=None):
+    def __init__(self, path, acc, pads, strides, dilations, group, extra=None, serial=False):
         self.path, self.acc, self.pads = path, acc, pads
         self.strides, self.dilations, self.group, self.extra = strides, dilations, group, extra
+        self.serial = serial
 
     def run(self, X, W, B):
         w = W.astype(self.acc, copy=False)
         bias = None if B is None else B.astype(self.acc, copy=False)
-        Y = self.path(self, X, w, bias)
+        if self.serial:
+            Y = serially(self.path, self, X, w, bias)
+        else:
+            Y = self.path(self, X, w, bias)
         return Y if Y.dtype == X.dtype else Y.astype(X.dtype)
+
+
+# Convolutions of fewer multiply-adds than this (products under about 170 us at one thread) run
+# their products with BLAS at one thread whatever the thread count (see _threads.serially).
+# Measured at 2 threads on the 2-core machine under load (bench models, one process, the
+# threshold switched back and forth): with every product split, resnet18_w16_b2_64 took 395 ms
+# and mobilenetv2_b1_96's Convs most of 636 ms (each split product of a few M multiply-adds that
+# finds no free core for the second thread waits a time slice); with this threshold 1.7 and 40
+# (its Gemm's split gemv is the rest), against 0.31 and 2.1 for onnxruntime. On a quiet machine
+# products from about 5 M multiply-adds take 0.6 to 0.8 of one thread's time on two: those above
+# this threshold still split.
+_SERIAL_TERMS = 1 << 25
 
 
 @functools.lru_cache(maxsize=512)
@@ -157,10 +180,18 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
     kernel_shape = tuple(w_shape[2:])
     strides, dilations = (tuple(v) for v in default_steps(kernel_shape, strides, dilations))
     pads = tuple(settled_pads(x_shape[2:], kernel_shape, strides, dilations, pads, auto_pad))
-    plan = functools.partial(_Plan, acc=acc, pads=pads, strides=strides, dilations=dilations)
     rank = len(kernel_shape)
     padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:])]
     out = tuple(max(o, 0) for o in window_positions(padded, kernel_shape, strides, dilations))
+    terms = batch * w_shape[0] * math.prod(w_shape[1:]) * math.prod(out)  # multiply-adds
+    plan = functools.partial(
+        _Plan,
+        acc=acc,
+        pads=pads,
+        strides=strides,
+        dilations=dilations,
+        serial=terms < _SERIAL_TERMS,
+    )
     if batch == 0 or math.prod(out) == 0 or channels == 0:
         return plan(_empty_path, group=group, extra=out)
     if group == channels and group > 1:
@@ -198,6 +229,11 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
         index = window_index(x_shape, kernel_shape, pads, strides, dilations, "ctno")
         index = index.reshape(channels * math.prod(kernel_shape), -1)
         return plan(_gather_path, group=group, extra=(index, out))
+    if min(pads, default=0) >= 0 and columns <= _STRIDED_ELEMENTS:
+        extra = _strided_geometry(
+            x_shape, w_shape[0], kernel_shape, pads, strides, dilations, out, acc
+        )
+        return plan(_strided_path, group=group, extra=extra)
     return plan(_im2col_path, group=group)
 
 
@@ -279,14 +315,31 @@ _GATHER_ELEMENTS = 1 << 18
 
 
 def _gather_path(plan, X, w, bias):
-    """im2col by one gather (`_gather_index`), one product per group, the result moved to
-    (N, M, *out) with the bias added in the same pass."""
+    """im2col by one gather (`window_index`'s index), then `_columns_product`."""
     index, out = plan.extra
-    batch, maps, group = X.shape[0], w.shape[0], plan.group
     columns = gather_windows(X, index, 0, w.dtype)
-    span = columns.shape[0] // group
-    filters = w.reshape(group, maps // group, span)
-    Y = np.matmul(filters, columns.reshape(group, span, -1)).reshape(maps, batch, -1)
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out)
+
+
+def _columns_product(columns, w, bias, group, batch, out, width=None):
+    """Y (N, M, *out) from the im2col matrix `columns` (C * K, N * positions), rows in (channel,
+    tap) order and columns in (sample, position) order: one product per group, the result moved
+    to (N, M, *out) with the bias added in the same pass (with one sample, no move). With a
+    `width`, the positions' last axis has that many (the padded width): cropped in the move."""
+    maps = w.shape[0]
+    if group == 1:  # a 2-D product: numpy's stacked one costs a few us more
+        Y = np.matmul(w.reshape(maps, -1), columns)
+    else:
+        span = columns.shape[0] // group
+        filters = w.reshape(group, maps // group, span)
+        Y = np.matmul(filters, columns.reshape(group, span, -1))
+    if width is not None:
+        rows = Y.reshape((maps, batch) + tuple(out[:-1]) + (width,))[..., : out[-1]]
+        moved = rows.transpose((1, 0) + tuple(range(2, 2 + len(out))))
+        if bias is None:
+            return np.ascontiguousarray(moved)
+        return np.add(moved, bias.reshape((maps,) + (1,) * len(out)), order="C")
+    Y = Y.reshape(maps, batch, -1)
     shape = (batch, maps) + out
     if batch == 1:
         if bias is not None:
@@ -296,6 +349,75 @@ def _gather_path(plan, X, w, bias):
     if bias is None:
         return np.ascontiguousarray(moved).reshape(shape)
     return np.add(moved, bias.reshape(maps, 1), order="C").reshape(shape)
+
+
+# An im2col matrix of at most this many entries (small maps: LeNet's, ResNet-18's at a quarter of
+# its widths, stems on small images) is one copy of a strided view of the padded input
+# (`_strided_path`): one call where the blocked tap copies take one per tap plus flat_taps' phase
+# planes. Thread CPU time, hot: LeNet's 1x28x28 5x5 49 -> 13 us, 6x14x14 57 -> 21, 16 channels
+# at 2x16x16 76 -> 58, the 3x64x64 7x7/2 stem at batch 2 250 -> 201, 64 channels at 24x24 (331 K
+# entries) 337 -> 332; at 1.2 M entries (32 channels at 64x64) the blocks, each still in cache when
+# BLAS reads it, win (929 against 1070 us).
+_STRIDED_ELEMENTS = 1 << 19
+
+
+# ... and when its last axis has stride 1, the im2col rows run over the padded width, the
+# windows' pad columns riding along (computed, then cropped in the store that moves Y to (N, M,
+# *out)), so that the copy runs one long inner loop per (channel, tap, sample, row) instead of one
+# per output row; taken when the extra product, maps * (padded width - out width) multiply-adds per
+# output position of a row, is at most _PADDED_ROW_TERMS times out width. Thread CPU time, hot:
+# 16 channels at 2x16x16 52 -> 38 us, 32 at 2x8x8 45 -> 38, 64 at 2x16x16 366 -> 285, LeNet's
+# 1x28x28 5x5 12.8 -> 10.2; 128 channels at 12x12 (extra 21) 293 against 307.
+_PADDED_ROW_TERMS = 12
+
+
+def _strided_geometry(x_shape, maps, kernel_shape, pads, strides, dilations, out, acc):
+    """_strided_path's constants for one shape: the padded input's shape and its size with the
+    room the padded rows read past its end, the slices of its interior, the shape and byte
+    strides of the (C, *kernel, N, *out) windows view of it (out's last axis the padded width
+    when the rows run over it), and that width (None if not)."""
+    rank = len(kernel_shape)
+    batch, channels = x_shape[:2]
+    padded = (batch, channels) + tuple(
+        n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:])
+    )
+    interior = (slice(None), slice(None)) + tuple(
+        slice(pads[i], pads[i] + n) for i, n in enumerate(x_shape[2:])
+    )
+    width = padded[-1]
+    if strides[-1] != 1 or maps * (width - out[-1]) > _PADDED_ROW_TERMS * out[-1]:
+        width = None
+    room = 0 if width is None else (kernel_shape[-1] - 1) * dilations[-1]
+    itemsize = np.dtype(acc).itemsize
+    steps = [itemsize * math.prod(padded[i + 1 :]) for i in range(len(padded))]  # C order
+    spatial = steps[2:]
+    columns = tuple(out) if width is None else tuple(out[:-1]) + (width,)
+    shape = (channels,) + tuple(kernel_shape) + (batch,) + columns
+    view_strides = (
+        (steps[1],)
+        + tuple(z * d for z, d in zip(spatial, dilations))
+        + (steps[0],)
+        + tuple(z * s for z, s in zip(spatial, strides))
+    )
+    return padded, math.prod(padded) + room, interior, shape, view_strides, out, width
+
+
+def _strided_path(plan, X, w, bias):
+    """im2col as one copy: the padded input (X itself without pads, unless the rows read past
+    its end) viewed through byte strides as (C, *kernel, N, *out) or with out's last axis the
+    padded width, every window position a view element, then reshaped to the (C * K, N *
+    positions) matrix, which copies it once; then `_columns_product`."""
+    padded, size, interior, shape, view_strides, out, width = plan.extra
+    if width is None and padded == X.shape and X.dtype == w.dtype and X.flags.c_contiguous:
+        source = X
+    else:
+        source = np.zeros(size, w.dtype)
+        source[: math.prod(padded)].reshape(padded)[interior] = X
+    # a read-only use of source's memory through strides settled from its shape (ndarray's own
+    # constructor: about 0.4 us, np.lib.stride_tricks.as_strided 2 to 4)
+    windows = np.ndarray(shape, w.dtype, source, 0, view_strides)
+    columns = windows.reshape(-1, math.prod(shape[-len(out) - 1 :]))  # the copy
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out, width)
 
 
 # Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 6x6) are
@@ -575,6 +697,8 @@ def conv_transpose(
     """ConvTranspose of X (N, C, *in) with W (C, M/group, *k); Y (N, M, *out). Geometry as ONNX
     (see `_transpose_geometry`). Float16 and bfloat16 accumulate in float32."""
     options = (auto_pad, dilations, group, output_padding, output_shape, pads, strides)
+    if X.size * math.prod(W.shape[1:]) < _SERIAL_TERMS:  # the multiply-adds (see conv's)
+        return serially(_conv_transpose, X, W, B, *options, X.ndim == 5)
     return _conv_transpose(X, W, B, *options, direct=X.ndim == 5)
 
 

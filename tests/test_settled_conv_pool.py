@@ -438,6 +438,9 @@ CONV_GEOMETRIES = [
     (3, 4, (6, 7), 5, (3, 2), (2, 1), (1, 2), (1, 0, 2, 1), 1),  # several samples a block
     (2, 6, (9, 8), 4, (3, 3), (1, 2), (1, 1), (0, 1, 1, 0), 2),  # groups
     (1, 3, (13,), 2, (4,), (3,), (2,), (2, 1), 1),
+    (2, 3, (9, 10), 4, (3, 2), (2, 3), (2, 1), (0, 0, 0, 0), 1),  # no pads: X itself viewed
+    (1, 3, (7, 9), 4, (3, 3), (1, 1), (1, 2), (0, 0, 0, 0), 1),  # rows read past X's end
+    (2, 3, (11,), 4, (3,), (1,), (2,), (1, 2), 1),
     (2, 2, (4, 5, 6), 3, (2, 3, 2), (1, 2, 1), (2, 1, 1), (1, 0, 1, 0, 1, 1), 1),
     (1, 4, (8, 8), 6, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), 1),  # strided 1x1
     (2, 6, (5, 6), 6, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 3),  # grouped 1x1, no im2col
@@ -457,12 +460,17 @@ CONV_GEOMETRIES = [
 
 
 # The kernel's path thresholds, set so that each geometry takes each path its shape allows: im2col
-# tap copies one row a block (64 bytes) or in large blocks, with no gather and the depthwise
-# per-channel products; then every small geometry gathered and every depthwise one channels last.
+# tap copies one row a block (64 bytes) or in large blocks, with no gather, no strided view and
+# the depthwise per-channel products; then every small geometry gathered and every depthwise one
+# channels last; then every geometry through one copy of a strided view, its rows over the padded
+# width wherever the last stride is 1, then never.
+NO_SMALL_PATHS = {"_GATHER_ROW": 0, "_STRIDED_ELEMENTS": 0, "_DEPTHWISE_LAST_POSITIONS": 0}
 CONV_PATHS = {
-    "rows": {"_BLOCK_BYTES": 64, "_GATHER_ROW": 0, "_DEPTHWISE_LAST_POSITIONS": 0},
-    "blocks": {"_BLOCK_BYTES": 1 << 21, "_GATHER_ROW": 0, "_DEPTHWISE_LAST_POSITIONS": 0},
+    "rows": {"_BLOCK_BYTES": 64, **NO_SMALL_PATHS},
+    "blocks": {"_BLOCK_BYTES": 1 << 21, **NO_SMALL_PATHS},
     "gather": {"_GATHER_ROW": 1 << 30, "_DEPTHWISE_LAST_POSITIONS": 1 << 30},
+    "strided rows": {**NO_SMALL_PATHS, "_STRIDED_ELEMENTS": 1 << 30, "_PADDED_ROW_TERMS": 1 << 30},
+    "strided": {**NO_SMALL_PATHS, "_STRIDED_ELEMENTS": 1 << 30, "_PADDED_ROW_TERMS": -1},
 }
 
 

@@ -172,6 +172,25 @@ def test_without_a_controllable_blas_the_count_is_kept_quietly(restore_count, mo
     monkeypatch.setitem(_threads._state, "blas", None)  # the real BLAS for the fixture's reset
 
 
+def test_serially_runs_blas_at_one_thread_then_restores_the_count(restore_count):
+    blas_threads = _openblas_get()
+    seen = []
+
+    def product(a, b):
+        seen.append(blas_threads())
+        return a @ b
+
+    a = np.arange(6.0).reshape(2, 3)
+    for count in (2, 1):
+        rt.set_num_threads(count)
+        np.testing.assert_array_equal(_threads.serially(product, a, a.T), a @ a.T)
+        assert seen[-1] == 1 and blas_threads() == count and rt.get_num_threads() == count
+    rt.set_num_threads(2)
+    with pytest.raises(ValueError):  # restored after an error too
+        _threads.serially(product, a, a)
+    assert blas_threads() == 2
+
+
 def test_run_parts_runs_every_part_on_the_pool_and_raises_their_errors(restore_count):
     seen = {}
 

@@ -261,6 +261,22 @@ def test_hard_swish_matches_its_definition_in_float64_and_writes_into_out(dtype)
     assert np.asarray(rt.hard_swish(np.asarray(dtype(1.5)))).item() == pytest.approx(1.125)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_is_the_maximum_with_zero_and_writes_into_out(dtype):
+    """rt.relu (the fast variant's Relu, a clip to [0, inf]) equals np.maximum(x, 0) on every
+    value but -0, which it keeps (equal to +0 as a number); NaN stays NaN; `out` may be x."""
+    x = np.random.default_rng(14).standard_normal((3, 5, 7)).astype(dtype)
+    x[0, 0, :5] = [-0.0, np.inf, -np.inf, np.nan, 0.0]
+    expected = np.maximum(x, dtype(0))
+    y = rt.relu(x)
+    assert y.dtype == dtype and not np.shares_memory(y, x)
+    np.testing.assert_array_equal(y, expected)  # NaN == NaN, -0 == +0 here
+    assert np.signbit(y[0, 0, 0]) and not np.signbit(y[0, 0, 4])
+    inplace = x[:, :, ::2].copy()
+    assert rt.relu(inplace, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, expected[:, :, ::2])
+
+
 def _recurrent_session(op_type: str, X, W, R, B, attrs, initial=()):
     """onnxruntime's result for one LSTM or GRU node (the reference for the fast kernels);
     `initial`: the initial states (initial_h, and initial_c for an LSTM) as initializers."""

@@ -85,9 +85,8 @@ def max_pool(
         (n + pads[a] + pads[a + rank] + extra[a] - (k - 1) * d - 1) // s + 1
         for a, (n, k, s, d) in enumerate(zip(X.shape[2:], kernel_shape, strides, dilations))
     ]
-    if _flat_separable_wins(X, out, kernel_shape, strides, pads, extra):
+    if _flat_separable_wins(X, out, kernel_shape, strides):
         Y = _flat_separable(X, pads, lowest, kernel_shape, strides, dilations, extra, np.maximum)
-        Y = np.ascontiguousarray(Y)  # a copy: the view picks outputs of a buffer made here
     elif 2 * math.prod(out) <= X.shape[0] * X.shape[1] and min(out, default=1) > 0:
         # few output positions, many channels: channels last, one inner loop per position
         # (as reduce_windows); the same maxima in the same order
@@ -138,67 +137,97 @@ def max_pool(
 _FLAT_MAX_TAPS = 9
 
 
-def _flat_separable_wins(x, out, kernel_shape, strides, pads, extra) -> bool:
+def _flat_separable_wins(x, out, kernel_shape, strides) -> bool:
     """Whether _flat_separable is the way for these windows: some output, a window of more
     than one tap, strides no larger than the window (it computes every position at full
     resolution, so it wastes the work of the positions that larger strides skip), no window
     covering a whole plane of more than a few positions (a reduction over the plane is one
-    pass), and no padding unless every stride is 1 (with strides, the padded copy costs about
-    what the full-resolution passes save: measured equal or slower on inception's and
-    shufflenet's padded 3x3/2 pools, 1.2-2.1x faster at stride 1)."""
+    pass), and a map of at least _FLAT_MIN_SIZE values (on LeNet's 6 x 28 x 28 its dozen
+    numpy calls cost more than the passes they save: 12 against 15 us)."""
     return (
         x.ndim > 2
-        and x.size > 0
+        and x.size >= _FLAT_MIN_SIZE
         and math.prod(kernel_shape) > 1
         and min(out, default=0) > 0
         and all(s <= k for s, k in zip(strides, kernel_shape))
         and not (math.prod(out) == 1 and math.prod(kernel_shape) > 16)
-        and (all(s == 1 for s in strides) or not any(pads) and max(extra, default=0) <= 0)
     )
+
+
+_FLAT_MIN_SIZE = 8192
 
 
 def _flat_separable(x, pads, value, kernel_shape, strides, dilations, extra, combine, dtype=None):
     """Every window's combination (np.maximum, np.add) of x (N, C, *spatial) padded with
-    `value`, one spatial axis at a time (the last first), each pass one long contiguous loop:
-    the array flattened, the taps of an axis are the flat array shifted by multiples of the
-    axis's flat step, so a pass combines whole shifted copies of it and computes every position
-    at full resolution (the positions whose windows run past their row or plane get values that
-    are never used); one strided copy at the end picks the outputs (with the strides). numpy's
-    loops over short rows or strided elements run 2-10 times slower per element than over one
-    contiguous block: this takes, for squeezenet's 3x3/2 MaxPool of 64 x 111 x 111, about half
-    the thread time of the per-tap passes over stride phases (flat_taps).
+    `value` (the identity of `combine`: the lowest value, 0), one spatial axis at a time (the
+    last first), each pass one long contiguous loop: the array flattened, the taps of an axis are
+    the flat array shifted by multiples of the axis's flat step, so a pass combines whole shifted
+    copies of it at full resolution (positions whose windows run past their row or plane get
+    values that are never used); then one copy picks the outputs along that axis (its stride)
+    and the windows that reach into the padding are combined from the taps inside x alone, so
+    nothing is padded. numpy's loops over short rows or strided elements run 2-10 times slower
+    per element than over one contiguous block: squeezenet's 3x3/2 MaxPool of 64 x 111 x 111
+    takes about half the thread time of per-tap passes over stride phases (flat_taps).
 
     Maxima: the same bits as the taps in C order (the last axis first, each pass in tap order:
-    _separable_max's argument). Sums: rows first, then their sums: a fixed order of IEEE
-    additions, not the C order (average_pool's; exact_average_pool keeps the C order)."""
+    _separable_max's argument; a padding tap changes nothing, see there). Sums: rows first,
+    then their sums: a fixed order of IEEE additions, not the C order (average_pool's;
+    exact_average_pool keeps the C order). Returns a new contiguous array."""
     rank = len(kernel_shape)
     dtype = x.dtype if dtype is None else np.dtype(dtype)
-    spatial = x.shape[2:]
-    padded = tuple(n + pads[i] + pads[i + rank] + max(extra[i], 0) for i, n in enumerate(spatial))
-    out = window_positions(padded, kernel_shape, strides, dilations)
-    lead = x.shape[:2]
-    source = np.ascontiguousarray(pad_spatial(x.astype(dtype, copy=False), pads, value, extra))
-    flat = source.reshape(-1)
-    # the ping-pong's other buffer: the padded copy is this function's own, x is not
-    spare = None
-    owned = not np.may_share_memory(source, x)
+    y = x.astype(dtype, copy=False)
     for axis in reversed(range(rank)):
-        k, d = kernel_shape[axis], dilations[axis]
-        if k == 1:
-            continue
-        step = math.prod(padded[axis + 1 :]) * d
+        k, s, d, begin = kernel_shape[axis], strides[axis], dilations[axis], pads[axis]
+        n = y.shape[2 + axis]
+        count = n + begin + pads[axis + rank] + max(extra[axis], 0) - (k - 1) * d - 1
+        count = count // s + 1
+        y = _combine_axis(y, 2 + axis, k, s, d, begin, count, value, combine)
+    return y if not np.may_share_memory(y, x) else y.copy()
+
+
+def _combine_axis(y, axis, k, s, d, begin, count, value, combine):
+    """_flat_separable's pass along `axis` of the contiguous y: the `count` outputs, output o
+    combining y[o * s - begin + t * d] for the taps t inside y, in tap order."""
+    n = y.shape[axis]
+    inner = math.prod(y.shape[axis + 1 :])
+    full = n - (k - 1) * d  # positions whose whole window lies inside y
+    if full > 0 and k > 1:
+        flat = np.ascontiguousarray(y).reshape(-1)
+        step = inner * d
         length = flat.size - (k - 1) * step
-        target = np.empty_like(flat) if spare is None else spare
-        target[length:] = value  # positions no output uses: defined values only
-        part = target[:length]
+        grid = np.empty_like(flat)
+        grid[length:] = value  # positions no output uses: defined values only
+        part = grid[:length]
         combine(flat[:length], flat[step : step + length], out=part)
         for j in range(2, k):
             combine(part, flat[j * step : j * step + length], out=part)
-        spare = flat if owned else None
-        flat, owned = target, True
-    grid = flat.reshape(lead + padded)
-    picks = tuple(slice(0, (o - 1) * s + 1, s) for o, s in zip(out, strides))
-    return grid[(slice(None), slice(None)) + picks]
+        grid = grid.reshape(y.shape)
+    elif full > 0:
+        grid = y
+    shape = y.shape[:axis] + (count,) + y.shape[axis + 1 :]
+    result = np.empty(shape, y.dtype)
+    before = (slice(None),) * axis
+    first = -(-begin // s)  # the first output whose window starts inside y
+    last = min(count - 1, (full - 1 + begin) // s) if full > 0 else first - 1
+    if last >= first:
+        start = first * s - begin
+        result[before + (slice(first, last + 1),)] = grid[
+            before + (slice(start, start + (last - first) * s + 1, s),)
+        ]
+    for o in [*range(min(first, count)), *range(max(last + 1, first), count)]:
+        # a window reaching into the padding: its taps inside y, in tap order
+        where = [o * s - begin + t * d for t in range(k)]
+        inside = [y[before + (p,)] for p in where if 0 <= p < n]
+        target = result[before + (o,)]
+        if not inside:
+            target[...] = value
+        elif len(inside) == 1:
+            target[...] = inside[0]
+        else:
+            combine(inside[0], inside[1], out=target)
+            for tap in inside[2:]:
+                combine(target, tap, out=target)
+    return result
 
 
 def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra, lead=2):
@@ -288,7 +317,7 @@ def average_pool(
         # one window per plane: its mean
         total = np.add.reduce(X.reshape(X.shape[:2] + (-1,)), axis=-1, dtype=acc)
         total = total.reshape(X.shape[:2] + (1,) * rank)
-    elif _flat_separable_wins(X, out, kernel_shape, strides, pads, extra):
+    elif _flat_separable_wins(X, out, kernel_shape, strides):
         with np.errstate(over="ignore", invalid="ignore"):  # inf - inf as onnxruntime: NaN
             total = _flat_separable(
                 X, pads, 0, kernel_shape, strides, dilations, extra, np.add, acc

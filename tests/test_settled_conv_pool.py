@@ -526,8 +526,17 @@ def _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode):
     return Y
 
 
+@pytest.fixture(params=["by size", "flat passes"])
+def pool_paths(request, monkeypatch):
+    """Each pooling test twice: with the kernels' own choice of path (small maps take the per-tap
+    ones), and with the flat passes (_flat_separable) for every map they can take."""
+    if request.param == "flat passes":
+        monkeypatch.setattr("runtime_support.pool._FLAT_MIN_SIZE", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(24))
-def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed):
+def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed, pool_paths):
     from runtime_support.pool import max_pool
 
     rng = np.random.default_rng(seed)
@@ -639,7 +648,7 @@ def test_exact_averagepool_adds_the_taps_in_c_order_in_either_layout(shape, kern
 
 @pytest.mark.parametrize("shape, kernel, strides, pads", AVERAGE_LAYOUTS)
 def test_fast_averagepool_is_the_c_order_average_within_a_few_roundings(
-    shape, kernel, strides, pads
+    shape, kernel, strides, pads, pool_paths
 ):
     """The fast kernel sums rows first (or the whole plane by numpy's sum): another order of
     the same additions, so within a few units in the last place of the largest tap (the inputs

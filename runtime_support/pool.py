@@ -29,6 +29,7 @@ from runtime_support.exact_math import exact_pow
 __all__ = [
     "average_pool",
     "exact_average_pool",
+    "global_average_pool",
     "exact_global_lp_pool",
     "exact_lp_pool",
     "global_lp_pool",
@@ -314,9 +315,7 @@ def average_pool(
     padded = [n + pads[i] + pads[i + rank] + max(extra[i], 0) for i, n in enumerate(X.shape[2:])]
     out = window_positions(padded, kernel_shape, strides, dilations)
     if list(kernel_shape) == list(X.shape[2:]) and not any(pads) and not any(extra):
-        # one window per plane: its mean
-        total = np.add.reduce(X.reshape(X.shape[:2] + (-1,)), axis=-1, dtype=acc)
-        total = total.reshape(X.shape[:2] + (1,) * rank)
+        total = _plane_sums(X, acc)  # one window per plane
     elif _flat_separable_wins(X, out, kernel_shape, strides):
         with np.errstate(over="ignore", invalid="ignore"):  # inf - inf as onnxruntime: NaN
             total = _flat_separable(
@@ -362,6 +361,35 @@ def _divided(X, total, pads, kernel_shape, strides, dilations, count_include_pad
         acc,
     )
     return np.divide(total, counts).astype(X.dtype, copy=False)
+
+
+@kernel(fresh=True, exact=False)
+def global_average_pool(X):
+    """GlobalAveragePool as the fast variant computes it: each plane's sum divided by its size,
+    spatial dims kept as 1 (float16 and bfloat16 sum in float32). Not exact: BLAS's order."""
+    total = _plane_sums(X, accumulator(X.dtype))
+    np.divide(total, total.dtype.type(math.prod(X.shape[2:])), out=total)
+    return total.astype(X.dtype, copy=False)
+
+
+def _plane_sums(X, acc):
+    """The sum of each (sample, channel) plane of X, shaped (N, C, 1, ...), in `acc`: for float32
+    and float64 one matrix-vector product with ones (BLAS: 3-8 us where np.sum over the spatial
+    axes takes 10-40 on EfficientNet's and ResNet's maps, which are short rows), else numpy's."""
+    lead, rank = X.shape[:2], X.ndim - 2
+    if X.dtype == acc and acc in (np.float32, np.float64) and X.size:
+        planes = X.reshape(-1, math.prod(X.shape[2:]))
+        total = planes @ _ones(planes.shape[1], acc)
+    else:
+        total = np.add.reduce(X.reshape(lead + (-1,)), axis=-1, dtype=acc)
+    return total.reshape(lead + (1,) * rank)
+
+
+@functools.lru_cache(maxsize=64)
+def _ones(size, dtype):
+    ones = np.ones(size, dtype)
+    ones.flags.writeable = False
+    return ones
 
 
 @functools.lru_cache(maxsize=1024)

@@ -277,6 +277,26 @@ def test_relu_is_the_maximum_with_zero_and_writes_into_out(dtype):
     np.testing.assert_array_equal(inplace, expected[:, :, ::2])
 
 
+@pytest.mark.parametrize(
+    "dtype, shape",
+    [
+        (np.float32, (2, 7, 5, 3)),
+        (np.float64, (1, 4, 6)),
+        (np.float32, (1, 3, 2, 3, 4)),
+        (np.float16, (2, 3, 4, 4)),
+    ],
+)
+def test_global_average_pool_is_the_mean_of_each_plane(dtype, shape):
+    """rt.global_average_pool (the fast GlobalAveragePool, plane sums as a product with ones)
+    against the float64 mean of each plane, within a few roundings; non-contiguous inputs too."""
+    x = np.random.default_rng(15).standard_normal(shape).astype(dtype)
+    for value in (x, x[:, ::2]):
+        y = rt.global_average_pool(value)
+        expected = value.astype(np.float64).mean(axis=tuple(range(2, value.ndim)), keepdims=True)
+        assert y.dtype == dtype and y.shape == expected.shape
+        np.testing.assert_allclose(y, expected, rtol=4 * np.finfo(dtype).eps, atol=1e-7)
+
+
 def _recurrent_session(op_type: str, X, W, R, B, attrs, initial=()):
     """onnxruntime's result for one LSTM or GRU node (the reference for the fast kernels);
     `initial`: the initial states (initial_h, and initial_c for an LSTM) as initializers."""

@@ -443,6 +443,33 @@ def test_fast_variant_reuses_dead_buffers_only(tmp_path):
     np.testing.assert_array_equal(root, np.sqrt(np.abs(-expected_kept)))
 
 
+def test_a_buffer_read_before_by_fresh_kernels_only_is_reused(tmp_path):
+    """A squeeze-and-excitation block: the map is read by GlobalAveragePool (a fresh kernel:
+    its result holds no view of the map), then multiplied by the pooled scale: the product
+    goes into the map (`out=`), and the results are the formula's."""
+    r = models.rng(5)
+    w = r.standard_normal((1, 4, 1, 1)).astype(np.float32)
+    nodes = [
+        helper.make_node("Mul", ["x", "w"], ["features"], name="scale"),  # a new array
+        helper.make_node("GlobalAveragePool", ["features"], ["pooled"], name="pool"),
+        helper.make_node("Sigmoid", ["pooled"], ["gate"], name="gate"),
+        helper.make_node("Mul", ["features", "gate"], ["y"], name="excite"),  # into features
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "se",
+        [models.tensor("x", [2, 4, 5, 5])],
+        [models.tensor("y", [2, 4, 5, 5])],
+        [models.init("w", w)],
+    )
+    path, module = compile_and_import(models.finish(graph), tmp_path)
+    assert "out=features)" in path.read_text()
+    x = r.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    scaled = x.astype(np.float64) * w
+    gate = 1 / (1 + np.exp(-scaled.mean(axis=(2, 3), keepdims=True)))
+    np.testing.assert_allclose(module.run(x).y, scaled * gate, rtol=1e-5, atol=1e-6)
+
+
 def _new_array_cases():
     """Sample calls of every runtime_support kernel declared `fresh` (it returns new arrays
     (a float32 and a float64 call each, where the kernel has a separate path)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import warnings
 
 import mpmath
 import numpy as np
@@ -295,6 +296,26 @@ def test_global_average_pool_is_the_mean_of_each_plane(dtype, shape):
         expected = value.astype(np.float64).mean(axis=tuple(range(2, value.ndim)), keepdims=True)
         assert y.dtype == dtype and y.shape == expected.shape
         np.testing.assert_allclose(y, expected, rtol=4 * np.finfo(dtype).eps, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_sigmoid_is_the_logistic_function_without_warnings(dtype):
+    """rt.sigmoid (fast Sigmoid) against 1 / (1 + exp(-x)) in float64, within two roundings
+    relative to the value or 1e-38 absolute (values below are subnormals that may come out as
+    0; float16, in its own arithmetic, 1e-3); no overflow warning at -inf or large negative x; a new array.
+    """
+    x = (np.random.default_rng(16).standard_normal(4000) * 30).astype(dtype)
+    x[:6] = [-np.inf, np.inf, 0.0, -0.0, np.finfo(dtype).min, np.finfo(dtype).max]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = rt.sigmoid(x)
+    with np.errstate(over="ignore"):
+        expected = 1 / (1 + np.exp(-x.astype(np.float64)))
+    assert y.dtype == dtype and not np.shares_memory(y, x)
+    error = np.abs(y.astype(np.float64) - expected)
+    floor = 1e-3 if dtype == np.float16 else 1e-38  # float16 computes e / (1 + e) in float16
+    assert np.all(error <= 2 * np.finfo(dtype).eps * expected + floor), error.max()
+    assert rt.sigmoid(np.asarray(dtype(0))) == 0.5  # 0-d
 
 
 def _recurrent_session(op_type: str, X, W, R, B, attrs, initial=()):

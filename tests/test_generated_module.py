@@ -519,6 +519,7 @@ def _new_array_cases():
         ],
         "rt.relu": [((x32,), {}), ((x64[:, :, ::2],), {})],
         "rt.global_average_pool": [((x32,), {}), ((x64[:, :, ::2],), {})],
+        "rt.sigmoid": [((x32,), {}), ((x64[:, :, ::2],), {}), ((x32.astype(np.float16),), {})],
         "rt.expand": [((x32[:1, :1], (2, 3, 1, 1)), {}), ((x32, (1,)), {})],
         "rt.tile": [((x32, (1, 1, 1, 1)), {}), ((x64, (1, 2, 1, 1)), {})],
         "rt.constant_of_shape": [(((2, 3), 1.5), dict(dtype=np.float32))],

@@ -9,6 +9,7 @@ through the code under test."""
 from __future__ import annotations
 
 import ctypes
+import importlib
 import json
 import os
 import subprocess
@@ -159,6 +160,40 @@ def test_run_parts_runs_every_part_on_the_pool_and_raises_their_errors(restore_c
     rt.set_num_threads(2)
     with pytest.raises(ArithmeticError, match="part 2"):
         _threads.run_parts(failing, 3)
+
+
+def _large(seed, shape, scale=3.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+# runtime_support's own kernels that split large arrays across the threads: (module whose
+# run_parts they call, call). Elementwise work, and rows of row-wise work, give the same bits
+# however they are split.
+_SPLIT_KERNELS = {
+    "gelu": ("math", lambda: rt.gelu(_large(1, (197, 3072)))),
+    "gelu_tanh": ("math", lambda: rt.gelu(_large(2, (128, 1536)), approximate="tanh")),
+    "erf": ("math", lambda: rt.erf(_large(3, (3, 70_001), 1.0))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SPLIT_KERNELS))
+def test_split_kernels_give_the_same_bits_at_every_thread_count(name, restore_count, monkeypatch):
+    module_name, call = _SPLIT_KERNELS[name]
+    module = importlib.import_module(f"runtime_support.{module_name}")
+    parts = []
+
+    def recording(function, count):
+        parts.append(count)
+        return _threads.run_parts(function, count)
+
+    monkeypatch.setattr(module, "run_parts", recording)
+    results = []
+    for count in (1, 2, 3):
+        rt.set_num_threads(count)
+        parts.clear()
+        results.append(np.asarray(call()))
+        assert max(parts) == count  # the work was split into one part per thread
+    assert results[0].tobytes() == results[1].tobytes() == results[2].tobytes()
 
 
 def _conv_model():

@@ -17,11 +17,12 @@ process use it, not only the generated modules'. It applies to
   has nothing to set: the BLAS part is a silent no-op there (no warning), and the count still
   governs runtime_support's own kernels.
 - runtime_support's own kernels that split work on large arrays across threads (numpy releases
-  the GIL in its loops): a pool of count - 1 worker threads, made on first use (`run_parts`).
-  No kernel splits its work yet: on the project's shared 2-core machine, halves of an
-  elementwise maximum or exp on two threads were slower than one thread at every size measured
-  (64 K to 4 M elements: 4 -> 27 us, 1.2 -> 4.2 ms for the maximum), the second thread rarely
-  finding a free core; a kernel should use it only where it measures faster.
+  the GIL in its loops): a pool of count - 1 worker threads, made on first use (`run_parts`,
+  `run_ranges`). The fast variant's Gelu and Erf (elementwise), LayerNormalization (by rows) and
+  the softmax of fused attention (by rows) split arrays of 64000 elements or more into one run
+  per thread; every run gives the bits the whole array gets (tests/test_threads.py). On the
+  project's shared 2-core machine, loaded by other work, a second thread often finds no free
+  core, and halves on two threads can be slower than one thread (docs/performance.md).
 
 The default is 1 thread (docs/decisions.md, "Threads"): with numpy's default OpenBLAS threading
 (every core) a shared or loaded machine ran the benchmark models 3 to 15 times slower than with
@@ -196,17 +197,61 @@ def threads(n: int):
 def run_parts(function, parts: int) -> None:
     """function(0), ..., function(parts - 1), spread over the calling thread and the pool's
     count - 1 workers (all in the calling thread at one thread). For kernels whose parts write
-    disjoint outputs with numpy calls that release the GIL; an exception in any part is raised."""
+    disjoint outputs with numpy calls that release the GIL; an exception in any part is raised.
+
+    Each thread claims the next part not yet claimed, the calling thread too, and the calling
+    thread waits only for parts a worker has started: a worker that gets no core in time (a
+    loaded machine) costs nothing, its parts run in the calling thread. (Waiting for a worker
+    to be scheduled costs up to a scheduler time slice; on this project's loaded 2-core machine
+    OpenBLAS's own two-thread products, which do wait, took 10 to 60 times their 1-thread time.)"""
     workers = min(get_num_threads(), parts) - 1
     if workers <= 0:
         for part in range(parts):
             function(part)
         return
+    claims = iter(range(parts))  # next() on a range iterator is atomic under the GIL
+    started: list = []  # an Event per claim of a worker, registered before it claims
+    errors: dict = {}
+
+    def run(part: int) -> None:
+        try:
+            function(part)
+        except BaseException as error:  # raised in the calling thread below
+            errors.setdefault(part, error)
+
+    def work() -> None:  # a worker: claims parts until none is left
+        while True:
+            done = threading.Event()
+            started.append(done)  # before the claim: the calling thread then waits for it
+            part = next(claims, None)
+            if part is not None:
+                run(part)
+            done.set()
+            if part is None:
+                return
+
     pool = _pool(get_num_threads() - 1)
-    futures = [pool.submit(function, part) for part in range(1, parts)]
-    function(0)
-    for future in futures:
-        future.result()
+    for _ in range(workers):
+        pool.submit(work)
+    for part in claims:  # the calling thread's share; then every part is claimed
+        run(part)
+    for done in list(started):  # a claim registered later finds no part left
+        done.wait()
+    if errors:
+        raise errors[min(errors)]
+
+
+def run_ranges(function, size: int, minimum: int, align: int = 1) -> None:
+    """function(start, stop) over [0, size) in equal runs, twice as many as the threads set, each
+    a multiple of `align` long but the last (run_parts balances them over the threads); one run
+    when size is below `minimum` or at one thread."""
+    parts = 2 * get_num_threads() if size >= minimum and get_num_threads() > 1 else 1
+    if parts <= 1:
+        function(0, size)
+        return
+    step = -(-size // (parts * align)) * align
+    parts = -(-size // step)
+    run_parts(lambda part: function(part * step, min(size, (part + 1) * step)), parts)
 
 
 def _pool(size: int) -> ThreadPoolExecutor:

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from runtime_support._kernels import kernel
-from runtime_support._threads import get_num_threads, run_parts
+from runtime_support._threads import run_ranges
 
 __all__ = ["div_integer", "erf", "gelu", "pow_integer", "sigmoid"]
 
@@ -72,7 +72,7 @@ _ERF32_T_CAP = np.full(_BLOCK, _ERF32_T_MAX, np.float32)
 _GELU_S_CAP = np.full(_BLOCK, 8.0, np.float32)  # s = h * h = u * u / 2, u * u capped at 16
 _ERF32_T_CAP.flags.writeable = _GELU_S_CAP.flags.writeable = False
 
-# Arrays of at least this many elements are split across the threads set (run_parts) in equal
+# Arrays of at least this many elements are split across the threads set (run_ranges) in equal
 # runs (each blocked as above): elementwise, so the split changes no bits. Below it the pool's
 # hand-off (tens of microseconds) costs more than half the work.
 _SPLIT_MIN = 2 * _BLOCK
@@ -100,17 +100,13 @@ def _run_blocks(block, x: np.ndarray, out: np.ndarray, scratch: int, **errors) -
     np.errstate(**errors) (per thread: numpy keeps it in a context variable); arrays of
     _SPLIT_MIN elements or more in equal runs, one per thread set (set_num_threads)."""
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
-    size = flat_x.size
-    parts = get_num_threads() if size >= _SPLIT_MIN else 1
-    step = -(-size // (parts * 16)) * 16  # runs start on 64-byte boundaries
 
-    def run(part: int) -> None:
-        start, stop = part * step, min(size, (part + 1) * step)
+    def run(start: int, stop: int) -> None:
         with np.errstate(**errors):
             for blocked in _blocks(flat_x[start:stop], flat_out[start:stop], scratch):
                 block(*blocked)
 
-    run_parts(run, parts)
+    run_ranges(run, flat_x.size, _SPLIT_MIN, align=16)  # runs start on 64-byte boundaries
 
 
 def _erf32_block(x, out, t, q, p) -> None:

@@ -28,6 +28,8 @@ def attention_heads(q, k, v, *, scale=None, mask=None, keep=None, fill=None):
         scores = _in_place(scores, (keep, fill), lambda s: np.copyto(s, fill, where=~keep))
     if mask is not None:
         scores = _in_place(scores, (mask,), lambda s: np.add(s, mask, out=s))
+    if not scores.size:  # no keys (or no queries): nothing to split, nor to reshape by rows
+        return np.matmul(softmax(scores, axis=-1, out=scores), v)
     rows = scores.reshape(-1, scores.shape[-1])  # C-contiguous: a new product or a copy
 
     def run(start, stop):
@@ -35,7 +37,7 @@ def attention_heads(q, k, v, *, scale=None, mask=None, keep=None, fill=None):
 
     # rows in runs of whole groups of 32, one per thread, as layer_normalization's: the bits of
     # the whole (softmax's sums are BLAS matrix-vector products)
-    run_ranges(run, rows.shape[0], -(-_SPLIT_MIN // max(1, rows.shape[1])), align=32)
+    run_ranges(run, rows.shape[0], -(-_SPLIT_MIN // rows.shape[1]), align=32)
     return np.matmul(scores, v)
 
 

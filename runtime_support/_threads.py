@@ -16,13 +16,13 @@ process use it, not only the generated modules'. It applies to
   FlexiBLAS. A numpy built on Accelerate, or on a BLAS without a thread call, or with no BLAS,
   has nothing to set: the BLAS part is a silent no-op there (no warning), and the count still
   governs runtime_support's own kernels.
-- runtime_support's own kernels that split work on large arrays across threads (numpy releases
-  the GIL in its loops): a pool of count - 1 worker threads, made on first use (`run_parts`,
-  `run_ranges`). The fast variant's Gelu and Erf (elementwise), LayerNormalization (by rows) and
-  the softmax of fused attention (by rows) split arrays of 64000 elements or more into one run
-  per thread; every run gives the bits the whole array gets (tests/test_threads.py). On the
-  project's shared 2-core machine, loaded by other work, a second thread often finds no free
-  core, and halves on two threads can be slower than one thread (docs/performance.md).
+- runtime_support's own kernels that can split work on large arrays across threads (numpy
+  releases the GIL in its loops): a pool of count - 1 worker threads, made on first use
+  (`run_parts`, `run_ranges`). The fast variant's Gelu and Erf (elementwise), LayerNormalization
+  (by rows) and the softmax of fused attention (by rows) split arrays of SPLIT_MIN elements or more
+  into runs that give the bits the whole array gets (tests/test_threads.py). SPLIT_MIN is None by
+  default, so nothing splits: on the project's shared 2-core machine, loaded by other work, split
+  kernels made the models slower at 2 threads (docs/performance.md, session 6).
 
 The default is 1 thread (docs/decisions.md, "Threads"): with numpy's default OpenBLAS threading
 (every core) a shared or loaded machine ran the benchmark models 3 to 15 times slower than with
@@ -241,17 +241,29 @@ def run_parts(function, parts: int) -> None:
         raise errors[min(errors)]
 
 
-def run_ranges(function, size: int, minimum: int, align: int = 1) -> None:
-    """function(start, stop) over [0, size) in equal runs, twice as many as the threads set, each
-    a multiple of `align` long but the last (run_parts balances them over the threads); one run
-    when size is below `minimum` or at one thread."""
-    parts = 2 * get_num_threads() if size >= minimum and get_num_threads() > 1 else 1
-    if parts <= 1:
-        function(0, size)
+# The fewest elements a kernel's work must have to be split over the threads (run_ranges), or
+# None: every kernel runs in the calling thread alone, the default. Measured on the project's
+# 2-core machine under load, splitting lost: the models ran 2.3 to 2.7 times slower at 2 threads
+# with their kernels split from SPLIT_SIZE elements on (a worker competes with OpenBLAS's spinning
+# threads for the second core, and each numpy call passes the GIL, which numpy holds for a
+# call's setup, about 1 us). `python -m tools.bench_pair NAME --threads 2 --compare-split`
+# measures both ways; set SPLIT_MIN = SPLIT_SIZE where splitting measures faster.
+SPLIT_SIZE = 64000  # below it the hand-off to a worker costs more than the half it takes
+SPLIT_MIN: int | None = None
+
+
+def run_ranges(function, count: int, item_elements: int = 1, align: int = 1) -> None:
+    """function(start, stop) over [0, count) items of `item_elements` elements each (rows, or 1
+    for elementwise work), in equal runs, twice as many as the threads set, each a multiple of
+    `align` items long but the last (run_parts balances them over the threads); one run at one
+    thread, with SPLIT_MIN None (the default) or below SPLIT_MIN elements in all."""
+    threads = get_num_threads()
+    if threads <= 1 or SPLIT_MIN is None or count * item_elements < SPLIT_MIN:
+        function(0, count)
         return
-    step = -(-size // (parts * align)) * align
-    parts = -(-size // step)
-    run_parts(lambda part: function(part * step, min(size, (part + 1) * step)), parts)
+    step = -(-count // (2 * threads * align)) * align
+    parts = -(-count // step)
+    run_parts(lambda part: function(part * step, min(count, (part + 1) * step)), parts)
 
 
 def _pool(size: int) -> ThreadPoolExecutor:

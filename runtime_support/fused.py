@@ -35,14 +35,10 @@ def attention_heads(q, k, v, *, scale=None, mask=None, keep=None, fill=None):
     def run(start, stop):
         softmax(rows[start:stop], axis=-1, out=rows[start:stop])
 
-    # rows in runs of whole groups of 32, one per thread, as layer_normalization's: the bits of
+    # rows in runs of whole groups of 32 over the threads, as layer_normalization's: the bits of
     # the whole (softmax's sums are BLAS matrix-vector products)
-    run_ranges(run, rows.shape[0], -(-_SPLIT_MIN // rows.shape[1]), align=32)
+    run_ranges(run, rows.shape[0], rows.shape[1], align=32)
     return np.matmul(scores, v)
-
-
-# Scores of this many elements or more take their softmax in one run of rows per thread.
-_SPLIT_MIN = 64000
 
 
 def _in_place(scores, operands, update):

@@ -72,11 +72,6 @@ _ERF32_T_CAP = np.full(_BLOCK, _ERF32_T_MAX, np.float32)
 _GELU_S_CAP = np.full(_BLOCK, 8.0, np.float32)  # s = h * h = u * u / 2, u * u capped at 16
 _ERF32_T_CAP.flags.writeable = _GELU_S_CAP.flags.writeable = False
 
-# Arrays of at least this many elements are split across the threads set (run_ranges) in equal
-# runs (each blocked as above): elementwise, so the split changes no bits. Below it the pool's
-# hand-off (tens of microseconds) costs more than half the work.
-_SPLIT_MIN = 2 * _BLOCK
-
 
 def _blocks(x: np.ndarray, out: np.ndarray, scratch: int):
     """(x block, out block, `scratch` scratch buffers) over the flat float32 arrays x and out."""
@@ -97,8 +92,8 @@ def _block_slices(flat_x, flat_out, size: int, scratch: int):
 
 def _run_blocks(block, x: np.ndarray, out: np.ndarray, scratch: int, **errors) -> None:
     """block(x block, out block, *scratch) over the flat float32 arrays x and out, under
-    np.errstate(**errors) (per thread: numpy keeps it in a context variable); arrays of
-    _SPLIT_MIN elements or more in equal runs, one per thread set (set_num_threads)."""
+    np.errstate(**errors) (per thread: numpy keeps it in a context variable); large arrays in
+    equal runs over the threads set (run_ranges: elementwise, so the split changes no bits)."""
     flat_x, flat_out = x.reshape(-1), out.reshape(-1)
 
     def run(start: int, stop: int) -> None:
@@ -106,7 +101,7 @@ def _run_blocks(block, x: np.ndarray, out: np.ndarray, scratch: int, **errors) -
             for blocked in _blocks(flat_x[start:stop], flat_out[start:stop], scratch):
                 block(*blocked)
 
-    run_ranges(run, flat_x.size, _SPLIT_MIN, align=16)  # runs start on 64-byte boundaries
+    run_ranges(run, flat_x.size, align=16)  # runs start on 64-byte boundaries
 
 
 def _erf32_block(x, out, t, q, p) -> None:

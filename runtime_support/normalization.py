@@ -237,7 +237,7 @@ def _layer_normalization32(X, Scale, B, axis, count, epsilon, out=None):
     1 / count for rows up to _ONE_ROW_LIMIT (several times faster than np.add.reduce along short
     rows; longer ones keep its pairwise sums); the difference goes
     into `out`, then the scaling, Scale and B in place. Python scalars keep float32 arithmetic
-    float32. Large X runs in equal runs of rows, one per thread set (run_ranges): rows are
+    float32. Large X runs in equal runs of rows over the threads set (run_ranges): rows are
     independent, and a run's rows get the bits they get in the whole."""
     rows = X.reshape(-1, count)
     Y = np.empty_like(rows) if out is None else out.reshape(-1, count)
@@ -254,15 +254,10 @@ def _layer_normalization32(X, Scale, B, axis, count, epsilon, out=None):
 
     # runs of whole groups of 32 rows: OpenBLAS's matrix-vector kernels take rows in groups,
     # the last few alone, so a run's rows then get the bits they get in the whole
-    run_ranges(run, rows.shape[0], -(-_SPLIT_MIN // count), align=32)
+    run_ranges(run, rows.shape[0], count, align=32)
     stats_shape = X.shape[:axis] + (1,) * (X.ndim - axis)
     Y = Y.reshape(X.shape) if out is None else out
     return Y, mean.reshape(stats_shape), inv_std.reshape(stats_shape)
-
-
-# X of this many elements or more is normalized in one run of rows per thread (run_ranges): below
-# it the pool's hand-off costs more than half the work.
-_SPLIT_MIN = 64000
 
 
 def _layer_normalization32_rows(rows, Y, mean, inv_std, scale, bias, count, epsilon, weights):

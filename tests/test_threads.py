@@ -220,6 +220,7 @@ def test_split_kernels_give_the_bits_of_one_run(name, restore_count, monkeypatch
         return result if isinstance(result, tuple) else (result,)
 
     monkeypatch.setattr(_threads, "run_parts", recording)
+    monkeypatch.setattr(_threads, "SPLIT_MIN", _threads.SPLIT_SIZE)  # off by default
     for count in (2, 3):
         rt.set_num_threads(count)
         parts.clear()
@@ -229,6 +230,10 @@ def test_split_kernels_give_the_bits_of_one_run(name, restore_count, monkeypatch
         whole = as_tuple(_SPLIT_KERNELS[name]())
         monkeypatch.setattr(_threads, "get_num_threads", real_count)
         assert [r.tobytes() for r in split] == [r.tobytes() for r in whole]
+    parts.clear()
+    monkeypatch.setattr(_threads, "SPLIT_MIN", None)  # the default: nothing splits
+    _SPLIT_KERNELS[name]()
+    assert not parts
 
 
 def _conv_model():

@@ -507,3 +507,16 @@ def test_pad_matches_onnxruntime(mode, shape, pads):
     (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
     constant = (value,) if mode == "constant" else ()
     np.testing.assert_array_equal(rt.pad(X, np.array(pads), *constant, mode=mode), expected)
+
+
+def test_attention_heads_without_keys_or_queries_gives_empty_or_zero_sums():
+    """softmax over no keys is empty, and its product with no values sums nothing: zeros; no
+    queries give no rows (the large-score split reshapes by rows only when there are some)."""
+    q = np.ones((1, 2, 3, 4), np.float32)
+    got = rt.attention_heads(
+        q, np.ones((1, 2, 4, 0), np.float32), np.ones((1, 2, 0, 5), np.float32)
+    )
+    np.testing.assert_array_equal(got, np.zeros((1, 2, 3, 5), np.float32))
+    mask = np.zeros((1, 1, 1, 3), np.float32)
+    k, v = np.ones((1, 2, 4, 3), np.float32), np.ones((1, 2, 3, 5), np.float32)
+    assert rt.attention_heads(q[:, :, :0], k, v, mask=mask).shape == (1, 2, 0, 5)

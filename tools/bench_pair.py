@@ -2,7 +2,7 @@
 process, both sides in alternating blocks, and optionally where the time goes per node.
 
     .venv/bin/python -m tools.bench_pair bert gpt2 [--threads 1] [--budget 3] [--profile] \\
-        [--cache .cache/bench-pair]
+        [--compare-split] [--cache .cache/bench-pair]
 
 Models are onnx's light_*.onnx (as tools/bench prepares them) and those of tools/bench_models.MODELS
 whose name contains one of the arguments. The thread
@@ -77,6 +77,29 @@ def interleaved(functions, budget: float, block: float = 0.25, settle: float = 0
     return [statistics.median(t) for t in wall], [statistics.median(t) for t in cpu]
 
 
+def compare_split(module, arguments, budget: float) -> str:
+    """The module's run with runtime_support's kernels splitting their work over the threads set
+    from SPLIT_SIZE elements on and unsplit, interleaved: wall clock, the split's only gain."""
+    from runtime_support import _threads
+
+    def with_split_min(split_min):
+        def run():
+            before, _threads.SPLIT_MIN = _threads.SPLIT_MIN, split_min
+            try:
+                module.run(*arguments)
+            finally:
+                _threads.SPLIT_MIN = before
+
+        return run
+
+    runs = [with_split_min(_threads.SPLIT_SIZE), with_split_min(None)]
+    (split, whole), _ = interleaved(runs, budget)
+    return (
+        f"own kernels split {1e3 * split:8.3f} ms, unsplit {1e3 * whole:8.3f} ms "
+        f"(split / unsplit {split / whole:5.2f})"
+    )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("only", nargs="*")
@@ -84,6 +107,11 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench-pair")
+    parser.add_argument(
+        "--compare-split",
+        action="store_true",
+        help="also time the module with runtime_support's own kernels split and unsplit",
+    )
     args = parser.parse_args(argv)
     threads = args.threads
     runtime_support.set_num_threads(threads)
@@ -111,6 +139,8 @@ def main(argv=None) -> int:
             f"{1e3 * ort_cpu:8.3f} = {compiled_cpu / ort_cpu:5.2f})  max rel diff {diff:.1e}",
             flush=True,
         )
+        if args.compare_split:
+            print("  " + compare_split(module, arguments, args.budget), flush=True)
         if args.profile:
             runs = max(3, int(1.0 / compiled))
             profile = statement_profile(module, arguments, runs)

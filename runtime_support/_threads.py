@@ -202,15 +202,10 @@ def serially(function, *args):
     to 50 us at one thread); large products gain 1.3 to 1.7x when it has one. Switching costs
     about 0.3 us a call. Process-wide, as the count is: another Python thread's products in the
     meantime run at one thread too (slower, never different)."""
-    count = get_num_threads()
-    if count == 1:
+    if get_num_threads() == 1:
         return function(*args)
-    blas = _blas()
-    blas.set(1)
-    try:
+    with _one_blas_thread():
         return function(*args)
-    finally:
-        blas.set(count)
 
 
 def run_parts(function, parts: int) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 
 from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
-from runtime_support._threads import serially
+from runtime_support._threads import SMALL_BLAS_WORK, serially
 from runtime_support._windows import (
     SAME,
     accumulator,
@@ -169,8 +169,8 @@ class _Plan:
 # finds no free core for the second thread waits a time slice); with this threshold 1.7 and 40
 # (its Gemm's split gemv is the rest), against 0.31 and 2.1 for onnxruntime. On a quiet machine
 # products from about 5 M multiply-adds take 0.6 to 0.8 of one thread's time on two: those above
-# this threshold still split.
-_SERIAL_TERMS = 1 << 25
+# this threshold (_threads.SMALL_BLAS_WORK, the recurrent kernels' too) still split.
+_SERIAL_TERMS = SMALL_BLAS_WORK
 
 
 @functools.lru_cache(maxsize=512)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import warnings
 
 import mpmath
 import numpy as np
@@ -261,6 +262,62 @@ def test_hard_swish_matches_its_definition_in_float64_and_writes_into_out(dtype)
     assert np.asarray(rt.hard_swish(np.asarray(dtype(1.5)))).item() == pytest.approx(1.125)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_is_the_maximum_with_zero_and_writes_into_out(dtype):
+    """rt.relu (the fast variant's Relu, a clip to [0, inf]) equals np.maximum(x, 0) on every
+    value but -0, which it keeps (equal to +0 as a number); NaN stays NaN; `out` may be x."""
+    x = np.random.default_rng(14).standard_normal((3, 5, 7)).astype(dtype)
+    x[0, 0, :5] = [-0.0, np.inf, -np.inf, np.nan, 0.0]
+    expected = np.maximum(x, dtype(0))
+    y = rt.relu(x)
+    assert y.dtype == dtype and not np.shares_memory(y, x)
+    np.testing.assert_array_equal(y, expected)  # NaN == NaN, -0 == +0 here
+    assert np.signbit(y[0, 0, 0]) and not np.signbit(y[0, 0, 4])
+    inplace = x[:, :, ::2].copy()
+    assert rt.relu(inplace, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, expected[:, :, ::2])
+
+
+@pytest.mark.parametrize(
+    "dtype, shape",
+    [
+        (np.float32, (2, 7, 5, 3)),
+        (np.float64, (1, 4, 6)),
+        (np.float32, (1, 3, 2, 3, 4)),
+        (np.float16, (2, 3, 4, 4)),
+    ],
+)
+def test_global_average_pool_is_the_mean_of_each_plane(dtype, shape):
+    """rt.global_average_pool (the fast GlobalAveragePool, plane sums as a product with ones)
+    against the float64 mean of each plane, within a few roundings; non-contiguous inputs too."""
+    x = np.random.default_rng(15).standard_normal(shape).astype(dtype)
+    for value in (x, x[:, ::2]):
+        y = rt.global_average_pool(value)
+        expected = value.astype(np.float64).mean(axis=tuple(range(2, value.ndim)), keepdims=True)
+        assert y.dtype == dtype and y.shape == expected.shape
+        np.testing.assert_allclose(y, expected, rtol=4 * np.finfo(dtype).eps, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_sigmoid_is_the_logistic_function_without_warnings(dtype):
+    """rt.sigmoid (fast Sigmoid) against 1 / (1 + exp(-x)) in float64, within two roundings
+    relative to the value or 1e-38 absolute (values below are subnormals that may come out as
+    0; float16, in its own arithmetic, 1e-3); no overflow warning at -inf or large negative x; a new array.
+    """
+    x = (np.random.default_rng(16).standard_normal(4000) * 30).astype(dtype)
+    x[:6] = [-np.inf, np.inf, 0.0, -0.0, np.finfo(dtype).min, np.finfo(dtype).max]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = rt.sigmoid(x)
+    with np.errstate(over="ignore"):
+        expected = 1 / (1 + np.exp(-x.astype(np.float64)))
+    assert y.dtype == dtype and not np.shares_memory(y, x)
+    error = np.abs(y.astype(np.float64) - expected)
+    floor = 1e-3 if dtype == np.float16 else 1e-38  # float16 computes e / (1 + e) in float16
+    assert np.all(error <= 2 * np.finfo(dtype).eps * expected + floor), error.max()
+    assert rt.sigmoid(np.asarray(dtype(0))) == 0.5  # 0-d
+
+
 def _recurrent_session(op_type: str, X, W, R, B, attrs, initial=()):
     """onnxruntime's result for one LSTM or GRU node (the reference for the fast kernels);
     `initial`: the initial states (initial_h, and initial_c for an LSTM) as initializers."""
@@ -450,3 +507,16 @@ def test_pad_matches_onnxruntime(mode, shape, pads):
     (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
     constant = (value,) if mode == "constant" else ()
     np.testing.assert_array_equal(rt.pad(X, np.array(pads), *constant, mode=mode), expected)
+
+
+def test_attention_heads_without_keys_or_queries_gives_empty_or_zero_sums():
+    """softmax over no keys is empty, and its product with no values sums nothing: zeros; no
+    queries give no rows (the large-score split reshapes by rows only when there are some)."""
+    q = np.ones((1, 2, 3, 4), np.float32)
+    got = rt.attention_heads(
+        q, np.ones((1, 2, 4, 0), np.float32), np.ones((1, 2, 0, 5), np.float32)
+    )
+    np.testing.assert_array_equal(got, np.zeros((1, 2, 3, 5), np.float32))
+    mask = np.zeros((1, 1, 1, 3), np.float32)
+    k, v = np.ones((1, 2, 4, 3), np.float32), np.ones((1, 2, 3, 5), np.float32)
+    assert rt.attention_heads(q[:, :, :0], k, v, mask=mask).shape == (1, 2, 0, 5)

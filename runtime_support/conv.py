@@ -35,7 +35,7 @@ import numpy as np
 
 from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
-from runtime_support._threads import serially
+from runtime_support._threads import SMALL_BLAS_WORK, serially
 from runtime_support._windows import (
     SAME,
     accumulator,
@@ -169,8 +169,8 @@ class _Plan:
 # finds no free core for the second thread waits a time slice); with this threshold 1.7 and 40
 # (its Gemm's split gemv is the rest), against 0.31 and 2.1 for onnxruntime. On a quiet machine
 # products from about 5 M multiply-adds take 0.6 to 0.8 of one thread's time on two: those above
-# this threshold still split.
-_SERIAL_TERMS = 1 << 25
+# this threshold (_threads.SMALL_BLAS_WORK, the recurrent kernels' too) still split.
+_SERIAL_TERMS = SMALL_BLAS_WORK
 
 
 @functools.lru_cache(maxsize=512)
@@ -850,3 +850,196 @@ def col2im(data, image_shape, block_shape, *, dilations=None, pads=None, strides
         check_allocation((batch, rows // kernel_size) + image_shape, data.dtype), dtype=data.dtype
     )
     return add_windows(image, columns, strides, dilations, pads[:rank])
+
+
+# --- DeformConv ------------------------------------------------------------------------------------
+
+__all__ += ["deform_conv", "exact_deform_conv"]
+
+
+def _deform_geometry(X, W, offset, pads, strides, dilations, offset_group):
+    """(pads, strides, dilations, output dims) of a DeformConv, the defaults along every spatial
+    axis of the run-time input; the offset's shape must be the one the geometry gives."""
+    rank = X.ndim - 2
+    if rank < 1 or W.ndim != X.ndim:
+        raise ValueError(f"DeformConv: X {X.shape} and W {W.shape} need equal ranks of 3 or more")
+    kernel_shape = W.shape[2:]
+    pads = tuple(pads) if pads is not None else (0,) * (2 * rank)
+    strides = tuple(strides) if strides is not None else (1,) * rank
+    dilations = tuple(dilations) if dilations is not None else (1,) * rank
+    padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(X.shape[2:])]
+    out = tuple(max(o, 0) for o in window_positions(padded, kernel_shape, strides, dilations))
+    expected = (X.shape[0], offset_group * math.prod(kernel_shape) * rank) + out
+    if tuple(offset.shape) != expected or X.shape[1] % offset_group:
+        raise ValueError(
+            f"DeformConv: offset {offset.shape} does not fit X {X.shape}, W {W.shape} and "
+            f"offset_group {offset_group} (expected {expected})"
+        )
+    return pads, strides, dilations, out
+
+
+def _deform_columns(
+    X, offset, mask, kernel_shape, pads, strides, dilations, out, offset_group, work
+):
+    """The sampled windows (N, C, prod(kernel), prod(out)) in the type `work`: each tap's point
+    (o * stride - pad_begin + k * dilation + its offset, per axis) read by linear interpolation
+    between its 2**rank neighbours, a neighbour outside the input reading 0, times the tap's mask.
+    Every step is one correctly rounded elementwise operation in a fixed order (the neighbours'
+    weights multiplied axis by axis, the neighbours added in the order of their corner bits), so
+    in float64 the bits are the same everywhere (the exact variant's columns)."""
+    batch, channels = X.shape[:2]
+    spatial, rank = X.shape[2:], len(kernel_shape)
+    taps, positions = math.prod(kernel_shape), math.prod(out)
+    per_group = channels // offset_group
+    source = X.astype(work, copy=False).reshape(batch, offset_group, per_group, math.prod(spatial))
+    shifts = offset.astype(work, copy=False).reshape(batch, offset_group, taps, rank, positions)
+    tap_index = np.indices(kernel_shape).reshape(rank, taps, 1)
+    out_index = np.indices(out).reshape(rank, 1, positions)
+    floors, fractions = [], []
+    for a in range(rank):
+        base = out_index[a] * strides[a] - pads[a] + tap_index[a] * dilations[a]  # (K, P) ints
+        point = shifts[:, :, :, a] + base.astype(work)
+        floor = np.floor(point)
+        floors.append(floor.astype(np.int64))
+        fractions.append(point - floor)
+    sampled = None
+    for corner in np.ndindex(*(2,) * rank):
+        weight, flat = None, None
+        inside = np.ones(floors[0].shape, bool)
+        for a, bit in enumerate(corner):
+            index = floors[a] + bit
+            inside &= (index >= 0) & (index < spatial[a])
+            factor = fractions[a] if bit else 1 - fractions[a]
+            weight = factor if weight is None else weight * factor
+            flat = index if flat is None else flat * spatial[a] + index
+        flat = np.where(inside, flat, 0).reshape(batch, offset_group, 1, taps * positions)
+        values = np.take_along_axis(source, flat, axis=3)
+        values = np.where(inside.reshape(flat.shape), values, 0)
+        term = values * weight.reshape(flat.shape)
+        sampled = term if sampled is None else sampled + term
+    sampled = sampled.reshape(batch, offset_group, per_group, taps, positions)
+    if mask is not None:
+        sampled = sampled * mask.astype(work, copy=False).reshape(
+            batch, offset_group, 1, taps, positions
+        )
+    return sampled.reshape(batch, channels, taps, positions)
+
+
+def _deform_conv(X, W, offset, B, mask, pads, strides, dilations, group, offset_group, work, mm):
+    X, W, offset = np.asarray(X), np.asarray(W), np.asarray(offset)
+    pads, strides, dilations, out = _deform_geometry(
+        X, W, offset, pads, strides, dilations, offset_group
+    )
+    batch, channels, maps = X.shape[0], X.shape[1], W.shape[0]
+    if channels != W.shape[1] * group or maps % group:
+        raise ValueError(f"DeformConv: X {X.shape} and W {W.shape} do not fit group {group}")
+    if mask is not None:
+        mask = np.asarray(mask)
+        expected = (batch, offset.shape[1] // len(out)) + out
+        if tuple(mask.shape) != expected:
+            raise ValueError(
+                f"DeformConv: mask {mask.shape} does not fit offset (expected {expected})"
+            )
+    check_allocation(
+        (batch, channels, math.prod(W.shape[2:]), math.prod(out)),
+        np.dtype(work),
+        "DeformConv columns",
+    )
+    columns = _deform_columns(
+        X, offset, mask, W.shape[2:], pads, strides, dilations, out, offset_group, work
+    )
+    columns = columns.reshape(batch, group, -1, math.prod(out))
+    filters = W.astype(work, copy=False).reshape(group, maps // group, -1)
+    Y = mm(filters, columns).reshape((batch, maps) + out)
+    if B is not None:
+        Y = Y + np.asarray(B).astype(Y.dtype).reshape((maps,) + (1,) * len(out))
+    return Y
+
+
+@kernel(fresh=True, exact=False, exact_twin="rt.exact_deform_conv")
+def deform_conv(
+    X, W, offset, B=None, mask=None, *, pads=None, strides=None, dilations=None, group=1,
+    offset_group=1,
+):  # fmt: skip
+    """ONNX DeformConv, X (N, C, *in), W (M, C/group, *k), offset (N, offset_group * prod(k) *
+    rank, *out), mask (N, offset_group * prod(k), *out): the windows sampled by
+    _deform_columns in float32 (float64 for float64), then one BLAS product per group."""
+    work = np.float64 if np.asarray(X).dtype == np.float64 else np.float32
+    Y = _deform_conv(
+        X, W, offset, B, mask, pads, strides, dilations, group, offset_group, work, np.matmul
+    )
+    return Y.astype(np.asarray(X).dtype, copy=False)
+
+
+@kernel(exact=True)
+def exact_deform_conv(
+    X, W, offset, B=None, mask=None, *, pads=None, strides=None, dilations=None, group=1,
+    offset_group=1,
+):  # fmt: skip
+    """deform_conv's exact twin: the columns sampled in float64 (_deform_columns: fixed-order
+    correctly rounded steps), multiplied by the filters as exact_matmul computes its float64 value
+    (integer-valued slices, whose BLAS sums are exact in any order), the bias added in float64,
+    rounded once to X's type."""
+    from runtime_support.exact import _matmul64, _rounded
+
+    Y = _deform_conv(
+        X, W, offset, B, mask, pads, strides, dilations, group, offset_group, np.float64, _matmul64
+    )
+    return _rounded(Y, np.asarray(X).dtype)
+
+
+# --- CausalConvWithState ---------------------------------------------------------------------------
+
+__all__ += ["causal_conv_with_state", "exact_causal_conv_with_state"]
+
+
+def _causal_conv_with_state(X, W, B, past_state, activation, convolve, sigmoid):
+    """(output, present_state) of CausalConvWithState as its ONNX function body computes them:
+    the past state (zeros when absent) and the input concatenated along the length, a depthwise
+    Conv of that (group = channels, no pads), SiLU y * sigmoid(y) in float32 (float64 for float64
+    inputs) and back to the input's type; the present state is the last k - 1 positions of the
+    concatenation. Ranks are read off the arrays: nothing about them need be known at compile
+    time."""
+    X, W = np.asarray(X), np.asarray(W)
+    if X.ndim != 3 or W.ndim != 3 or W.shape[0] != X.shape[1] or W.shape[1] != 1:
+        raise ValueError(
+            f"CausalConvWithState: input {X.shape} (batch, channels, length) and weight "
+            f"{W.shape} (channels, 1, k) do not fit"
+        )
+    if activation not in ("none", "silu", "swish"):
+        raise ValueError(f"CausalConvWithState: unknown activation {activation!r}")
+    keep = W.shape[2] - 1
+    if past_state is None:
+        past_state = np.zeros(X.shape[:2] + (keep,), X.dtype)
+    past_state = np.asarray(past_state)
+    if past_state.shape != X.shape[:2] + (keep,):
+        raise ValueError(
+            f"CausalConvWithState: past_state {past_state.shape} is not (batch, channels, k - 1) "
+            f"= {X.shape[:2] + (keep,)}"
+        )
+    padded = np.concatenate([past_state.astype(X.dtype, copy=False), X], axis=2)
+    Y = convolve(padded, W, B, group=X.shape[1])
+    if activation != "none":
+        y = Y.astype(np.float64 if X.dtype == np.float64 else np.float32)
+        Y = (y * sigmoid(y)).astype(X.dtype)
+    return Y, np.array(padded[:, :, padded.shape[2] - keep :])
+
+
+@kernel(exact=False, exact_twin="rt.exact_causal_conv_with_state")
+def causal_conv_with_state(input, weight, bias=None, past_state=None, *, activation="none"):
+    """ONNX CausalConvWithState (see _causal_conv_with_state): rt.conv and numpy's sigmoid."""
+    from runtime_support.math import sigmoid
+
+    return _causal_conv_with_state(input, weight, bias, past_state, activation, conv, sigmoid)
+
+
+@kernel(exact=True)
+def exact_causal_conv_with_state(input, weight, bias=None, past_state=None, *, activation="none"):
+    """causal_conv_with_state's exact twin: the same steps through exact_conv, exact_sigmoid and
+    correctly rounded products (the bits of the function body's exact-variant code)."""
+    from runtime_support.exact import exact_conv
+    from runtime_support.exact_math import exact_sigmoid
+
+    return _causal_conv_with_state(
+        input, weight, bias, past_state, activation, exact_conv, exact_sigmoid
+    )

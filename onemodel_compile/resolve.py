@@ -179,7 +179,7 @@ def resolve_graph(
         try:
             emitter = lookup(node.op_type, node.domain, node.opset, variant, node.label)
         except UnsupportedError:
-            body = expand_function(node, graph.types)
+            body = expand_function(node, graph.types, graph.opsets)
             if body is None:
                 raise
             pending[:0] = body  # an operator the standard defines as a function: its body
@@ -350,9 +350,13 @@ def _own_inference(
 EXPANSION_DOMAIN = "onemodel.expanded"
 
 
-def expand_function(node: ir.Node, types: dict) -> list[ir.Node] | None:
+def expand_function(
+    node: ir.Node, types: dict, model_opsets: dict[str, int]
+) -> list[ir.Node] | None:
     """The nodes of the function body the ONNX standard gives `node`'s operator (None if it has
-    none), with values renamed apart and attributes bound, by onnx's own inliner."""
+    none), with values renamed apart and attributes bound, by onnx's own inliner. A domain the
+    body uses without importing it is read at the model's version (`model_opsets`), as onnx's own
+    expanded test models do."""
     try:
         schema = onnx.defs.get_schema(node.op_type, node.opset, node.domain)
     except onnx.defs.SchemaError:
@@ -389,9 +393,13 @@ def expand_function(node: ir.Node, types: dict) -> list[ir.Node] | None:
         inlined = onnx.inliner.inline_local_functions(wrapper)
     except Exception:  # no usable body: the operator stays unsupported
         return None
-    versions = {
-        ("" if o.domain in ("", "ai.onnx") else o.domain): o.version for o in function.opset_import
-    }
+    versions = dict(model_opsets)
+    versions.update(
+        {
+            ("" if o.domain in ("", "ai.onnx") else o.domain): o.version
+            for o in function.opset_import
+        }
+    )
     return [ir.node_from_proto(n, versions) for n in inlined.graph.node]
 
 
@@ -553,7 +561,9 @@ def _fits_before_folding(node: ir.Node, view: NodeView) -> bool:
     sizes = _result_sizes(node, inputs)
     if sizes is None:
         return False
-    uniform = all(v is None or v.size <= 1 or is_uniform(v) for v in inputs)
+    # a uniform result: of uniform inputs, or ConstantOfShape's (whatever its shape input)
+    uniform = node.op_type == "ConstantOfShape" and not node.domain
+    uniform = uniform or all(v is None or v.size <= 1 or is_uniform(v) for v in inputs)
     for size, itemsize in sizes:
         if size is None:
             continue

@@ -56,6 +56,7 @@ from runtime_support.exact import *  # noqa: F403
 from runtime_support.exact_math import *  # noqa: F403
 from runtime_support.exact_trig import *  # noqa: F403
 from runtime_support.fused import *  # noqa: F403
+from runtime_support.image import *  # noqa: F403
 from runtime_support.indexing import *  # noqa: F403
 from runtime_support.linalg import *  # noqa: F403
 from runtime_support.loss import *  # noqa: F403

@@ -194,6 +194,20 @@ def threads(n: int):
         set_num_threads(before)
 
 
+def serially(function, *args):
+    """function(*args) with BLAS at one thread, then the count in effect again (at one thread, a
+    plain call): for kernels whose products are too small to gain from more. On the project's
+    2-core machine a product split over two OpenBLAS threads waits for the second whenever the
+    scheduler has not given it a core, a whole time slice (4 to 20 ms where the product takes 10
+    to 50 us at one thread); large products gain 1.3 to 1.7x when it has one. Switching costs
+    about 0.3 us a call. Process-wide, as the count is: another Python thread's products in the
+    meantime run at one thread too (slower, never different)."""
+    if get_num_threads() == 1:
+        return function(*args)
+    with _one_blas_thread():
+        return function(*args)
+
+
 def run_parts(function, parts: int) -> None:
     """function(0), ..., function(parts - 1), spread over the calling thread and the pool's
     count - 1 workers (all in the calling thread at one thread). For kernels whose parts write
@@ -281,3 +295,32 @@ def _apply_default() -> None:
     _default_count()
     if not _environment_chose():
         set_num_threads(0)
+
+
+# --- one BLAS thread for small work ----------------------------------------------------------------
+# A product OpenBLAS splits over two threads waits for the second thread at every call: on a quiet
+# machine that costs microseconds and gains at most half of the product, but when the other core is
+# taken (a shared machine, another process's spinning threads) the wait is a scheduler slice,
+# milliseconds. Below SMALL_BLAS_WORK multiply-adds for a whole kernel call (about a millisecond
+# of one thread's work at these sizes) the gain is smaller than that risk, so kernels that run
+# many small products run them with one BLAS thread (docs/performance.md, session 6).
+SMALL_BLAS_WORK = 32_000_000
+_UNCHANGED = contextlib.nullcontext()
+
+
+def blas_threads_for(multiply_adds: int):
+    """A context for a kernel's products of `multiply_adds` in all: numpy's BLAS at one thread
+    inside it when the count is above 1 and the work below SMALL_BLAS_WORK, else nothing
+    changes (and at one thread it costs nothing)."""
+    if get_num_threads() == 1 or multiply_adds >= SMALL_BLAS_WORK or not _blas().found:
+        return _UNCHANGED
+    return _one_blas_thread()
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    _blas().set(1)
+    try:
+        yield
+    finally:
+        _blas().set(get_num_threads())

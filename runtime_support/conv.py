@@ -4,7 +4,10 @@
   1x1 kernels without pads: (G, M/G, C/G) @ X (every stride-th position) viewed as
   (N, G, C/G, H*W), no im2col. Non-overlapping patches (strides equal to the kernel, no pads or
   dilation: a ViT's patch embedding): one transposing copy of X is the im2col matrix, then one
-  product per group. Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
+  product per group. Small im2col matrices (at most _STRIDED_ELEMENTS entries): one copy of a
+  strided view of the padded input, its rows over the padded width where the last stride is 1
+  (`_strided_path`); rows of at most _GATHER_ROW positions: one gather (`_gather_path`).
+  Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
   (several whole samples when one is small), so a block is still in cache when BLAS reads it:
   each tap's rows copied from flat_taps' grid views (unit-stride reads whatever the strides),
   then one product per group written by BLAS straight into the block's columns of
@@ -12,6 +15,8 @@
   im2col, measured slower: K products with a K times shorter inner dimension, each followed by
   an accumulating pass over Y.) Depthwise (group == C, any channel multiplier): see
   `_depthwise`. Float16 and bfloat16 run in float32.
+- Below _SERIAL_TERMS multiply-adds, Conv and ConvTranspose run their products with BLAS at one
+  thread whatever the thread count (`_threads.serially`).
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
@@ -30,6 +35,7 @@ import numpy as np
 
 from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
+from runtime_support._threads import SMALL_BLAS_WORK, serially
 from runtime_support._windows import (
     SAME,
     accumulator,
@@ -135,19 +141,36 @@ def _check_padded(X, W, plan) -> None:
 class _Plan:
     """One Conv geometry, settled: `run(X, W, B)` calls the path chosen for it with the values
     it needs (pads, strides, dilations as tuples, the accumulation type, the path's own
-    precomputed index or shapes)."""
+    precomputed index or shapes); with BLAS at one thread (`serially`) when the whole
+    convolution is under _SERIAL_TERMS multiply-adds."""
 
-    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra")
+    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra", "serial")
 
-    def __init__(self, path, acc, pads, strides, dilations, group, extra=None):
+    def __init__(self, path, acc, pads, strides, dilations, group, extra=None, serial=False):
         self.path, self.acc, self.pads = path, acc, pads
         self.strides, self.dilations, self.group, self.extra = strides, dilations, group, extra
+        self.serial = serial
 
     def run(self, X, W, B):
         w = W.astype(self.acc, copy=False)
         bias = None if B is None else B.astype(self.acc, copy=False)
-        Y = self.path(self, X, w, bias)
+        if self.serial:
+            Y = serially(self.path, self, X, w, bias)
+        else:
+            Y = self.path(self, X, w, bias)
         return Y if Y.dtype == X.dtype else Y.astype(X.dtype)
+
+
+# Convolutions of fewer multiply-adds than this (products under about 170 us at one thread) run
+# their products with BLAS at one thread whatever the thread count (see _threads.serially).
+# Measured at 2 threads on the 2-core machine under load (bench models, one process, the
+# threshold switched back and forth): with every product split, resnet18_w16_b2_64 took 395 ms
+# and mobilenetv2_b1_96's Convs most of 636 ms (each split product of a few M multiply-adds that
+# finds no free core for the second thread waits a time slice); with this threshold 1.7 and 40
+# (its Gemm's split gemv is the rest), against 0.31 and 2.1 for onnxruntime. On a quiet machine
+# products from about 5 M multiply-adds take 0.6 to 0.8 of one thread's time on two: those above
+# this threshold (_threads.SMALL_BLAS_WORK, the recurrent kernels' too) still split.
+_SERIAL_TERMS = SMALL_BLAS_WORK
 
 
 @functools.lru_cache(maxsize=512)
@@ -157,10 +180,18 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
     kernel_shape = tuple(w_shape[2:])
     strides, dilations = (tuple(v) for v in default_steps(kernel_shape, strides, dilations))
     pads = tuple(settled_pads(x_shape[2:], kernel_shape, strides, dilations, pads, auto_pad))
-    plan = functools.partial(_Plan, acc=acc, pads=pads, strides=strides, dilations=dilations)
     rank = len(kernel_shape)
     padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:])]
     out = tuple(max(o, 0) for o in window_positions(padded, kernel_shape, strides, dilations))
+    terms = batch * w_shape[0] * math.prod(w_shape[1:]) * math.prod(out)  # multiply-adds
+    plan = functools.partial(
+        _Plan,
+        acc=acc,
+        pads=pads,
+        strides=strides,
+        dilations=dilations,
+        serial=terms < _SERIAL_TERMS,
+    )
     if batch == 0 or math.prod(out) == 0 or channels == 0:
         return plan(_empty_path, group=group, extra=out)
     if group == channels and group > 1:
@@ -198,6 +229,11 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
         index = window_index(x_shape, kernel_shape, pads, strides, dilations, "ctno")
         index = index.reshape(channels * math.prod(kernel_shape), -1)
         return plan(_gather_path, group=group, extra=(index, out))
+    if min(pads, default=0) >= 0 and columns <= _STRIDED_ELEMENTS:
+        extra = _strided_geometry(
+            x_shape, w_shape[0], kernel_shape, pads, strides, dilations, out, acc
+        )
+        return plan(_strided_path, group=group, extra=extra)
     return plan(_im2col_path, group=group)
 
 
@@ -279,14 +315,31 @@ _GATHER_ELEMENTS = 1 << 18
 
 
 def _gather_path(plan, X, w, bias):
-    """im2col by one gather (`_gather_index`), one product per group, the result moved to
-    (N, M, *out) with the bias added in the same pass."""
+    """im2col by one gather (`window_index`'s index), then `_columns_product`."""
     index, out = plan.extra
-    batch, maps, group = X.shape[0], w.shape[0], plan.group
     columns = gather_windows(X, index, 0, w.dtype)
-    span = columns.shape[0] // group
-    filters = w.reshape(group, maps // group, span)
-    Y = np.matmul(filters, columns.reshape(group, span, -1)).reshape(maps, batch, -1)
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out)
+
+
+def _columns_product(columns, w, bias, group, batch, out, width=None):
+    """Y (N, M, *out) from the im2col matrix `columns` (C * K, N * positions), rows in (channel,
+    tap) order and columns in (sample, position) order: one product per group, the result moved
+    to (N, M, *out) with the bias added in the same pass (with one sample, no move). With a
+    `width`, the positions' last axis has that many (the padded width): cropped in the move."""
+    maps = w.shape[0]
+    if group == 1:  # a 2-D product: numpy's stacked one costs a few us more
+        Y = np.matmul(w.reshape(maps, -1), columns)
+    else:
+        span = columns.shape[0] // group
+        filters = w.reshape(group, maps // group, span)
+        Y = np.matmul(filters, columns.reshape(group, span, -1))
+    if width is not None:
+        rows = Y.reshape((maps, batch) + tuple(out[:-1]) + (width,))[..., : out[-1]]
+        moved = rows.transpose((1, 0) + tuple(range(2, 2 + len(out))))
+        if bias is None:
+            return np.ascontiguousarray(moved)
+        return np.add(moved, bias.reshape((maps,) + (1,) * len(out)), order="C")
+    Y = Y.reshape(maps, batch, -1)
     shape = (batch, maps) + out
     if batch == 1:
         if bias is not None:
@@ -296,6 +349,75 @@ def _gather_path(plan, X, w, bias):
     if bias is None:
         return np.ascontiguousarray(moved).reshape(shape)
     return np.add(moved, bias.reshape(maps, 1), order="C").reshape(shape)
+
+
+# An im2col matrix of at most this many entries (small maps: LeNet's, ResNet-18's at a quarter of
+# its widths, stems on small images) is one copy of a strided view of the padded input
+# (`_strided_path`): one call where the blocked tap copies take one per tap plus flat_taps' phase
+# planes. Thread CPU time, hot: LeNet's 1x28x28 5x5 49 -> 13 us, 6x14x14 57 -> 21, 16 channels
+# at 2x16x16 76 -> 58, the 3x64x64 7x7/2 stem at batch 2 250 -> 201, 64 channels at 24x24 (331 K
+# entries) 337 -> 332; at 1.2 M entries (32 channels at 64x64) the blocks, each still in cache when
+# BLAS reads it, win (929 against 1070 us).
+_STRIDED_ELEMENTS = 1 << 19
+
+
+# ... and when its last axis has stride 1, the im2col rows run over the padded width, the
+# windows' pad columns riding along (computed, then cropped in the store that moves Y to (N, M,
+# *out)), so that the copy runs one long inner loop per (channel, tap, sample, row) instead of one
+# per output row; taken when the extra product, maps * (padded width - out width) multiply-adds per
+# output position of a row, is at most _PADDED_ROW_TERMS times out width. Thread CPU time, hot:
+# 16 channels at 2x16x16 52 -> 38 us, 32 at 2x8x8 45 -> 38, 64 at 2x16x16 366 -> 285, LeNet's
+# 1x28x28 5x5 12.8 -> 10.2; 128 channels at 12x12 (extra 21) 293 against 307.
+_PADDED_ROW_TERMS = 12
+
+
+def _strided_geometry(x_shape, maps, kernel_shape, pads, strides, dilations, out, acc):
+    """_strided_path's constants for one shape: the padded input's shape and its size with the
+    room the padded rows read past its end, the slices of its interior, the shape and byte
+    strides of the (C, *kernel, N, *out) windows view of it (out's last axis the padded width
+    when the rows run over it), and that width (None if not)."""
+    rank = len(kernel_shape)
+    batch, channels = x_shape[:2]
+    padded = (batch, channels) + tuple(
+        n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:])
+    )
+    interior = (slice(None), slice(None)) + tuple(
+        slice(pads[i], pads[i] + n) for i, n in enumerate(x_shape[2:])
+    )
+    width = padded[-1]
+    if strides[-1] != 1 or maps * (width - out[-1]) > _PADDED_ROW_TERMS * out[-1]:
+        width = None
+    room = 0 if width is None else (kernel_shape[-1] - 1) * dilations[-1]
+    itemsize = np.dtype(acc).itemsize
+    steps = [itemsize * math.prod(padded[i + 1 :]) for i in range(len(padded))]  # C order
+    spatial = steps[2:]
+    columns = tuple(out) if width is None else tuple(out[:-1]) + (width,)
+    shape = (channels,) + tuple(kernel_shape) + (batch,) + columns
+    view_strides = (
+        (steps[1],)
+        + tuple(z * d for z, d in zip(spatial, dilations))
+        + (steps[0],)
+        + tuple(z * s for z, s in zip(spatial, strides))
+    )
+    return padded, math.prod(padded) + room, interior, shape, view_strides, out, width
+
+
+def _strided_path(plan, X, w, bias):
+    """im2col as one copy: the padded input (X itself without pads, unless the rows read past
+    its end) viewed through byte strides as (C, *kernel, N, *out) or with out's last axis the
+    padded width, every window position a view element, then reshaped to the (C * K, N *
+    positions) matrix, which copies it once; then `_columns_product`."""
+    padded, size, interior, shape, view_strides, out, width = plan.extra
+    if width is None and padded == X.shape and X.dtype == w.dtype and X.flags.c_contiguous:
+        source = X
+    else:
+        source = np.zeros(size, w.dtype)
+        source[: math.prod(padded)].reshape(padded)[interior] = X
+    # a read-only use of source's memory through strides settled from its shape (ndarray's own
+    # constructor: about 0.4 us, np.lib.stride_tricks.as_strided 2 to 4)
+    windows = np.ndarray(shape, w.dtype, source, 0, view_strides)
+    columns = windows.reshape(-1, math.prod(shape[-len(out) - 1 :]))  # the copy
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out, width)
 
 
 # Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 6x6) are
@@ -575,6 +697,8 @@ def conv_transpose(
     """ConvTranspose of X (N, C, *in) with W (C, M/group, *k); Y (N, M, *out). Geometry as ONNX
     (see `_transpose_geometry`). Float16 and bfloat16 accumulate in float32."""
     options = (auto_pad, dilations, group, output_padding, output_shape, pads, strides)
+    if X.size * math.prod(W.shape[1:]) < _SERIAL_TERMS:  # the multiply-adds (see conv's)
+        return serially(_conv_transpose, X, W, B, *options, X.ndim == 5)
     return _conv_transpose(X, W, B, *options, direct=X.ndim == 5)
 
 
@@ -712,3 +836,196 @@ def col2im(data, image_shape, block_shape, *, dilations=None, pads=None, strides
         check_allocation((batch, rows // kernel_size) + image_shape, data.dtype), dtype=data.dtype
     )
     return add_windows(image, columns, strides, dilations, pads[:rank])
+
+
+# --- DeformConv ------------------------------------------------------------------------------------
+
+__all__ += ["deform_conv", "exact_deform_conv"]
+
+
+def _deform_geometry(X, W, offset, pads, strides, dilations, offset_group):
+    """(pads, strides, dilations, output dims) of a DeformConv, the defaults along every spatial
+    axis of the run-time input; the offset's shape must be the one the geometry gives."""
+    rank = X.ndim - 2
+    if rank < 1 or W.ndim != X.ndim:
+        raise ValueError(f"DeformConv: X {X.shape} and W {W.shape} need equal ranks of 3 or more")
+    kernel_shape = W.shape[2:]
+    pads = tuple(pads) if pads is not None else (0,) * (2 * rank)
+    strides = tuple(strides) if strides is not None else (1,) * rank
+    dilations = tuple(dilations) if dilations is not None else (1,) * rank
+    padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(X.shape[2:])]
+    out = tuple(max(o, 0) for o in window_positions(padded, kernel_shape, strides, dilations))
+    expected = (X.shape[0], offset_group * math.prod(kernel_shape) * rank) + out
+    if tuple(offset.shape) != expected or X.shape[1] % offset_group:
+        raise ValueError(
+            f"DeformConv: offset {offset.shape} does not fit X {X.shape}, W {W.shape} and "
+            f"offset_group {offset_group} (expected {expected})"
+        )
+    return pads, strides, dilations, out
+
+
+def _deform_columns(
+    X, offset, mask, kernel_shape, pads, strides, dilations, out, offset_group, work
+):
+    """The sampled windows (N, C, prod(kernel), prod(out)) in the type `work`: each tap's point
+    (o * stride - pad_begin + k * dilation + its offset, per axis) read by linear interpolation
+    between its 2**rank neighbours, a neighbour outside the input reading 0, times the tap's mask.
+    Every step is one correctly rounded elementwise operation in a fixed order (the neighbours'
+    weights multiplied axis by axis, the neighbours added in the order of their corner bits), so
+    in float64 the bits are the same everywhere (the exact variant's columns)."""
+    batch, channels = X.shape[:2]
+    spatial, rank = X.shape[2:], len(kernel_shape)
+    taps, positions = math.prod(kernel_shape), math.prod(out)
+    per_group = channels // offset_group
+    source = X.astype(work, copy=False).reshape(batch, offset_group, per_group, math.prod(spatial))
+    shifts = offset.astype(work, copy=False).reshape(batch, offset_group, taps, rank, positions)
+    tap_index = np.indices(kernel_shape).reshape(rank, taps, 1)
+    out_index = np.indices(out).reshape(rank, 1, positions)
+    floors, fractions = [], []
+    for a in range(rank):
+        base = out_index[a] * strides[a] - pads[a] + tap_index[a] * dilations[a]  # (K, P) ints
+        point = shifts[:, :, :, a] + base.astype(work)
+        floor = np.floor(point)
+        floors.append(floor.astype(np.int64))
+        fractions.append(point - floor)
+    sampled = None
+    for corner in np.ndindex(*(2,) * rank):
+        weight, flat = None, None
+        inside = np.ones(floors[0].shape, bool)
+        for a, bit in enumerate(corner):
+            index = floors[a] + bit
+            inside &= (index >= 0) & (index < spatial[a])
+            factor = fractions[a] if bit else 1 - fractions[a]
+            weight = factor if weight is None else weight * factor
+            flat = index if flat is None else flat * spatial[a] + index
+        flat = np.where(inside, flat, 0).reshape(batch, offset_group, 1, taps * positions)
+        values = np.take_along_axis(source, flat, axis=3)
+        values = np.where(inside.reshape(flat.shape), values, 0)
+        term = values * weight.reshape(flat.shape)
+        sampled = term if sampled is None else sampled + term
+    sampled = sampled.reshape(batch, offset_group, per_group, taps, positions)
+    if mask is not None:
+        sampled = sampled * mask.astype(work, copy=False).reshape(
+            batch, offset_group, 1, taps, positions
+        )
+    return sampled.reshape(batch, channels, taps, positions)
+
+
+def _deform_conv(X, W, offset, B, mask, pads, strides, dilations, group, offset_group, work, mm):
+    X, W, offset = np.asarray(X), np.asarray(W), np.asarray(offset)
+    pads, strides, dilations, out = _deform_geometry(
+        X, W, offset, pads, strides, dilations, offset_group
+    )
+    batch, channels, maps = X.shape[0], X.shape[1], W.shape[0]
+    if channels != W.shape[1] * group or maps % group:
+        raise ValueError(f"DeformConv: X {X.shape} and W {W.shape} do not fit group {group}")
+    if mask is not None:
+        mask = np.asarray(mask)
+        expected = (batch, offset.shape[1] // len(out)) + out
+        if tuple(mask.shape) != expected:
+            raise ValueError(
+                f"DeformConv: mask {mask.shape} does not fit offset (expected {expected})"
+            )
+    check_allocation(
+        (batch, channels, math.prod(W.shape[2:]), math.prod(out)),
+        np.dtype(work),
+        "DeformConv columns",
+    )
+    columns = _deform_columns(
+        X, offset, mask, W.shape[2:], pads, strides, dilations, out, offset_group, work
+    )
+    columns = columns.reshape(batch, group, -1, math.prod(out))
+    filters = W.astype(work, copy=False).reshape(group, maps // group, -1)
+    Y = mm(filters, columns).reshape((batch, maps) + out)
+    if B is not None:
+        Y = Y + np.asarray(B).astype(Y.dtype).reshape((maps,) + (1,) * len(out))
+    return Y
+
+
+@kernel(fresh=True, exact=False, exact_twin="rt.exact_deform_conv")
+def deform_conv(
+    X, W, offset, B=None, mask=None, *, pads=None, strides=None, dilations=None, group=1,
+    offset_group=1,
+):  # fmt: skip
+    """ONNX DeformConv, X (N, C, *in), W (M, C/group, *k), offset (N, offset_group * prod(k) *
+    rank, *out), mask (N, offset_group * prod(k), *out): the windows sampled by
+    _deform_columns in float32 (float64 for float64), then one BLAS product per group."""
+    work = np.float64 if np.asarray(X).dtype == np.float64 else np.float32
+    Y = _deform_conv(
+        X, W, offset, B, mask, pads, strides, dilations, group, offset_group, work, np.matmul
+    )
+    return Y.astype(np.asarray(X).dtype, copy=False)
+
+
+@kernel(exact=True)
+def exact_deform_conv(
+    X, W, offset, B=None, mask=None, *, pads=None, strides=None, dilations=None, group=1,
+    offset_group=1,
+):  # fmt: skip
+    """deform_conv's exact twin: the columns sampled in float64 (_deform_columns: fixed-order
+    correctly rounded steps), multiplied by the filters as exact_matmul computes its float64 value
+    (integer-valued slices, whose BLAS sums are exact in any order), the bias added in float64,
+    rounded once to X's type."""
+    from runtime_support.exact import _matmul64, _rounded
+
+    Y = _deform_conv(
+        X, W, offset, B, mask, pads, strides, dilations, group, offset_group, np.float64, _matmul64
+    )
+    return _rounded(Y, np.asarray(X).dtype)
+
+
+# --- CausalConvWithState ---------------------------------------------------------------------------
+
+__all__ += ["causal_conv_with_state", "exact_causal_conv_with_state"]
+
+
+def _causal_conv_with_state(X, W, B, past_state, activation, convolve, sigmoid):
+    """(output, present_state) of CausalConvWithState as its ONNX function body computes them:
+    the past state (zeros when absent) and the input concatenated along the length, a depthwise
+    Conv of that (group = channels, no pads), SiLU y * sigmoid(y) in float32 (float64 for float64
+    inputs) and back to the input's type; the present state is the last k - 1 positions of the
+    concatenation. Ranks are read off the arrays: nothing about them need be known at compile
+    time."""
+    X, W = np.asarray(X), np.asarray(W)
+    if X.ndim != 3 or W.ndim != 3 or W.shape[0] != X.shape[1] or W.shape[1] != 1:
+        raise ValueError(
+            f"CausalConvWithState: input {X.shape} (batch, channels, length) and weight "
+            f"{W.shape} (channels, 1, k) do not fit"
+        )
+    if activation not in ("none", "silu", "swish"):
+        raise ValueError(f"CausalConvWithState: unknown activation {activation!r}")
+    keep = W.shape[2] - 1
+    if past_state is None:
+        past_state = np.zeros(X.shape[:2] + (keep,), X.dtype)
+    past_state = np.asarray(past_state)
+    if past_state.shape != X.shape[:2] + (keep,):
+        raise ValueError(
+            f"CausalConvWithState: past_state {past_state.shape} is not (batch, channels, k - 1) "
+            f"= {X.shape[:2] + (keep,)}"
+        )
+    padded = np.concatenate([past_state.astype(X.dtype, copy=False), X], axis=2)
+    Y = convolve(padded, W, B, group=X.shape[1])
+    if activation != "none":
+        y = Y.astype(np.float64 if X.dtype == np.float64 else np.float32)
+        Y = (y * sigmoid(y)).astype(X.dtype)
+    return Y, np.array(padded[:, :, padded.shape[2] - keep :])
+
+
+@kernel(exact=False, exact_twin="rt.exact_causal_conv_with_state")
+def causal_conv_with_state(input, weight, bias=None, past_state=None, *, activation="none"):
+    """ONNX CausalConvWithState (see _causal_conv_with_state): rt.conv and numpy's sigmoid."""
+    from runtime_support.math import sigmoid
+
+    return _causal_conv_with_state(input, weight, bias, past_state, activation, conv, sigmoid)
+
+
+@kernel(exact=True)
+def exact_causal_conv_with_state(input, weight, bias=None, past_state=None, *, activation="none"):
+    """causal_conv_with_state's exact twin: the same steps through exact_conv, exact_sigmoid and
+    correctly rounded products (the bits of the function body's exact-variant code)."""
+    from runtime_support.exact import exact_conv
+    from runtime_support.exact_math import exact_sigmoid
+
+    return _causal_conv_with_state(
+        input, weight, bias, past_state, activation, exact_conv, exact_sigmoid
+    )

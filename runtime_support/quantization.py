@@ -116,6 +116,22 @@ def _to_e8m0(x: np.ndarray, saturate: bool, round_mode: str) -> np.ndarray:
     return code.view(ml_dtypes.float8_e8m0fnu)
 
 
+# The 4- and 2-bit integer types: name -> (minimum, maximum).
+_SMALL_INTEGERS = {"int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}
+
+
+def _float_to_small_integer(x, to):
+    """A float to int4/uint4/int2/uint2 as ml_dtypes 0.7 converts (and the backend data say):
+    truncated toward zero, 0 when outside the type's range or NaN. Computed here, because
+    ml_dtypes 0.5 (the newest that admits numpy 1.26) wraps out-of-range values around instead:
+    the bit-identity matrix found the two versions' casts differing."""
+    low, high = _SMALL_INTEGERS[to.name]
+    with np.errstate(invalid="ignore"):
+        whole = np.trunc(np.asarray(x).astype(np.float64))
+        inside = (whole >= low) & (whole <= high)
+        return np.where(inside, whole, 0).astype(np.int8).astype(to)
+
+
 @kernel(exact=True)
 def cast_small(x, *, to, saturate=True, round_mode="up"):
     """ONNX Cast to or from the small types (float8, float4, 4- and 2-bit integers): ml_dtypes'
@@ -123,6 +139,8 @@ def cast_small(x, *, to, saturate=True, round_mode="up"):
     to = np.dtype(to)
     if to.name == "float8_e8m0fnu" and x.dtype != to:
         return _to_e8m0(x, bool(saturate), round_mode)
+    if to.name in _SMALL_INTEGERS and is_float_dtype(x.dtype):
+        return _float_to_small_integer(x, to)
     if saturate and to.name.startswith("float8") and is_float_dtype(x.dtype):
         import ml_dtypes
 

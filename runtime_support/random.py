@@ -1,4 +1,5 @@
-"""Random generators: RandomUniform, RandomUniformLike, RandomNormal, RandomNormalLike, Bernoulli.
+"""Random generators: RandomUniform, RandomUniformLike, RandomNormal, RandomNormalLike, Bernoulli,
+Multinomial.
 
 Values come from numpy's PCG64 generator. A node with a `seed` gives the same values on every
 call (a generator made from the seed each time: a compiled module keeps no state between calls);
@@ -73,3 +74,46 @@ def bernoulli(X, *, dtype=None, seed=None):
     """1 with probability X (each element), else 0, of `dtype` (default X's)."""
     unit = _generator(seed).random(X.shape)
     return (unit < X.astype(np.float64)).astype(X.dtype if dtype is None else dtype)
+
+
+# --- Multinomial -----------------------------------------------------------------------------------
+
+__all__ += ["exact_multinomial", "multinomial"]
+
+
+def _multinomial(X, sample_size, dtype, seed, exp):
+    """(batch, sample_size) class indices, each drawn from the row's distribution softmax(X[b]):
+    w = exp(x - max(x)) in float64, its running sum c in class order (np.cumsum: one rounded
+    addition per class, in order), then per draw u (PCG64's uniform in [0, 1)) the first class
+    with c > u * c[-1]."""
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"Multinomial: input of shape {X.shape} is not (batch, classes)")
+    if sample_size < 0:
+        raise ValueError(f"Multinomial: sample_size {sample_size} is negative")
+    batch, classes = X.shape
+    if classes == 0:
+        raise ValueError("Multinomial: no classes to draw from")
+    x = X.astype(np.float64)
+    weights = exp(x - x.max(axis=1, keepdims=True))
+    running = np.cumsum(weights, axis=1)
+    targets = _generator(seed).random((batch, sample_size)) * running[:, -1:]
+    drawn = np.empty((batch, sample_size), np.int64)
+    for row in range(batch):  # the first class whose running sum passes the target
+        drawn[row] = np.searchsorted(running[row], targets[row], side="right")
+    return np.minimum(drawn, classes - 1).astype(dtype)
+
+
+@kernel(exact=False, exact_twin="rt.exact_multinomial")
+def multinomial(X, *, sample_size=1, dtype=np.int32, seed=None):
+    """ONNX Multinomial: X (batch, classes) of unnormalized log-probabilities; numpy's exp."""
+    return _multinomial(X, sample_size, dtype, seed, np.exp)
+
+
+@kernel(exact=True)
+def exact_multinomial(X, *, sample_size=1, dtype=np.int32, seed=None):
+    """multinomial with the library's correctly rounded exp: the same draws on every machine
+    for a seeded node."""
+    from runtime_support.exact_math import exact_exp
+
+    return _multinomial(X, sample_size, dtype, seed, exact_exp)

@@ -2,19 +2,42 @@
 
 String tensors are numpy object arrays of Python str (docs/ml-domain.md). Every kernel is exact:
 string operations have one answer. Regular expressions are Python `re` patterns compiled from the
-model's text (a literal in the generated module, never code), with re.ASCII so that \\w, \\d, \\s
-and \\b mean what they mean in RE2, the syntax ONNX names.
+model's text (a literal in the generated module, never code). ONNX names RE2's syntax, whose
+matching takes time linear in the text; Python's `re` backtracks and can take exponential time on a
+hostile pattern such as (a+)+$. So patterns compile with google-re2 (the `regex` extra) where it is
+installed, and otherwise with `re` (re.ASCII, so that \\w, \\d, \\s and \\b mean what they mean in
+RE2) only when the pattern has no construct that makes backtracking explode: no repeat or
+alternation inside an unbounded repeat; others raise an error naming the extra (docs/decisions.md).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
 
 from runtime_support._kernels import kernel
 
-__all__ = ["regex_full_match", "string_concat", "string_normalizer", "string_split"]
+try:
+    import re2  # google-re2, the `regex` extra
+except ImportError:  # pragma: no cover - exercised by forcing `re2 = None` in the tests
+    re2 = None
+
+try:
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]  # Python 3.11 on
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+__all__ = [
+    "RegexPatternError",
+    "regex_full_match",
+    "string_concat",
+    "string_normalizer",
+    "string_split",
+]
+
+REGEX_EXTRA = "pip install 'onemodel-runtime[regex]' (google-re2)"
 
 _OBJECT = np.dtype(object)
 
@@ -48,10 +71,96 @@ def string_split(X, *, delimiter=None, maxsplit=None):
     return Y, counts
 
 
+class RegexPatternError(ValueError):
+    """A RegexFullMatch pattern that is not valid RE2, or that this machine cannot match safely."""
+
+
+# Constructs of Python's `re` that RE2 does not have: a model using them is not valid ONNX.
+_NOT_RE2 = {
+    _sre_parse.GROUPREF: "a backreference",
+    _sre_parse.GROUPREF_EXISTS: "a conditional group",
+    _sre_parse.ASSERT: "a lookaround",
+    _sre_parse.ASSERT_NOT: "a lookaround",
+}
+_REPEATS = (_sre_parse.MAX_REPEAT, _sre_parse.MIN_REPEAT) + (
+    (_sre_parse.POSSESSIVE_REPEAT,) if hasattr(_sre_parse, "POSSESSIVE_REPEAT") else ()
+)
+
+
+def _walk(items, inside_unbounded: bool):
+    """(what, inside_unbounded) for every construct of a parsed pattern, depth first."""
+    for op, argument in items:
+        yield op, argument, inside_unbounded
+        if op in _REPEATS:
+            low, high, body = argument
+            yield from _walk(body, inside_unbounded or high == _sre_parse.MAXREPEAT)
+        elif op == _sre_parse.SUBPATTERN:
+            yield from _walk(argument[-1], inside_unbounded)
+        elif op == _sre_parse.BRANCH:
+            for alternative in argument[1]:
+                yield from _walk(alternative, inside_unbounded)
+        elif op in (_sre_parse.ASSERT, _sre_parse.ASSERT_NOT):
+            yield from _walk(argument[1], inside_unbounded)
+
+
+def _parse(pattern: str):
+    try:
+        return _sre_parse.parse(pattern, re.ASCII)
+    except re.error as error:
+        message = f"pattern {pattern!r} is not a valid regular expression: {error}"
+        raise RegexPatternError(message) from None
+
+
+def backtracking_hazard(pattern: str) -> str | None:
+    """Why Python's backtracking `re` could take exponential time on `pattern`, or None: a repeat
+    (other than one of at most one) or an alternation inside an unbounded repeat, as in (a+)+ or
+    (a|aa)*. Raises RegexPatternError for what is not RE2 syntax."""
+    for op, argument, inside_unbounded in _walk(_parse(pattern), False):
+        if op in _NOT_RE2:
+            raise RegexPatternError(f"pattern {pattern!r} has {_NOT_RE2[op]}, which RE2 lacks")
+        if inside_unbounded and op == _sre_parse.BRANCH:
+            return "has an alternation inside an unbounded repeat"
+        if inside_unbounded and op in _REPEATS and argument[1] > 1:
+            return "has a repeat inside an unbounded repeat"
+    return None
+
+
+def check_syntax(pattern: str) -> None:
+    """RegexPatternError if `pattern` is not RE2 syntax (RE2's own check where it is installed).
+    A pattern with a backtracking hazard passes: the machine that runs it may have RE2."""
+    if re2 is not None:
+        compile_pattern(pattern)
+    else:
+        backtracking_hazard(pattern)
+
+
+@functools.lru_cache(maxsize=64)
+def compile_pattern(pattern: str):
+    """A compiled pattern with a `fullmatch(text)` method: RE2's where google-re2 is installed,
+    else Python's for a pattern without a backtracking hazard; RegexPatternError otherwise."""
+    if re2 is not None:
+        options = re2.Options()
+        options.log_errors = False  # the error is raised here, not printed by RE2 on stderr
+        try:
+            return re2.compile(pattern, options)
+        except re2.error as error:
+            reason = error.args[0] if error.args else error
+            if isinstance(reason, bytes):
+                reason = reason.decode("utf-8", "replace")
+            raise RegexPatternError(f"pattern {pattern!r} is not valid RE2: {reason}") from None
+    hazard = backtracking_hazard(pattern)
+    if hazard is not None:
+        raise RegexPatternError(
+            f"pattern {pattern!r} {hazard}: Python's re could take exponential time on it; "
+            f"RE2 matches it in linear time: {REGEX_EXTRA}"
+        )
+    return re.compile(pattern, re.ASCII)
+
+
 @kernel(exact=True)
 def regex_full_match(X, *, pattern):
     """Whether each string matches `pattern` as a whole (bool)."""
-    compiled = re.compile(pattern, re.ASCII)
+    compiled = compile_pattern(pattern)
     flat = [compiled.fullmatch(str(s)) is not None for s in X.reshape(-1)]
     return np.array(flat, dtype=bool).reshape(X.shape)
 

@@ -534,6 +534,41 @@ def test_half_softmax_rounds_every_step_to_the_type(dtype):
     assert as_3d.reshape(50, 16).tobytes() == reference.tobytes()
 
 
+def test_float64_softmax_is_double_length_within_half_an_ulp():
+    """float64 softmax and log-softmax carry x - max, exp, the sum and the quotient (logarithm)
+    as double-length values: against mpmath (40 digits) every softmax result is within 0.51 ulp
+    (a float64 x - max alone costs up to |x - max| / 2 ulps) and every log-softmax result within
+    0.51 ulp of max(|result|, 1); NaN and +inf rows give NaN, -inf entries 0 (log: -inf)."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 40
+    g = rng(31)
+    worst_softmax = worst_log = 0.0
+    for row in range(24):
+        x = g.standard_normal(int(g.integers(1, 200))) * (1.0, 30.0, 300.0)[row % 3]
+        softmax, log_softmax = exact_softmax(x[None, :], 1)[0], exact_log_softmax(x[None, :], 1)[0]
+        values = [mp.mpf(float(v)) for v in x]
+        top = max(values)
+        powers = [mp.exp(v - top) for v in values]
+        total = mp.fsum(powers)
+        for got, got_log, power, value in zip(softmax, log_softmax, powers, values):
+            want, want_log = power / total, value - top - mp.log(total)
+            if want > mp.mpf(2) ** -1000:
+                ulp = mp.mpf(float(np.spacing(float(want))))
+                worst_softmax = max(worst_softmax, float(abs(mp.mpf(float(got)) - want) / ulp))
+            ulp = mp.mpf(float(np.spacing(max(abs(float(want_log)), 1.0))))
+            worst_log = max(worst_log, float(abs(mp.mpf(float(got_log)) - want_log) / ulp))
+    assert worst_softmax <= 0.51, worst_softmax
+    assert worst_log <= 0.51, worst_log
+    special = np.array([[1.0, np.inf], [np.nan, 1.0], [-np.inf, 0.0]])
+    assert np.isnan(exact_softmax(special, 1)[:2]).all()
+    assert exact_softmax(special, 1)[2].tolist() == [0.0, 1.0]
+    assert exact_log_softmax(special, 1)[2].tolist() == [-np.inf, 0.0]
+    # The 2-D coercion's tuple of axes reduces in C order of the axes, as one axis does.
+    y = g.standard_normal((5, 4, 6)) * 50
+    flat = exact_softmax(y.reshape(5, 24), 1).reshape(5, 4, 6)
+    assert exact_softmax(y, (1, 2)).tobytes() == flat.tobytes()
+
+
 def test_constant_operand_slices_are_cached_and_give_the_same_bits():
     """A read-only operand over immutable memory (as the weights file's arrays are) has its
     column slices computed once; the bits are those of a writeable copy, and the cache entry

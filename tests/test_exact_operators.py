@@ -162,3 +162,15 @@ def test_same_bits_without_simd_and_with_another_numpy():
     assert len(default) == 2 * 4 + 2 * (9 + 2)
     assert run_json_script(DIGEST_SCRIPT, {"NPY_DISABLE_CPU_FEATURES": NO_AVX2}) == default
     assert run_json_script(DIGEST_SCRIPT, {}, other_numpy_python()) == default
+
+
+def test_exact_matmul_of_operands_of_unknown_type_is_exact() -> None:
+    """LinearAttention's function body multiplies inside a Scan body, where the operands' types
+    are unknown: the exact variant must still call rt.exact_matmul (np.matmul's BLAS sums in a
+    machine-dependent order; the bit-identity matrix found these cases differing under
+    OPENBLAS_CORETYPE)."""
+    from onemodel_compile.compiler import generate
+    from tests.harness import backend_cases
+
+    source = generate(backend_cases.case("test_linear_attention_linear").model, "exact").source
+    assert "rt.exact_matmul(" in source and "np.matmul(" not in source

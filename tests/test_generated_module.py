@@ -443,6 +443,43 @@ def test_fast_variant_reuses_dead_buffers_only(tmp_path):
     np.testing.assert_array_equal(root, np.sqrt(np.abs(-expected_kept)))
 
 
+def test_a_buffer_read_before_by_fresh_kernels_only_is_reused(tmp_path):
+    """A squeeze-and-excitation block: the map is read by GlobalAveragePool (a fresh kernel:
+    its result holds no view of the map), then multiplied by the pooled scale: the product
+    goes into the map (`out=`), and the results are the formula's."""
+    r = models.rng(5)
+    w = r.standard_normal((1, 4, 1, 1)).astype(np.float32)
+    nodes = [
+        helper.make_node("Mul", ["x", "w"], ["features"], name="scale"),  # a new array
+        helper.make_node("GlobalAveragePool", ["features"], ["pooled"], name="pool"),
+        helper.make_node("Sigmoid", ["pooled"], ["gate"], name="gate"),
+        helper.make_node("Mul", ["features", "gate"], ["y"], name="excite"),  # into features
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "se",
+        [models.tensor("x", [2, 4, 5, 5])],
+        [models.tensor("y", [2, 4, 5, 5])],
+        [models.init("w", w)],
+    )
+    path, module = compile_and_import(models.finish(graph), tmp_path)
+    assert "out=features)" in path.read_text()
+    x = r.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    scaled = x.astype(np.float64) * w
+    gate = 1 / (1 + np.exp(-scaled.mean(axis=(2, 3), keepdims=True)))
+    np.testing.assert_allclose(module.run(x).y, scaled * gate, rtol=1e-5, atol=1e-6)
+
+
+def _png(pixels: np.ndarray) -> np.ndarray:
+    import io
+
+    import PIL.Image
+
+    with io.BytesIO() as f:
+        PIL.Image.fromarray(pixels).save(f, format="PNG")
+        return np.frombuffer(f.getvalue(), np.uint8)
+
+
 def _new_array_cases():
     """Sample calls of every runtime_support kernel declared `fresh` (it returns new arrays
     (a float32 and a float64 call each, where the kernel has a separate path)."""
@@ -467,6 +504,18 @@ def _new_array_cases():
             for activation in ("relu", "hard_swish", "silu")
         ]
         + [((x32, depthwise), dict(pads=(0, 0, 0, 0), group=3, activation="clip", high=6.0))],
+        "rt.deform_conv": [
+            ((x32, w, np.zeros((2, 18, 3, 3), np.float32), bias), {}),
+            (
+                (x64, w.astype(np.float64), np.ones((2, 18, 5, 5)), None, np.ones((2, 9, 5, 5))),
+                dict(pads=(1, 1, 1, 1)),
+            ),
+        ],
+        "rt.image_decoder": [
+            ((_png(np.zeros((2, 3, 3), np.uint8)),), {}),
+            ((_png(np.zeros((2, 3, 3), np.uint8)),), dict(pixel_format="BGR")),
+            ((np.zeros(4, np.uint8),), dict(pixel_format="Grayscale")),  # undecodable: empty
+        ],
         "rt.erf": [((x32,), {}), ((x64,), {}), ((x32[:, :, ::2],), {})],
         "rt.gelu": [((x32,), {}), ((x64,), {}), ((x32,), dict(approximate="tanh"))],
         "rt.hard_swish": [((x32,), {}), ((x64,), {}), ((x32.astype(np.float16),), {})],
@@ -486,7 +535,13 @@ def _new_array_cases():
                 {"epsilon": 1e-5},
             )
         ],
-        "rt.scale_shift": [((x32[:, :3], per_channel, per_channel), {})],
+        "rt.scale_shift": [
+            ((x32[:, :3], per_channel, per_channel), {}),
+            ((x32[:, :3], per_channel, per_channel), dict(low=0.0)),
+        ],
+        "rt.relu": [((x32,), {}), ((x64[:, :, ::2],), {})],
+        "rt.global_average_pool": [((x32,), {}), ((x64[:, :, ::2],), {})],
+        "rt.sigmoid": [((x32,), {}), ((x64[:, :, ::2],), {}), ((x32.astype(np.float16),), {})],
         "rt.expand": [((x32[:1, :1], (2, 3, 1, 1)), {}), ((x32, (1,)), {})],
         "rt.tile": [((x32, (1, 1, 1, 1)), {}), ((x64, (1, 2, 1, 1)), {})],
         "rt.constant_of_shape": [(((2, 3), 1.5), dict(dtype=np.float32))],

@@ -89,3 +89,66 @@ def test_exact_normal_is_box_muller_of_the_same_draws(tmp_path):
     fast = _module(tmp_path, "fast", node, [], TensorProto.FLOAT, [1000]).run().y
     exact = _module(tmp_path, "exact", node, [], TensorProto.FLOAT, [1000]).run().y
     np.testing.assert_allclose(exact, fast, rtol=1e-5, atol=1e-6)
+
+
+_LOGITS = np.array([[0.0, 1.0, -1.0, 2.0], [3.0, 3.0, -50.0, 0.5]], np.float32)
+
+
+def _softmax(x):  # the independent reference: probabilities from the log-probabilities
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _frequencies(draws, classes):
+    return np.stack([np.bincount(row, minlength=classes) / row.size for row in draws])
+
+
+def _multinomial_module(tmp_path, variant, **attrs):
+    node = helper.make_node("Multinomial", ["x"], ["y"], sample_size=N, **attrs)
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(_LOGITS.shape))
+    kind = attrs.get("dtype", TensorProto.INT32)
+    return _module(tmp_path, variant, node, [x_info], kind, [_LOGITS.shape[0], N])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_multinomial_frequencies_follow_the_softmax_of_the_input(tmp_path, variant):
+    module = _multinomial_module(tmp_path, variant)
+    y = module.run(_LOGITS).y
+    assert y.dtype == np.int32 and y.shape == (2, N)
+    assert ((y >= 0) & (y < 4)).all()
+    p = _softmax(_LOGITS)
+    bound = 5 * np.sqrt(p * (1 - p) / N) + 1e-12
+    assert (np.abs(_frequencies(y, 4) - p) <= bound).all(), (_frequencies(y, 4), p)
+    assert not (y[1] == 2).any()  # probability e**-53: never drawn
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_multinomial_seeded_repeats_and_int64(tmp_path, variant):
+    module = _multinomial_module(tmp_path, variant, seed=3.0, dtype=TensorProto.INT64)
+    first, second = module.run(_LOGITS).y, module.run(_LOGITS).y
+    assert first.dtype == np.int64
+    np.testing.assert_array_equal(first, second)
+
+
+def test_multinomial_reads_its_input_as_onnxruntime_does(tmp_path):
+    """onnxruntime's draws (another generator) follow the same distribution: the input is
+    unnormalized log-probabilities, as the operator's definition says."""
+    import onnxruntime
+
+    node = helper.make_node("Multinomial", ["x"], ["y"], sample_size=N)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(_LOGITS.shape))],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [2, N])],
+    )
+    # opset 15: onnxruntime 1.31.1 registers Multinomial-7 only (not -22, which adds types)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)])
+    model.ir_version = 10
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    (theirs,) = session.run(None, {"x": _LOGITS})
+    ours = _multinomial_module(tmp_path, "fast").run(_LOGITS).y
+    p = _softmax(_LOGITS)
+    bound = 5 * np.sqrt(p * (1 - p) / N) + 1e-12
+    for draws in (theirs, ours):
+        assert (np.abs(_frequencies(draws, 4) - p) <= bound).all(), _frequencies(draws, 4)

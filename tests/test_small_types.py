@@ -141,3 +141,24 @@ def test_session_names_the_small_types_as_onnxruntime(tmp_path):
     X = _values("float8_e4m3fn", (2,))
     (y,) = session.run(None, {"X": X})
     assert y.dtype == X.dtype and np.array_equal(y.view(np.uint8), X.view(np.uint8))
+
+
+def test_float_to_4_and_2_bit_integers_truncate_and_zero_out_of_range() -> None:
+    """The backend data's rule (test_cast_FLOAT_to_INT4: -9 and 8..15 give 0), computed by the
+    runtime itself: ml_dtypes 0.5 (numpy 1.26's) wraps such values around, 0.7 gives 0."""
+    import ml_dtypes
+
+    from runtime_support.quantization import cast_small
+
+    x = np.array([-9, -8.5, -7.5, -2.5, -0.5, 0.5, 1.7, 2.5, 3.9, 7.9, 8, 15, np.nan, np.inf])
+    expected = {
+        "int4": [0, -8, -7, -2, 0, 0, 1, 2, 3, 7, 0, 0, 0, 0],
+        "uint4": [0, 0, 0, 0, 0, 0, 1, 2, 3, 7, 8, 15, 0, 0],
+        "int2": [0, 0, 0, -2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+        "uint2": [0, 0, 0, 0, 0, 0, 1, 2, 3, 0, 0, 0, 0, 0],
+    }
+    for name, values in expected.items():
+        for source in (np.float32, np.float16, np.float64):
+            got = cast_small(x.astype(source), to=getattr(ml_dtypes, name))
+            assert got.dtype == np.dtype(getattr(ml_dtypes, name))
+            assert got.astype(np.int64).tolist() == values, (name, source)

@@ -84,6 +84,41 @@ def test_threads_restores_the_count_before_it_even_after_an_error(restore_count)
     assert blas_threads() == 1 and rt.get_num_threads() == 1
 
 
+def test_small_work_runs_at_one_blas_thread_and_the_count_comes_back(restore_count):
+    """blas_threads_for: one BLAS thread inside for work below SMALL_BLAS_WORK at a count above
+    1 (the count itself unchanged), the count again after it, also after an error; large work
+    and a count of 1 leave BLAS alone. A recurrent kernel's call runs inside it."""
+    blas_threads = _openblas_get()
+    rt.set_num_threads(2)
+    with _threads.blas_threads_for(_threads.SMALL_BLAS_WORK - 1):
+        assert blas_threads() == 1 and rt.get_num_threads() == 2
+    assert blas_threads() == 2
+    with pytest.raises(KeyError):
+        with _threads.blas_threads_for(10):
+            raise KeyError("inside")
+    assert blas_threads() == 2
+    with _threads.blas_threads_for(_threads.SMALL_BLAS_WORK):
+        assert blas_threads() == 2
+    seen = []
+    tanh = np.tanh
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return tanh(*args, **kwargs)
+
+    X = np.ones((3, 2, 4), np.float32)
+    W, R = np.ones((1, 9, 4), np.float32), np.ones((1, 9, 3), np.float32)
+    np.tanh = spy
+    try:
+        rt.gru(X, W, R)
+    finally:
+        np.tanh = tanh
+    assert seen and set(seen) == {1} and blas_threads() == 2
+    rt.set_num_threads(1)
+    with _threads.blas_threads_for(10):
+        assert blas_threads() == 1
+
+
 @pytest.mark.parametrize("value", [-1, 1.5, "2", None, True])
 def test_a_bad_count_is_refused_naming_it(value, restore_count):
     with pytest.raises(ValueError, match=repr(value).replace("(", r"\(").replace(".", r"\.")):
@@ -135,6 +170,25 @@ def test_without_a_controllable_blas_the_count_is_kept_quietly(restore_count, mo
     assert rt.get_num_threads() == 3
     assert not _threads._blas().found and _threads._blas().get() is None
     monkeypatch.setitem(_threads._state, "blas", None)  # the real BLAS for the fixture's reset
+
+
+def test_serially_runs_blas_at_one_thread_then_restores_the_count(restore_count):
+    blas_threads = _openblas_get()
+    seen = []
+
+    def product(a, b):
+        seen.append(blas_threads())
+        return a @ b
+
+    a = np.arange(6.0).reshape(2, 3)
+    for count in (2, 1):
+        rt.set_num_threads(count)
+        np.testing.assert_array_equal(_threads.serially(product, a, a.T), a @ a.T)
+        assert seen[-1] == 1 and blas_threads() == count and rt.get_num_threads() == count
+    rt.set_num_threads(2)
+    with pytest.raises(ValueError):  # restored after an error too
+        _threads.serially(product, a, a)
+    assert blas_threads() == 2
 
 
 def test_run_parts_runs_every_part_once_on_the_pool_and_raises_their_errors(restore_count):

@@ -4,7 +4,8 @@ process, both sides in alternating blocks, and optionally where the time goes pe
     .venv/bin/python -m tools.bench_pair bert gpt2 [--threads 1] [--budget 3] [--profile] \\
         [--compare-split] [--cache .cache/bench-pair]
 
-Models are those of tools/bench_models.MODELS whose name contains one of the arguments. The thread
+Models are onnx's light_*.onnx (as tools/bench prepares them) and those of tools/bench_models.MODELS
+whose name contains one of the arguments. The thread
 count (1 by default) is set through runtime_support.set_num_threads for the compiled side and as
 intra_op_num_threads for onnxruntime.
 """
@@ -25,8 +26,23 @@ import onnxruntime
 
 import runtime_support
 from onemodel_compile import compile_model
-from tools.bench import ROOT, import_generated, ort_ops, statement_profile
-from tools.bench_models import MODELS
+from tools.bench import (
+    ROOT,
+    import_generated,
+    light_folder,
+    light_model,
+    ort_ops,
+    statement_profile,
+)
+from tools.bench_models import MODELS, Built
+
+
+def models():
+    """(name, build) of every benchmark model, the light ones first as in the report."""
+    for path in sorted(light_folder().glob("light_*.onnx")):
+        yield path.stem, lambda path=path: Built(*light_model(path))
+    for spec in MODELS:
+        yield spec.name, spec.build
 
 
 def session(model_bytes: bytes, threads: int, profile: str | None = None):
@@ -100,11 +116,11 @@ def main(argv=None) -> int:
     threads = args.threads
     runtime_support.set_num_threads(threads)
     args.cache.mkdir(parents=True, exist_ok=True)
-    for spec in MODELS:
-        if args.only and not any(o in spec.name for o in args.only):
+    for name, build in models():
+        if args.only and not any(o in name for o in args.only):
             continue
-        built = spec.build()
-        path = compile_model(built.model, args.cache / f"{spec.name}.py")
+        built = build()
+        path = compile_model(built.model, args.cache / f"{name}.py")
         module = import_generated(Path(path))
         model_bytes = built.model.SerializeToString()
         sess = session(model_bytes, threads)
@@ -118,7 +134,7 @@ def main(argv=None) -> int:
             [lambda: module.run(*arguments), lambda: sess.run(None, built.feeds)], args.budget
         )
         print(
-            f"{spec.name:20s} compiled {1e3 * compiled:8.3f} ms  ort {1e3 * ort:8.3f} ms  "
+            f"{name:20s} compiled {1e3 * compiled:8.3f} ms  ort {1e3 * ort:8.3f} ms  "
             f"ratio {compiled / ort:5.2f}  (cpu time: {1e3 * compiled_cpu:8.3f} / "
             f"{1e3 * ort_cpu:8.3f} = {compiled_cpu / ort_cpu:5.2f})  max rel diff {diff:.1e}",
             flush=True,
@@ -134,7 +150,7 @@ def main(argv=None) -> int:
             print("  slowest nodes:")
             for op, name, ms in profile["nodes"][:12]:
                 print(f"    {op:20s} {name[:50]:50s} {ms:8.3f} ms")
-            prefix = str(args.cache / f"ort_{spec.name}")
+            prefix = str(args.cache / f"ort_{name}")
             ops = ort_ops(session(model_bytes, threads, prefix), built.feeds, runs)
             print("  onnxruntime by op type:")
             for op, ms, n in ops[:10]:

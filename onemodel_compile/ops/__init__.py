@@ -7,6 +7,7 @@ from onemodel_compile.ops import (  # noqa: F401  (imported to register their em
     conv,
     elementwise,
     fused,
+    image,
     indexing,
     linalg,
     loss,

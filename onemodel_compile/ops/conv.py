@@ -93,3 +93,59 @@ def col2im(view: NodeView) -> pyir.Expr:
     }
     operands = [view.inputs[0], _shape_operand(view, 1), _shape_operand(view, 2)]
     return call("rt.col2im", *operands, **keywords)
+
+
+def _deform_conv_keywords(view: NodeView) -> dict:
+    """The geometry as given (the kernel takes the defaults along every spatial axis of the
+    run-time input, so no rank need be known), group and offset_group where not 1."""
+    keywords = {
+        name: _ints(view.attr(name))
+        for name in ("pads", "strides", "dilations")
+        if view.attr(name) is not None
+    }
+    for name in ("group", "offset_group"):
+        if view.attr(name, 1) != 1:
+            keywords[name] = view.attr(name)
+    return keywords
+
+
+# Exact through the kernel's twin rt.exact_deform_conv: the windows sampled in float64 by
+# fixed-order elementwise steps, the filters applied by exact_matmul's integer-exact products.
+@emitter("DeformConv", since=19, exact=True)
+def deform_conv(view: NodeView) -> pyir.Expr:
+    # (imported here: this section is appended apart from the rest of the module, on its own)
+    from onemodel_compile.errors import CompileError
+    from onemodel_compile.ops.common import optional_arguments
+
+    kernel_shape = view.attr("kernel_shape")
+    W = view.inputs[1]
+    if (
+        kernel_shape is not None
+        and W.shape is not None
+        and tuple(W.shape[2:]) != tuple(kernel_shape)
+    ):
+        raise CompileError(
+            f"{view.node.label}: kernel_shape {list(kernel_shape)} differs from the weights' "
+            f"spatial dims {list(W.shape[2:])}"
+        )
+    arguments, optional = optional_arguments(view, {3: "B", 4: "mask"})
+    return call("rt.deform_conv", *arguments, **optional, **_deform_conv_keywords(view))
+
+
+# Exact through the kernel's twin rt.exact_causal_conv_with_state (exact_conv, exact_sigmoid).
+# Its own rule, rather than onnx's function body: onnx builds that body only for inputs of known
+# rank, and an unknown rank must never stop a compile (the kernel reads everything off the arrays).
+@emitter("CausalConvWithState", since=27, exact=True)
+def causal_conv_with_state(view: NodeView) -> pyir.Expr:
+    from onemodel_compile.errors import CompileError
+    from onemodel_compile.ops.common import optional_arguments
+
+    activation = view.attr("activation", "none")
+    if activation not in ("none", "silu", "swish"):
+        raise CompileError(
+            f"{view.node.label}: unknown activation {activation!r} (none, silu or swish)"
+        )
+    arguments, optional = optional_arguments(view, {2: "bias", 3: "past_state"})
+    keywords = {"activation": activation} if activation != "none" else {}
+    results = call("rt.causal_conv_with_state", *arguments, **optional, **keywords)
+    return results if len(view.outputs) == 2 else pyir.index(results, 0)

@@ -70,9 +70,11 @@ def gemm(view: NodeView) -> pyir.Expr:
 @emitter("MatMul", since=1, variant="exact", exact=True)
 def matmul_exact(view: NodeView) -> pyir.Expr:
     """Floats through rt.exact_matmul; integers are integer arithmetic already. (Not a twin of
-    the fast rule's np.matmul: that one is reshaped and cast around.)"""
+    the fast rule's np.matmul: that one is reshaped and cast around.) An operand of unknown type
+    (a Scan body's value: LinearAttention's function body) goes to rt.exact_matmul too, which
+    leaves integers to np.matmul: the fast rule's BLAS float product would not be exact."""
     A, B = view.inputs[0], view.inputs[1]
-    if is_float(A.dtype):
+    if A.dtype is None or is_float(A.dtype):
         return call("rt.exact_matmul", A, B)
     return matmul(view)
 

@@ -1,4 +1,5 @@
-"""Random generators: RandomUniform, RandomUniformLike, RandomNormal, RandomNormalLike, Bernoulli.
+"""Random generators: RandomUniform, RandomUniformLike, RandomNormal, RandomNormalLike, Bernoulli,
+Multinomial.
 Kernels in runtime_support/random.py, which says how seeds and exactness work.
 
 Never folded at compile time: a generator's values belong to each call. RandomNormal's kernel has
@@ -55,3 +56,18 @@ for op_type, like in (("RandomNormal", False), ("RandomNormalLike", True)):
 def bernoulli(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     return call("rt.bernoulli", X, dtype=_dtype(view, X), seed=view.attr("seed"))
+
+
+@emitter("Multinomial", since=7, exact=True, foldable=False)
+def multinomial(view: NodeView) -> pyir.Expr:
+    """Draws of class indices (int32 unless `dtype` says int64); the kernel's exact twin takes
+    the library's exp, so seeded draws are the same on every machine."""
+    code = view.attr("dtype")
+    dtype = ir.element_dtype(code, view.node.label) if code else np.dtype(np.int32)
+    return call(
+        "rt.multinomial",
+        view.inputs[0],
+        sample_size=view.attr("sample_size", 1),
+        dtype=dtype,
+        seed=view.attr("seed"),
+    )

@@ -53,8 +53,10 @@ GOLDEN_FILE = ROOT / "tests" / "bit_identity" / "golden_exact.json"
 EXAMPLES = ROOT / "examples"
 CACHE = ROOT / ".cache"
 NUMPY126_VENV = CACHE / "numpy126-venv"
-# ml_dtypes 0.5.4: the newest release whose requirements admit numpy 1.26 (pip picks it).
-NUMPY126_REQUIREMENTS = ("numpy==1.26.4", "ml_dtypes==0.5.4")
+# ml_dtypes 0.5.4: the newest release whose requirements admit numpy 1.26 (pip picks it). Pillow:
+# ImageDecoder's decoders, at the version of the project's own environment (its bundled
+# libjpeg-turbo, libwebp and openjpeg decide the decoded bits).
+NUMPY126_REQUIREMENTS = ("numpy==1.26.4", "ml_dtypes==0.5.4", "pillow==13.0.0")
 REGENERATE = "python -m tools.bit_identity --update-golden"
 
 # numpy 2.x and 1.26 name the CPU features differently and silently ignore names they do not know,

@@ -38,6 +38,7 @@ OPERATORS = (
     "GlobalMaxPool",
     "MaxUnpool",
     "MaxRoiPool",
+    "DeformConv",
 )
 
 _B = {"n": (1, 3)}
@@ -521,5 +522,61 @@ CASES = [
         12,
         (x(2, 2, 8, 10, gen="uniform", low=-10, high=-1), v(_ROIS[:2], "float32")),
         attrs={"pooled_shape": [2, 2]},
+    ),
+    # DeformConv: offsets of a few pixels (some points fall outside the input and read zeros),
+    # offset groups, groups, mask, bias, strides, dilations and asymmetric pads
+    Case(
+        "deformconv2d_groups_offset_groups_mask_bias",
+        "DeformConv",
+        19,
+        (x(2, 4, 7, 6), w(6, 2, 3, 2), x(2, 24, 4, 5, scale=1.5), w(6), x(2, 12, 4, 5)),
+        attrs={
+            "group": 2,
+            "offset_group": 2,
+            "strides": [2, 1],
+            "dilations": [1, 2],
+            "pads": [1, 0, 2, 1],
+        },
+        note=DOT,
+    ),
+    Case(
+        "deformconv2d_far_offsets_no_bias_no_mask",
+        "DeformConv",
+        19,
+        (x(1, 3, 5, 5), w(2, 3, 3, 3), x(1, 18, 3, 3, scale=3.0)),
+        note=DOT,
+    ),
+    Case(
+        "deformconv2d_mask_without_bias",
+        "DeformConv",
+        22,
+        (
+            x(1, 2, 4, 4),
+            w(2, 2, 2, 2),
+            x(1, 8, 3, 3),
+            None,
+            x(1, 4, 3, 3, gen="uniform", low=0, high=1),
+        ),
+        note=DOT,
+    ),
+    Case(
+        "deformconv2d_integer_offsets_offset_groups_4",
+        "DeformConv",
+        22,
+        (x(1, 4, 6, 6), w(3, 4, 2, 2), x(1, 32, 5, 5, gen="int", low=-2, high=2)),
+        attrs={"offset_group": 4, "pads": [0, 0, 0, 0]},
+        note=DOT,
+    ),
+    Case(
+        "deformconv2d_float64_kernel_shape_attribute",
+        "DeformConv",
+        22,
+        (
+            x(1, 2, 5, 4, dtype="float64"),
+            w(2, 2, 2, 3, dtype="float64"),
+            x(1, 12, 3, 2, dtype="float64"),
+            w(2, dtype="float64"),
+        ),
+        attrs={"kernel_shape": [2, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]},
     ),
 ]

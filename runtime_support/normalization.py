@@ -11,6 +11,7 @@ MeanVarianceNormalization: a constant slice), never NaN.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -250,7 +251,7 @@ def _layer_normalization32(X, Scale, B, axis, count, epsilon, out=None):
     Y = np.empty_like(rows) if out is None else out.reshape(-1, count)
     mean = np.empty((rows.shape[0], 1), np.float32)
     inv_std = np.empty((rows.shape[0], 1), np.float32)
-    weights = np.full(count, 1.0 / count, np.float32) if count <= _ONE_ROW_LIMIT else None
+    weights = _mean_weights(count) if count <= _ONE_ROW_LIMIT else None
     scale, bias = Scale.reshape(-1), None if B is None else B.reshape(-1)
 
     def run(start, stop):
@@ -265,6 +266,15 @@ def _layer_normalization32(X, Scale, B, axis, count, epsilon, out=None):
     stats_shape = X.shape[:axis] + (1,) * (X.ndim - axis)
     Y = Y.reshape(X.shape) if out is None else out
     return Y, mean.reshape(stats_shape), inv_std.reshape(stats_shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _mean_weights(count: int) -> np.ndarray:
+    """count values 1 / count in float32, read-only: made once per row length (np.full costs
+    about 1 us, a twentieth of a 56 x 384 normalization)."""
+    weights = np.full(count, 1.0 / count, np.float32)
+    weights.flags.writeable = False
+    return weights
 
 
 def _layer_normalization32_rows(rows, Y, mean, inv_std, scale, bias, count, epsilon, weights):

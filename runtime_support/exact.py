@@ -383,6 +383,9 @@ def _sum_in_type(e: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return _restore(total, e.shape, axes, True)
 
 
+_SOFTMAX_CORE_LIMIT = 700.0  # exp_double_length's double-length range without a bias
+
+
 def _double_exponentials(x: np.ndarray, axis) -> tuple[tuple[int, ...], tuple, tuple]:
     """float64 softmax's first steps, double-length: (axes, d, e) with d = d_hi + d_lo = x - max
     exactly (Knuth's two-sum; d_lo = 0 where d_hi is not finite) and e = e_hi + e_lo = exp(d)
@@ -421,12 +424,22 @@ def _double_sum(e_hi: np.ndarray, e_lo: np.ndarray, axes: tuple[int, ...]) -> tu
 
 def _softmax64(x: np.ndarray, axis) -> np.ndarray:
     """float64 softmax, double-length (see exact_softmax)."""
-    axes, _, (e_hi, e_lo) = _double_exponentials(x, axis)
+    axes, (d_hi, d_lo), (e_hi, e_lo) = _double_exponentials(x, axis)
     s_hi, s_lo = _double_sum(e_hi, e_lo, axes)
     with np.errstate(invalid="ignore"):
         q, q_lo = _divide(e_hi, e_lo, s_hi, s_lo)
         result = q + q_lo
-    return _rounded(np.where(np.isfinite(q), result, q), np.float64)
+        result = np.where(np.isfinite(q), result, q)
+        # d < -700: the exponential again as 2**-512 (hi + lo), both normal, the quotient in that
+        # scale and one rounding by the exact scaling back (the first e_hi was rounded alone).
+        far = d_hi < -_SOFTMAX_CORE_LIMIT
+        if far.any():
+            f_hi, f_lo = exp_double_length(d_hi[far], d_lo[far], bias=-512)
+            total_hi = np.broadcast_to(s_hi, x.shape)[far]
+            total_lo = np.broadcast_to(s_lo, x.shape)[far]
+            f_q, f_q_lo = _divide(f_hi, f_lo, total_hi, total_lo)
+            result[far] = (f_q + f_q_lo) * math.ldexp(1.0, -512)
+    return _rounded(result, np.float64)
 
 
 def _log_softmax64(x: np.ndarray, axis) -> np.ndarray:

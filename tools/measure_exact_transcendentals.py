@@ -6,8 +6,8 @@ references.
     python -m tools.measure_exact_transcendentals --rows 2000   (exact_softmax, exact_log_softmax)
     python -m tools.measure_exact_transcendentals --turns 300000   (exact_trig.cos_sin_of_turns)
 
-float32 exp, log and the trigonometric functions (sin, cos, tan, asin, acos, atan): every one of
-the 2**32 bit patterns. The other float32 functions: samples spread over the whole range (half
+float32 exp, log, the trigonometric functions (sin, cos, tan, asin, acos, atan) and elu: every
+one of the 2**32 bit patterns. The other float32 functions: samples spread over the whole range (half
 uniform over the bit patterns, which reaches every binade and the specials, half uniform over the
 interval where the function is not saturated; pow's samples aim a quarter of the pairs at every
 finite result; sin, cos and tan's a quarter at the floats nearest to multiples of pi/2).
@@ -124,6 +124,7 @@ LONGDOUBLE = {
 TRIG = ("sin", "cos", "tan", "asin", "acos", "atan")
 # The bulk references of the exhaustive float32 runs (their own errors are bounded by MARGIN).
 FLOAT64 = {
+    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
     "exp": np.exp,
     "log": np.log,
     "sin": np.sin,

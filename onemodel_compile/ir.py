@@ -20,7 +20,7 @@ from onemodel_compile.load import DEFAULT_DOMAINS, LoadedModel
 from runtime_support import dtype_from_name
 
 # ONNX element types in scope, by TensorProto enum -> numpy dtype name.
-ELEMENT_TYPES = {
+ELEMENT_TYPES: dict[int, str] = {
     onnx.TensorProto.FLOAT: "float32",
     onnx.TensorProto.UINT8: "uint8",
     onnx.TensorProto.INT8: "int8",
@@ -227,21 +227,23 @@ def type_proto(value_type: ValueType) -> onnx.TypeProto | None:
     if isinstance(value_type, TensorType):
         if value_type.dtype is None:
             return None
-        elem = ONNX_ELEMENT_TYPES[value_type.dtype.name]
-        shape = value_type.shape
-        if shape is not None:  # onnx knows ints and names; a symbolic expression is unknown to it
-            # (and a negative size, which a hostile model can make, stops onnx's inference on a
-            # C++ assertion that no except catches: unknown too)
-            shape = [
-                d if isinstance(d, str) or isinstance(d, int) and d >= 0 else None for d in shape
+        element = ONNX_ELEMENT_TYPES[value_type.dtype.name]
+        dims: list[int | str | None] | None = None
+        if value_type.shape is not None:
+            # onnx knows ints and names; a symbolic expression is unknown to it (and a negative
+            # size, which a hostile model can make, stops onnx's inference on a C++ assertion
+            # that no except catches: unknown too)
+            dims = [
+                d if isinstance(d, str) or isinstance(d, int) and d >= 0 else None
+                for d in value_type.shape
             ]
-        return onnx.helper.make_tensor_type_proto(elem, shape)
+        return onnx.helper.make_tensor_type_proto(element, dims)
     if isinstance(value_type, SequenceType):
-        elem = type_proto(value_type.elem)
-        return None if elem is None else onnx.helper.make_sequence_type_proto(elem)
+        inner = type_proto(value_type.elem)
+        return None if inner is None else onnx.helper.make_sequence_type_proto(inner)
     if isinstance(value_type, OptionalType):
-        elem = type_proto(value_type.elem)
-        return None if elem is None else onnx.helper.make_optional_type_proto(elem)
+        inner = type_proto(value_type.elem)
+        return None if inner is None else onnx.helper.make_optional_type_proto(inner)
     if isinstance(value_type, MapType):
         value = type_proto(value_type.value)
         key = ONNX_ELEMENT_TYPES[value_type.key.name]

@@ -43,8 +43,20 @@ class _View:
         self.inputs = [None if k is None else _Operand(k.type) for k in inputs]
         self._defaults = DEFAULTS.get((node.domain, node.op_type), {})
 
-    def input(self, index: int):
+    def input(self, index: int) -> _Operand | None:
         return self.inputs[index] if index < len(self.inputs) else None
+
+    def operand(self, index: int) -> _Operand:
+        """Input `index`, which the operator requires; absent, an IndexError (caught by
+        output_types: the node's types stay unknown and its emitter names what is missing)."""
+        found = self.input(index)
+        if found is None:
+            raise IndexError(f"input {index} is absent")
+        return found
+
+    def operands(self, count: int) -> tuple[_Operand, ...]:
+        """The first `count` inputs, all required."""
+        return tuple(self.operand(i) for i in range(count))
 
     def attr(self, name: str, default=None):
         return self.node.attrs.get(name, self._defaults.get(name, default))
@@ -74,7 +86,7 @@ def _like(*indices: int):
     """Outputs of the types of inputs `indices` (one output per index)."""
 
     def infer(view: _View):
-        return [view.inputs[i].type if view.input(i) else ir.UNKNOWN for i in indices]
+        return [view.operand(i).type if view.input(i) else ir.UNKNOWN for i in indices]
 
     return infer
 
@@ -94,12 +106,12 @@ def _statistics(operand, dtype=np.float32) -> ir.TensorType:
 
 
 def _skip_types(view: _View):
-    X = view.inputs[0]
+    X = view.operand(0)
     return [X.type, _statistics(X), _statistics(X), X.type]
 
 
 def _norm_types(view: _View):
-    X = view.inputs[0]
+    X = view.operand(0)
     axis = view.attr("axis")
     shape = X.shape
     if shape is not None and not -len(shape) <= axis < len(shape):
@@ -112,7 +124,7 @@ def _norm_types(view: _View):
 
 
 def _embed_types(view: _View):
-    ids, words = view.inputs[0], view.inputs[2]
+    ids, words = view.operand(0), view.operand(2)
     shape = ids.shape
     hidden = None if words.shape is None else words.shape[-1]
     full = _typed(words.dtype, None if shape is None else (*shape, hidden))
@@ -121,7 +133,7 @@ def _embed_types(view: _View):
 
 
 def _matmul_type(view: _View):
-    A, B = view.inputs[:2]
+    A, B = view.operands(2)
     if A.shape is None or B.shape is None or len(A.shape) < 2 or len(B.shape) < 2:
         return [_typed(A.dtype, None)]
     a, b = list(A.shape), list(B.shape)
@@ -138,7 +150,7 @@ def _matmul_type(view: _View):
 
 
 def _gemm_type(view: _View):
-    A, B = view.inputs[:2]
+    A, B = view.operands(2)
     if A.shape is None or B.shape is None:
         return [_typed(A.dtype, None)]
     rows = A.shape[1] if view.attr("transA") else A.shape[0]
@@ -147,28 +159,28 @@ def _gemm_type(view: _View):
 
 
 def _conv_type(view: _View):
-    X, W = view.inputs[:2]
+    X, W = view.operands(2)
     return [
         _typed(X.dtype, None if X.shape is None else (X.shape[0], *((None,) * (len(X.shape) - 1))))
     ]
 
 
 def _cdist_type(view: _View):
-    A, B = view.inputs[:2]
+    A, B = view.operands(2)
     rows = None if A.shape is None else A.shape[0]
     columns = None if B.shape is None else B.shape[0]
     return [_typed(A.dtype, (rows, columns))]
 
 
 def _attention_types(view: _View):
-    X, W = view.inputs[:2]
+    X, W = view.operands(2)
     sizes = view.attr("qkv_hidden_sizes")
     width = sizes[2] if sizes else (None if W.shape is None else W.shape[1] // 3)
     return [_with_last(X, width), _typed(X.dtype, None)]
 
 
 def _mha_types(view: _View):
-    Q, V = view.inputs[0], view.input(2)
+    Q, V = view.operand(0), view.input(2)
     width = None
     if V is not None and V.shape is not None and len(V.shape) == 3:
         width = V.shape[2]
@@ -180,7 +192,7 @@ def _mha_types(view: _View):
 
 
 def _gqa_types(view: _View):
-    Q, K = view.inputs[0], view.input(1)
+    Q, K = view.operand(0), view.input(1)
     width = None
     if Q.shape is not None and isinstance(Q.shape[-1], int):
         heads, kv_heads = view.attr("num_heads"), view.attr("kv_num_heads")
@@ -191,15 +203,15 @@ def _gqa_types(view: _View):
 
 
 def _float_result(view: _View, scale_index: int):
-    A, B = view.inputs[0], view.inputs[1]
-    scale = view.inputs[scale_index]
+    A, B = view.operand(0), view.operand(1)
+    scale = view.operand(scale_index)
     if A.shape is None or B.shape is None:
         return [_typed(scale.dtype, None)]
     return [_typed(scale.dtype, (*A.shape[:-1], B.shape[-1]))]
 
 
 def _lstm_types(view: _View):
-    X, R = view.inputs[0], view.inputs[2]
+    X, R = view.operand(0), view.operand(2)
     directions = 2 if view.attr("direction") == "bidirectional" else 1
     hidden = view.attr("hidden_size") or (None if R.shape is None else R.shape[1])
     steps, batch = (None, None) if X.shape is None else X.shape[:2]
@@ -208,12 +220,12 @@ def _lstm_types(view: _View):
 
 
 def _nbits_type(view: _View):
-    A = view.inputs[0]
+    A = view.operand(0)
     return [_with_last(A, view.attr("N"))]
 
 
 def _gather_block_type(view: _View):
-    data, indices, scales = view.inputs[:3]
+    data, indices, scales = view.operands(3)
     if data.shape is None or indices.shape is None:
         return [_typed(scales.dtype, None)]
     shape = list(data.shape)
@@ -226,13 +238,13 @@ def _gather_block_type(view: _View):
 
 
 def _quantize_type(view: _View):
-    X, zero_point = view.inputs[0], view.input(2)
+    X, zero_point = view.operand(0), view.input(2)
     dtype = np.uint8 if zero_point is None else zero_point.dtype
     return [_typed(dtype, X.shape)]
 
 
 def _global_pool_type(view: _View):
-    X = view.inputs[0]
+    X = view.operand(0)
     if X.shape is None:
         return [X.type]
     if view.attr("channels_last"):
@@ -241,7 +253,7 @@ def _global_pool_type(view: _View):
 
 
 def _qgemm_type(view: _View):
-    A, B, y_scale, y_zero = view.inputs[0], view.inputs[3], view.input(7), view.input(8)
+    A, B, y_scale, y_zero = view.operand(0), view.operand(3), view.input(7), view.input(8)
     dtype = np.float32 if y_scale is None else (y_zero.dtype if y_zero else np.uint8)
     if A.shape is None or B.shape is None:
         return [_typed(dtype, None)]
@@ -251,7 +263,7 @@ def _qgemm_type(view: _View):
 
 
 def _matmul16_type(view: _View):
-    A, B = view.inputs[:2]
+    A, B = view.operands(2)
     unsigned = A.dtype is not None and B.dtype is not None and A.dtype.kind == B.dtype.kind == "u"
     dtype = np.uint32 if unsigned else np.int32
     if A.shape is None or B.shape is None:
@@ -268,14 +280,14 @@ RULES = {
     (DOMAIN, "ConvTransposeWithDynamicPads"): _conv_type,
     (DOMAIN, "DynamicTimeWarping"): lambda view: [_typed(np.int32, (2, None))],
     (DOMAIN, "NGramRepeatBlock"): _like(1),
-    (DOMAIN, "CropAndResize"): lambda view: [_typed(view.inputs[0].dtype, None)],
+    (DOMAIN, "CropAndResize"): lambda view: [_typed(view.operand(0).dtype, None)],
     (DOMAIN, "MatMulBnb4"): _nbits_type,
     (DOMAIN, "QLinearSoftmax"): _like(0),
     (DOMAIN, "MatMulInteger16"): _matmul16_type,
     (DOMAIN, "QLinearWhere"): _qlinear_where_type,
-    (DOMAIN, "NhwcMaxPool"): lambda view: [_typed(view.inputs[0].dtype, None)],
-    (DOMAIN, "GridSample"): lambda view: [_typed(view.inputs[0].dtype, None)],
-    (DOMAIN, "UnfoldTensor"): lambda view: [_typed(view.inputs[0].dtype, None)],
+    (DOMAIN, "NhwcMaxPool"): lambda view: [_typed(view.operand(0).dtype, None)],
+    (DOMAIN, "GridSample"): lambda view: [_typed(view.operand(0).dtype, None)],
+    (DOMAIN, "UnfoldTensor"): lambda view: [_typed(view.operand(0).dtype, None)],
     (DOMAIN, "Gelu"): _like(0),
     (DOMAIN, "BiasGelu"): _like(0),
     (DOMAIN, "FastGelu"): _like(0),
@@ -304,14 +316,16 @@ RULES = {
     (DOMAIN, "MatMulNBits"): _nbits_type,
     (DOMAIN, "GatherBlockQuantized"): _gather_block_type,
     (DOMAIN, "QuantizeLinear"): _quantize_type,
-    (DOMAIN, "DequantizeLinear"): lambda view: [_typed(view.inputs[1].dtype, view.inputs[0].shape)],
+    (DOMAIN, "DequantizeLinear"): lambda view: [
+        _typed(view.operand(1).dtype, view.operand(0).shape)
+    ],
     (DOMAIN, "QLinearAdd"): _like(0),
     (DOMAIN, "QLinearMul"): _like(0),
     (DOMAIN, "QLinearLeakyRelu"): _like(0),
     (DOMAIN, "QLinearGlobalAveragePool"): _global_pool_type,
     (DOMAIN, "QGemm"): _qgemm_type,
     (DOMAIN, "MurmurHash3"): lambda view: [
-        _typed(np.uint32 if view.attr("positive") else np.int32, view.inputs[0].shape)
+        _typed(np.uint32 if view.attr("positive") else np.int32, view.operand(0).shape)
     ],
     ("", "Affine"): _like(0),
     ("", "Scale"): _like(0),

@@ -30,7 +30,13 @@ Rules:
   chain becomes one call). (Matched by hand, as written with the Conv fusions.)
 - batch-norm: a BatchNormalization left over with constant statistics gets its per-channel factor
   and shift computed here and becomes ScaleShift, so the module does one multiply and one add:
-  `rt.scale_shift(x, factor, shift)`.
+  `rt.scale_shift(x, factor, shift)`. The per-channel affine nodes after it (as for conv-affine)
+  join the factor and shift, and a Relu or Clip with constant bounds after them is applied in
+  place (`low=`, `high=`): DenseNet's pre-activation BatchNormalization, Mul, Add, Relu is one
+  call and one array instead of four calls. (A chain of any length: by hand.)
+A value whose only other readers are dims read off it (`batch = value.shape[0]`) is still
+absorbed by the hand-matched rules: the dims are read off the fused step's result instead, of the
+same shape (a dim read never blocks a fold).
 - layer-norm: LayerNorm as exporters write it before opset 17 -- ReduceMean, Sub, Pow(d, 2) (or
   Mul(d, d)), ReduceMean, Add epsilon, Sqrt, Div, then optionally Mul by a scale and Add of a bias
   -- becomes LayerNorm (`rt.layer_normalization`: two BLAS matrix-vector products for the
@@ -176,6 +182,28 @@ class _Flow:
         if not self.inner(value):
             return None
         return _reader(self.steps, value, self.producer[value])
+
+    def absorbable(self, value: str) -> bool:
+        """A value a shape-preserving fused step may absorb: one reader besides the symbols
+        read off it (a dim read is no use of the data: `move_symbols` reads them off the fused
+        step's result, of the same shape), not a graph output."""
+        readers = self.readers[value] - self.symbol_reads[value]
+        return readers == 1 and value not in self.resolved.graph.outputs
+
+    def next_reader(self, value: str) -> int | None:
+        """The index of the one step reading an absorbable `value`, else None."""
+        if not self.absorbable(value):
+            return None
+        return _reader(self.steps, value, self.producer[value])
+
+    def move_symbols(self, values, result: str) -> None:
+        """The symbols read off `values` (which a rewrite removes), read off `result` instead:
+        the value of the same shape that the fused step computes where the first of them was
+        made, so each symbol is still bound before anything reads it."""
+        sources = self.resolved.symbol_sources
+        for symbol, (value, axis) in list(sources.items()):
+            if value in values:
+                sources[symbol] = (result, axis)
 
     def type_of(self, value: str):
         return self.resolved.types.get(value, ir.UNKNOWN)
@@ -475,41 +503,78 @@ def _root_types(pattern: Pattern) -> set[str]:
 
 # --- batch-norm ---------------------------------------------------------------------------------
 
-BATCH_NORM = op(
-    "BatchNormalization",
-    Value("x"),
-    *(Value(name, constant=True) for name in ("scale", "bias", "mean", "var")),
-    name="bn",
-)
 
-
-def _build_scale_shift(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Built | None:
-    node = flow.steps[root].node
-    terms = _batch_norm_terms(node, rewrite.resolved)
-    X_type = flow.type_of(node.inputs[0])
-    if terms is None or getattr(X_type, "dtype", None) is None:
-        return None
-    factor, bias, mean = terms
-    # The factor and shift in X's type (float32 for the half types): the statistics come here in
-    # float64, and a float64 factor would make every run compute in float64.
-    dtype = np.result_type(X_type.dtype, np.float32)
-    if factor.ndim == 1:  # per channel (axis 1); else per activation (opset 7, spatial=0)
-        if X_type.rank is None:
-            return None
-        shape = (-1,) + (1,) * (X_type.rank - 2)
-    else:
-        shape = factor.shape
-    values = (factor, bias - mean * factor)
-    if dtype not in FLOAT_TYPES or not all(np.isfinite(v).all() for v in values):
-        return None
-    factor_name, shift_name = (
-        rewrite.constant(f"{node.inputs[0]}_{kind}", _rounded(v.reshape(shape), dtype))
-        for kind, v in zip(("bn_factor", "bn_shift"), values)
-    )
-    note = "X * factor + shift, the factor and shift computed from its statistics"
-    return Built(
-        _fused_node("ScaleShift", node, [node.inputs[0], factor_name, shift_name], {}), note
-    )
+def _fold_batch_norm(rewrite: _Rewrite) -> None:
+    resolved = rewrite.resolved
+    steps = resolved.steps
+    flow = _Flow(resolved)
+    removed: set[int] = set()
+    for index, step in enumerate(steps):
+        node = step.node
+        if node.op_type != "BatchNormalization" or node.domain or index in removed:
+            continue
+        terms = _batch_norm_terms(node, resolved)
+        X_type = flow.type_of(node.inputs[0])
+        if terms is None or getattr(X_type, "dtype", None) is None:
+            continue
+        factor, bias, mean = terms
+        # The factor and shift in X's type (float32 for the half types): the statistics come
+        # here in float64, and a float64 factor would make every run compute in float64.
+        dtype = np.result_type(X_type.dtype, np.float32)
+        scale, shift = factor, bias - mean * factor
+        value, chain, absorbed, bounds = node.outputs[0], [], [], {}
+        if factor.ndim == 1:  # per channel (axis 1); else per activation (opset 7, spatial=0)
+            if X_type.rank is None:
+                continue
+            shape = (-1,) + (1,) * (X_type.rank - 2)
+            while flow.absorbable(value):
+                following = flow.next_reader(value)
+                later = steps[following].node if following is not None else None
+                affine = (
+                    None
+                    if later is None
+                    else _affine(later, value, resolved, X_type.rank, factor.shape[0])
+                )
+                rule = None if later is None else _SCALE_SHIFT_ACTIVATIONS.get(later.op_type)
+                if affine is not None:
+                    scale, shift = affine(scale, shift)
+                elif rule is not None and later.inputs[:1] == [value] and not later.domain:
+                    found = rule(later, resolved)
+                    if found is None:
+                        break
+                    bounds = {name: v for name, v in found.items() if name != "activation"}
+                else:
+                    break
+                chain.append(following)
+                absorbed.append(value)
+                value = later.outputs[0]
+                if affine is None:
+                    break  # the activation ends the chain
+        else:
+            shape = factor.shape
+        values = (scale, shift)
+        if dtype not in FLOAT_TYPES or not all(np.isfinite(v).all() for v in values):
+            continue
+        factor_name, shift_name = (
+            rewrite.constant(f"{node.inputs[0]}_{kind}", _rounded(v.reshape(shape), dtype))
+            for kind, v in zip(("bn_factor", "bn_shift"), values)
+        )
+        fused_nodes = tuple(steps[i].node for i in chain)
+        note = "X * factor + shift, the factor and shift computed from its statistics"
+        affine_nodes = [n.op_type for n in fused_nodes if n.op_type not in _SCALE_SHIFT_ACTIVATIONS]
+        if affine_nodes:
+            note += f" and the {', '.join(affine_nodes)} after it"
+        if fused_nodes and fused_nodes[-1].op_type in _SCALE_SHIFT_ACTIVATIONS:
+            note += f", then {fused_nodes[-1].op_type} in place"
+        new = ir.Node(
+            "ScaleShift", fused.DOMAIN, node.name, [node.inputs[0], factor_name, shift_name],
+            [value], bounds, 1,
+        )  # fmt: skip
+        emitter = lookup("ScaleShift", fused.DOMAIN, 1, "fast", node.label)
+        steps[index] = FusedStep(new, emitter, {}, fused_nodes, node, note)
+        flow.move_symbols(absorbed, value)
+        removed.update(chain)
+    steps[:] = [s for i, s in enumerate(steps) if i not in removed]
 
 
 # --- layer-norm and rms-norm --------------------------------------------------------------------
@@ -827,8 +892,9 @@ def _fold_conv_affine(rewrite: _Rewrite) -> None:
         shift = np.zeros(channels) if B is None else B.astype(np.float64)
         chain: list[int] = []
         value = node.outputs[0]
-        while flow.inner(value):
-            following = flow.only_reader(value)
+        absorbed = []  # the values the folded Conv no longer makes
+        while flow.absorbable(value):
+            following = flow.next_reader(value)
             affine = (
                 None
                 if following is None
@@ -841,6 +907,7 @@ def _fold_conv_affine(rewrite: _Rewrite) -> None:
                 break
             scale, shift = new_scale, new_shift
             chain.append(following)
+            absorbed.append(value)
             value = steps[following].node.outputs[0]
         if not chain:
             continue
@@ -851,6 +918,7 @@ def _fold_conv_affine(rewrite: _Rewrite) -> None:
         b_name = rewrite.constant(f"{bias or node.inputs[1] + '_bias'}_folded", new_B)
         conv = dataclasses.replace(node, inputs=[node.inputs[0], w_name, b_name], outputs=[value])
         fused = tuple(steps[i].node for i in chain)
+        flow.move_symbols(absorbed, value)
         steps[index] = FusedStep(conv, step.emitter, step.bodies, fused)
         removed.update(chain)
     steps[:] = [s for i, s in enumerate(steps) if i not in removed]
@@ -985,6 +1053,9 @@ def _fuse_conv_activation(rewrite: _Rewrite) -> None:
             note += f" with {', '.join(n.op_type for n in folded)} folded in"
         note += f", then {' and '.join(n.op_type for n in applied)} in place, in one call"
         steps[index] = FusedStep(new, emitter, step.bodies, folded + applied, node, note)
+        flow.move_symbols(
+            [value, *(steps[i].node.outputs[0] for i in pattern[:-1])], last.outputs[0]
+        )
         removed.update(pattern)
     steps[:] = [s for i, s in enumerate(steps) if i not in removed]
 
@@ -992,7 +1063,7 @@ def _fuse_conv_activation(rewrite: _Rewrite) -> None:
 def _conv_activation(flow: _Flow, value: str):
     """(activation, bounds, the steps it takes) when the activation of a Conv's result `value`
     is one ConvActivation computes, read by nothing else; else None."""
-    readers = flow.readers[value]
+    readers = flow.readers[value] - flow.symbol_reads[value]  # dim reads move (move_symbols)
     if value in flow.resolved.graph.outputs or readers not in (1, 2):
         return None
     first = _reader(flow.steps, value, flow.producer[value])
@@ -1000,7 +1071,7 @@ def _conv_activation(flow: _Flow, value: str):
     if node is None or node.domain or node.inputs[:1] != [value]:
         return None
     if readers == 2:  # SiLU: Mul(value, Sigmoid(value)), in either operand order
-        mul = flow.only_reader(node.outputs[0]) if node.op_type == "Sigmoid" else None
+        mul = flow.next_reader(node.outputs[0]) if node.op_type == "Sigmoid" else None
         product = flow.steps[mul].node if mul is not None else None
         if product is None or product.op_type != "Mul" or product.domain:
             return None
@@ -1036,13 +1107,18 @@ _CONV_ACTIVATIONS = {
     "HardSwish": lambda node, resolved: {"activation": "hard_swish"},
     "Clip": _clip_bounds,
 }
+# ScaleShift takes the clamps among them (np.clip in place)
+_SCALE_SHIFT_ACTIVATIONS = {
+    "Relu": lambda node, resolved: {"activation": "clip", "low": 0.0},
+    "Clip": _clip_bounds,
+}
 
 
 # The rules in the order they run (see the module docstring).
 RULES = (
     Rule("conv-affine", _fold_conv_affine),
     Rule("conv-activation", _fuse_conv_activation),
-    PatternRule("batch-norm", BATCH_NORM, _build_scale_shift),
+    Rule("batch-norm", _fold_batch_norm),
     PatternRule("layer-norm", LAYER_NORM, _build_layer_norm),
     PatternRule("rms-norm", RMS_NORM, _build_rms_norm),
     PatternRule("gelu-erf", GELU_ERF, _gelu_build("none", "0.5 * x * (1 + erf(x / sqrt 2))")),

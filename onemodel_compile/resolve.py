@@ -561,7 +561,9 @@ def _fits_before_folding(node: ir.Node, view: NodeView) -> bool:
     sizes = _result_sizes(node, inputs)
     if sizes is None:
         return False
-    uniform = all(v is None or v.size <= 1 or is_uniform(v) for v in inputs)
+    # a uniform result: of uniform inputs, or ConstantOfShape's (whatever its shape input)
+    uniform = node.op_type == "ConstantOfShape" and not node.domain
+    uniform = uniform or all(v is None or v.size <= 1 or is_uniform(v) for v in inputs)
     for size, itemsize in sizes:
         if size is None:
             continue

@@ -571,6 +571,8 @@ def merge_types(a: ir.ValueType, b: ir.ValueType) -> ir.ValueType:
         if a.shape is None or b.shape is None or len(a.shape) != len(b.shape):
             return ir.TensorType(dtype, None)
         return ir.TensorType(dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)))
-    if type(a) is type(b) and isinstance(a, (ir.SequenceType, ir.OptionalType)):
-        return type(a)(merge_types(a.elem, b.elem))
+    if isinstance(a, ir.SequenceType) and isinstance(b, ir.SequenceType):
+        return ir.SequenceType(merge_types(a.elem, b.elem))
+    if isinstance(a, ir.OptionalType) and isinstance(b, ir.OptionalType):
+        return ir.OptionalType(merge_types(a.elem, b.elem))
     return a if a == b else ir.UNKNOWN

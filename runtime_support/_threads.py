@@ -16,12 +16,13 @@ process use it, not only the generated modules'. It applies to
   FlexiBLAS. A numpy built on Accelerate, or on a BLAS without a thread call, or with no BLAS,
   has nothing to set: the BLAS part is a silent no-op there (no warning), and the count still
   governs runtime_support's own kernels.
-- runtime_support's own kernels that split work on large arrays across threads (numpy releases
-  the GIL in its loops): a pool of count - 1 worker threads, made on first use (`run_parts`).
-  No kernel splits its work yet: on the project's shared 2-core machine, halves of an
-  elementwise maximum or exp on two threads were slower than one thread at every size measured
-  (64 K to 4 M elements: 4 -> 27 us, 1.2 -> 4.2 ms for the maximum), the second thread rarely
-  finding a free core; a kernel should use it only where it measures faster.
+- runtime_support's own kernels that can split work on large arrays across threads (numpy
+  releases the GIL in its loops): a pool of count - 1 worker threads, made on first use
+  (`run_parts`, `run_ranges`). The fast variant's Gelu and Erf (elementwise), LayerNormalization
+  (by rows) and the softmax of fused attention (by rows) split arrays of SPLIT_MIN elements or more
+  into runs that give the bits the whole array gets (tests/test_threads.py). SPLIT_MIN is None by
+  default, so nothing splits: on the project's shared 2-core machine, loaded by other work, split
+  kernels made the models slower at 2 threads (docs/performance.md, session 6).
 
 The default is 1 thread (docs/decisions.md, "Threads"): with numpy's default OpenBLAS threading
 (every core) a shared or loaded machine ran the benchmark models 3 to 15 times slower than with
@@ -193,20 +194,90 @@ def threads(n: int):
         set_num_threads(before)
 
 
+def serially(function, *args):
+    """function(*args) with BLAS at one thread, then the count in effect again (at one thread, a
+    plain call): for kernels whose products are too small to gain from more. On the project's
+    2-core machine a product split over two OpenBLAS threads waits for the second whenever the
+    scheduler has not given it a core, a whole time slice (4 to 20 ms where the product takes 10
+    to 50 us at one thread); large products gain 1.3 to 1.7x when it has one. Switching costs
+    about 0.3 us a call. Process-wide, as the count is: another Python thread's products in the
+    meantime run at one thread too (slower, never different)."""
+    if get_num_threads() == 1:
+        return function(*args)
+    with _one_blas_thread():
+        return function(*args)
+
+
 def run_parts(function, parts: int) -> None:
     """function(0), ..., function(parts - 1), spread over the calling thread and the pool's
     count - 1 workers (all in the calling thread at one thread). For kernels whose parts write
-    disjoint outputs with numpy calls that release the GIL; an exception in any part is raised."""
+    disjoint outputs with numpy calls that release the GIL; an exception in any part is raised.
+
+    Each thread claims the next part not yet claimed, the calling thread too, and the calling
+    thread waits only for parts a worker has started: a worker that gets no core in time (a
+    loaded machine) costs nothing, its parts run in the calling thread. (Waiting for a worker
+    to be scheduled costs up to a scheduler time slice; on this project's loaded 2-core machine
+    OpenBLAS's own two-thread products, which do wait, took 10 to 60 times their 1-thread time.)"""
     workers = min(get_num_threads(), parts) - 1
     if workers <= 0:
         for part in range(parts):
             function(part)
         return
+    claims = iter(range(parts))  # next() on a range iterator is atomic under the GIL
+    started: list = []  # an Event per claim of a worker, registered before it claims
+    errors: dict = {}
+
+    def run(part: int) -> None:
+        try:
+            function(part)
+        except BaseException as error:  # raised in the calling thread below
+            errors.setdefault(part, error)
+
+    def work() -> None:  # a worker: claims parts until none is left
+        while True:
+            done = threading.Event()
+            started.append(done)  # before the claim: the calling thread then waits for it
+            part = next(claims, None)
+            if part is not None:
+                run(part)
+            done.set()
+            if part is None:
+                return
+
     pool = _pool(get_num_threads() - 1)
-    futures = [pool.submit(function, part) for part in range(1, parts)]
-    function(0)
-    for future in futures:
-        future.result()
+    for _ in range(workers):
+        pool.submit(work)
+    for part in claims:  # the calling thread's share; then every part is claimed
+        run(part)
+    for done in list(started):  # a claim registered later finds no part left
+        done.wait()
+    if errors:
+        raise errors[min(errors)]
+
+
+# The fewest elements a kernel's work must have to be split over the threads (run_ranges), or
+# None: every kernel runs in the calling thread alone, the default. Measured on the project's
+# 2-core machine under load, splitting lost: the models ran 2.3 to 2.7 times slower at 2 threads
+# with their kernels split from SPLIT_SIZE elements on (a worker competes with OpenBLAS's spinning
+# threads for the second core, and each numpy call passes the GIL, which numpy holds for a
+# call's setup, about 1 us). `python -m tools.bench_pair NAME --threads 2 --compare-split`
+# measures both ways; set SPLIT_MIN = SPLIT_SIZE where splitting measures faster.
+SPLIT_SIZE = 64000  # below it the hand-off to a worker costs more than the half it takes
+SPLIT_MIN: int | None = None
+
+
+def run_ranges(function, count: int, item_elements: int = 1, align: int = 1) -> None:
+    """function(start, stop) over [0, count) items of `item_elements` elements each (rows, or 1
+    for elementwise work), in equal runs, twice as many as the threads set, each a multiple of
+    `align` items long but the last (run_parts balances them over the threads); one run at one
+    thread, with SPLIT_MIN None (the default) or below SPLIT_MIN elements in all."""
+    threads = get_num_threads()
+    if threads <= 1 or SPLIT_MIN is None or count * item_elements < SPLIT_MIN:
+        function(0, count)
+        return
+    step = -(-count // (2 * threads * align)) * align
+    parts = -(-count // step)
+    run_parts(lambda part: function(part * step, min(count, (part + 1) * step)), parts)
 
 
 def _pool(size: int) -> ThreadPoolExecutor:
@@ -224,3 +295,32 @@ def _apply_default() -> None:
     _default_count()
     if not _environment_chose():
         set_num_threads(0)
+
+
+# --- one BLAS thread for small work ----------------------------------------------------------------
+# A product OpenBLAS splits over two threads waits for the second thread at every call: on a quiet
+# machine that costs microseconds and gains at most half of the product, but when the other core is
+# taken (a shared machine, another process's spinning threads) the wait is a scheduler slice,
+# milliseconds. Below SMALL_BLAS_WORK multiply-adds for a whole kernel call (about a millisecond
+# of one thread's work at these sizes) the gain is smaller than that risk, so kernels that run
+# many small products run them with one BLAS thread (docs/performance.md, session 6).
+SMALL_BLAS_WORK = 32_000_000
+_UNCHANGED = contextlib.nullcontext()
+
+
+def blas_threads_for(multiply_adds: int):
+    """A context for a kernel's products of `multiply_adds` in all: numpy's BLAS at one thread
+    inside it when the count is above 1 and the work below SMALL_BLAS_WORK, else nothing
+    changes (and at one thread it costs nothing)."""
+    if get_num_threads() == 1 or multiply_adds >= SMALL_BLAS_WORK or not _blas().found:
+        return _UNCHANGED
+    return _one_blas_thread()
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    _blas().set(1)
+    try:
+        yield
+    finally:
+        _blas().set(get_num_threads())

@@ -75,7 +75,7 @@ class InputChecker:
         objects and numpy scalars, and names what is wrong."""
         if len(values) != len(self._quick):
             return False
-        symbols = {}
+        symbols: dict[str, int] = {}
         for (dtype, shape, rank, static, symbolic), value in zip(self._quick, values):
             if type(value) is not np.ndarray or value.dtype is not dtype:
                 return False

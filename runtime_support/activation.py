@@ -21,6 +21,11 @@ from runtime_support.exact_math import (
 )
 from runtime_support.math import sigmoid
 
+try:  # the ufunc behind np.clip: its Python wrapper costs about 1.4 us a call
+    from numpy._core.umath import clip as _clip_ufunc  # numpy 2
+except ImportError:  # numpy 1.26
+    from numpy.core.umath import clip as _clip_ufunc
+
 __all__ = [
     "celu",
     "elu",
@@ -35,6 +40,7 @@ __all__ = [
     "hardmax",
     "log_softmax",
     "mish",
+    "relu",
     "selu",
     "shrink",
     "softmax",
@@ -130,6 +136,17 @@ def hard_swish(X: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     np.clip(t, f(0), f(6), out=t)
     np.multiply(t, f(1 / 6), out=t)
     return np.multiply(x, t, out=t if out is None else out)
+
+
+@kernel(out=True, fresh=True, exact=False)
+def relu(X: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
+    """max(x, 0) of a float32 or float64 array as a clip to [0, inf], into `out` when given: the
+    fast variant's Relu. numpy 2.4 on AVX-512 clips 221,184 float32 values in place in about a
+    third of np.maximum's time with a scalar 0 (47 against 157 us, loaded machine), and the
+    ufunc skips np.clip's wrapper (0.75 against 2.1 us on 1,000 values). Not exact: -0 stays
+    -0 where np.maximum (the exact variant's Relu) gives +0; NaN stays NaN in both."""
+    f = X.dtype.type
+    return _clip_ufunc(X, f(0), f(np.inf), out=out)
 
 
 def hardmax(X: np.ndarray, *, axis: int = -1) -> np.ndarray:

@@ -4,7 +4,10 @@
   1x1 kernels without pads: (G, M/G, C/G) @ X (every stride-th position) viewed as
   (N, G, C/G, H*W), no im2col. Non-overlapping patches (strides equal to the kernel, no pads or
   dilation: a ViT's patch embedding): one transposing copy of X is the im2col matrix, then one
-  product per group. Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
+  product per group. Small im2col matrices (at most _STRIDED_ELEMENTS entries): one copy of a
+  strided view of the padded input, its rows over the padded width where the last stride is 1
+  (`_strided_path`); rows of at most _GATHER_ROW positions: one gather (`_gather_path`).
+  Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
   (several whole samples when one is small), so a block is still in cache when BLAS reads it:
   each tap's rows copied from flat_taps' grid views (unit-stride reads whatever the strides),
   then one product per group written by BLAS straight into the block's columns of
@@ -12,6 +15,8 @@
   im2col, measured slower: K products with a K times shorter inner dimension, each followed by
   an accumulating pass over Y.) Depthwise (group == C, any channel multiplier): see
   `_depthwise`. Float16 and bfloat16 run in float32.
+- Below _SERIAL_TERMS multiply-adds, Conv and ConvTranspose run their products with BLAS at one
+  thread whatever the thread count (`_threads.serially`).
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
@@ -30,6 +35,7 @@ import numpy as np
 
 from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
+from runtime_support._threads import SMALL_BLAS_WORK, serially
 from runtime_support._windows import (
     SAME,
     accumulator,
@@ -135,19 +141,36 @@ def _check_padded(X, W, plan) -> None:
 class _Plan:
     """One Conv geometry, settled: `run(X, W, B)` calls the path chosen for it with the values
     it needs (pads, strides, dilations as tuples, the accumulation type, the path's own
-    precomputed index or shapes)."""
+    precomputed index or shapes); with BLAS at one thread (`serially`) when the whole
+    convolution is under _SERIAL_TERMS multiply-adds."""
 
-    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra")
+    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra", "serial")
 
-    def __init__(self, path, acc, pads, strides, dilations, group, extra=None):
+    def __init__(self, path, acc, pads, strides, dilations, group, extra=None, serial=False):
         self.path, self.acc, self.pads = path, acc, pads
         self.strides, self.dilations, self.group, self.extra = strides, dilations, group, extra
+        self.serial = serial
 
     def run(self, X, W, B):
         w = W.astype(self.acc, copy=False)
         bias = None if B is None else B.astype(self.acc, copy=False)
-        Y = self.path(self, X, w, bias)
+        if self.serial:
+            Y = serially(self.path, self, X, w, bias)
+        else:
+            Y = self.path(self, X, w, bias)
         return Y if Y.dtype == X.dtype else Y.astype(X.dtype)
+
+
+# Convolutions of fewer multiply-adds than this (products under about 170 us at one thread) run
+# their products with BLAS at one thread whatever the thread count (see _threads.serially).
+# Measured at 2 threads on the 2-core machine under load (bench models, one process, the
+# threshold switched back and forth): with every product split, resnet18_w16_b2_64 took 395 ms
+# and mobilenetv2_b1_96's Convs most of 636 ms (each split product of a few M multiply-adds that
+# finds no free core for the second thread waits a time slice); with this threshold 1.7 and 40
+# (its Gemm's split gemv is the rest), against 0.31 and 2.1 for onnxruntime. On a quiet machine
+# products from about 5 M multiply-adds take 0.6 to 0.8 of one thread's time on two: those above
+# this threshold (_threads.SMALL_BLAS_WORK, the recurrent kernels' too) still split.
+_SERIAL_TERMS = SMALL_BLAS_WORK
 
 
 @functools.lru_cache(maxsize=512)
@@ -157,10 +180,18 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
     kernel_shape = tuple(w_shape[2:])
     strides, dilations = (tuple(v) for v in default_steps(kernel_shape, strides, dilations))
     pads = tuple(settled_pads(x_shape[2:], kernel_shape, strides, dilations, pads, auto_pad))
-    plan = functools.partial(_Plan, acc=acc, pads=pads, strides=strides, dilations=dilations)
     rank = len(kernel_shape)
     padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:])]
     out = tuple(max(o, 0) for o in window_positions(padded, kernel_shape, strides, dilations))
+    terms = batch * w_shape[0] * math.prod(w_shape[1:]) * math.prod(out)  # multiply-adds
+    plan = functools.partial(
+        _Plan,
+        acc=acc,
+        pads=pads,
+        strides=strides,
+        dilations=dilations,
+        serial=terms < _SERIAL_TERMS,
+    )
     if batch == 0 or math.prod(out) == 0 or channels == 0:
         return plan(_empty_path, group=group, extra=out)
     if group == channels and group > 1:
@@ -173,14 +204,19 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
             )
             and min(pads, default=0) >= 0
         ):
-            reads = tuple(
-                tuple(
-                    slice(k * d, k * d + (o - 1) * s + 1, s)
-                    for k, d, o, s in zip(tap, dilations, out, strides)
-                )
-                for tap in taps(kernel_shape)
+            rows = batch * channels
+            itemsize = np.dtype(acc).itemsize
+            steps = [itemsize * rows * math.prod(padded[a + 1 :]) for a in range(rank)]
+            # (*kernel, *out, N * C) windows of the padded (*padded, N * C) buffer
+            view = (
+                tuple(kernel_shape) + out + (rows,),
+                tuple(z * d for z, d in zip(steps, dilations))
+                + tuple(z * s for z, s in zip(steps, strides))
+                + (itemsize,),
             )
-            return plan(_depthwise_last_path, group=group, extra=(out, reads))
+            tap_axes, out_axes = _LETTERS[:rank], _LETTERS[rank : 2 * rank]
+            sum_of_taps = f"{tap_axes}{out_axes}z,{tap_axes}z->{out_axes}z"
+            return plan(_depthwise_last_path, group=group, extra=(out, view, sum_of_taps))
         return plan(_depthwise_path, group=group)
     if all(k == 1 for k in kernel_shape) and not any(pads):
         return plan(_pointwise_path, group=group)
@@ -198,6 +234,11 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
         index = window_index(x_shape, kernel_shape, pads, strides, dilations, "ctno")
         index = index.reshape(channels * math.prod(kernel_shape), -1)
         return plan(_gather_path, group=group, extra=(index, out))
+    if min(pads, default=0) >= 0 and columns <= _STRIDED_ELEMENTS:
+        extra = _strided_geometry(
+            x_shape, w_shape[0], kernel_shape, pads, strides, dilations, out, acc
+        )
+        return plan(_strided_path, group=group, extra=extra)
     return plan(_im2col_path, group=group)
 
 
@@ -279,14 +320,31 @@ _GATHER_ELEMENTS = 1 << 18
 
 
 def _gather_path(plan, X, w, bias):
-    """im2col by one gather (`_gather_index`), one product per group, the result moved to
-    (N, M, *out) with the bias added in the same pass."""
+    """im2col by one gather (`window_index`'s index), then `_columns_product`."""
     index, out = plan.extra
-    batch, maps, group = X.shape[0], w.shape[0], plan.group
     columns = gather_windows(X, index, 0, w.dtype)
-    span = columns.shape[0] // group
-    filters = w.reshape(group, maps // group, span)
-    Y = np.matmul(filters, columns.reshape(group, span, -1)).reshape(maps, batch, -1)
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out)
+
+
+def _columns_product(columns, w, bias, group, batch, out, width=None):
+    """Y (N, M, *out) from the im2col matrix `columns` (C * K, N * positions), rows in (channel,
+    tap) order and columns in (sample, position) order: one product per group, the result moved
+    to (N, M, *out) with the bias added in the same pass (with one sample, no move). With a
+    `width`, the positions' last axis has that many (the padded width): cropped in the move."""
+    maps = w.shape[0]
+    if group == 1:  # a 2-D product: numpy's stacked one costs a few us more
+        Y = np.matmul(w.reshape(maps, -1), columns)
+    else:
+        span = columns.shape[0] // group
+        filters = w.reshape(group, maps // group, span)
+        Y = np.matmul(filters, columns.reshape(group, span, -1))
+    if width is not None:
+        rows = Y.reshape((maps, batch) + tuple(out[:-1]) + (width,))[..., : out[-1]]
+        moved = rows.transpose((1, 0) + tuple(range(2, 2 + len(out))))
+        if bias is None:
+            return np.ascontiguousarray(moved)
+        return np.add(moved, bias.reshape((maps,) + (1,) * len(out)), order="C")
+    Y = Y.reshape(maps, batch, -1)
     shape = (batch, maps) + out
     if batch == 1:
         if bias is not None:
@@ -296,6 +354,75 @@ def _gather_path(plan, X, w, bias):
     if bias is None:
         return np.ascontiguousarray(moved).reshape(shape)
     return np.add(moved, bias.reshape(maps, 1), order="C").reshape(shape)
+
+
+# An im2col matrix of at most this many entries (small maps: LeNet's, ResNet-18's at a quarter of
+# its widths, stems on small images) is one copy of a strided view of the padded input
+# (`_strided_path`): one call where the blocked tap copies take one per tap plus flat_taps' phase
+# planes. Thread CPU time, hot: LeNet's 1x28x28 5x5 49 -> 13 us, 6x14x14 57 -> 21, 16 channels
+# at 2x16x16 76 -> 58, the 3x64x64 7x7/2 stem at batch 2 250 -> 201, 64 channels at 24x24 (331 K
+# entries) 337 -> 332; at 1.2 M entries (32 channels at 64x64) the blocks, each still in cache when
+# BLAS reads it, win (929 against 1070 us).
+_STRIDED_ELEMENTS = 1 << 19
+
+
+# ... and when its last axis has stride 1, the im2col rows run over the padded width, the
+# windows' pad columns riding along (computed, then cropped in the store that moves Y to (N, M,
+# *out)), so that the copy runs one long inner loop per (channel, tap, sample, row) instead of one
+# per output row; taken when the extra product, maps * (padded width - out width) multiply-adds per
+# output position of a row, is at most _PADDED_ROW_TERMS times out width. Thread CPU time, hot:
+# 16 channels at 2x16x16 52 -> 38 us, 32 at 2x8x8 45 -> 38, 64 at 2x16x16 366 -> 285, LeNet's
+# 1x28x28 5x5 12.8 -> 10.2; 128 channels at 12x12 (extra 21) 293 against 307.
+_PADDED_ROW_TERMS = 12
+
+
+def _strided_geometry(x_shape, maps, kernel_shape, pads, strides, dilations, out, acc):
+    """_strided_path's constants for one shape: the padded input's shape and its size with the
+    room the padded rows read past its end, the slices of its interior, the shape and byte
+    strides of the (C, *kernel, N, *out) windows view of it (out's last axis the padded width
+    when the rows run over it), and that width (None if not)."""
+    rank = len(kernel_shape)
+    batch, channels = x_shape[:2]
+    padded = (batch, channels) + tuple(
+        n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:])
+    )
+    interior = (slice(None), slice(None)) + tuple(
+        slice(pads[i], pads[i] + n) for i, n in enumerate(x_shape[2:])
+    )
+    width = padded[-1]
+    if strides[-1] != 1 or maps * (width - out[-1]) > _PADDED_ROW_TERMS * out[-1]:
+        width = None
+    room = 0 if width is None else (kernel_shape[-1] - 1) * dilations[-1]
+    itemsize = np.dtype(acc).itemsize
+    steps = [itemsize * math.prod(padded[i + 1 :]) for i in range(len(padded))]  # C order
+    spatial = steps[2:]
+    columns = tuple(out) if width is None else tuple(out[:-1]) + (width,)
+    shape = (channels,) + tuple(kernel_shape) + (batch,) + columns
+    view_strides = (
+        (steps[1],)
+        + tuple(z * d for z, d in zip(spatial, dilations))
+        + (steps[0],)
+        + tuple(z * s for z, s in zip(spatial, strides))
+    )
+    return padded, math.prod(padded) + room, interior, shape, view_strides, out, width
+
+
+def _strided_path(plan, X, w, bias):
+    """im2col as one copy: the padded input (X itself without pads, unless the rows read past
+    its end) viewed through byte strides as (C, *kernel, N, *out) or with out's last axis the
+    padded width, every window position a view element, then reshaped to the (C * K, N *
+    positions) matrix, which copies it once; then `_columns_product`."""
+    padded, size, interior, shape, view_strides, out, width = plan.extra
+    if width is None and padded == X.shape and X.dtype == w.dtype and X.flags.c_contiguous:
+        source = X
+    else:
+        source = np.zeros(size, w.dtype)
+        source[: math.prod(padded)].reshape(padded)[interior] = X
+    # a read-only use of source's memory through strides settled from its shape (ndarray's own
+    # constructor: about 0.4 us, np.lib.stride_tricks.as_strided 2 to 4)
+    windows = np.ndarray(shape, w.dtype, source, 0, view_strides)
+    columns = windows.reshape(-1, math.prod(shape[-len(out) - 1 :]))  # the copy
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out, width)
 
 
 # Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 6x6) are
@@ -310,14 +437,19 @@ _DEPTHWISE_LAST_POSITIONS = 36
 # 5x5 taps, 192 outputs on a 600-position grid: 1832 -> 517 us; 0.41 of the grid: 762 -> 325;
 # about even at 0.55; at 0.73 the products win, 92 against 138).
 _DEPTHWISE_LAST_SHARE = 0.6
+# (Figures above with one multiply and one add per tap. With the one einsum over the windows
+# view, session 6: 960 channels at 3x3 67 -> 34 us, 576 at 6x6 82 -> 58, 672 at 6x6 with 5x5
+# taps 219 -> 123. Both thresholds measured again then: channels last at 12x12 with 192
+# channels even with the products, 86 against 88; at 24x24 slower, 274 against 265, but for
+# 240 channels with 5x5 taps, 813 against 1111: a rule for that case is still to measure.)
 
 
 def _depthwise_last_path(plan, X, w, bias):
     """Depthwise Conv (multiplier 1) with the samples and channels last: X padded into
-    (*padded, N * C), each tap's operand a strided view (*out, N * C) of it, multiplied by the
-    tap's weights and accumulated in place (two calls per tap on rows of N * C values, the result
-    small enough to stay in cache), then moved back to (N, C, *out) with the bias added."""
-    out, reads = plan.extra  # each tap's slices of the padded buffer
+    (*padded, N * C), viewed through strides as its (*kernel, *out, N * C) windows, times the
+    taps' weights (*kernel, N * C) summed over the taps by one einsum, then moved back to
+    (N, C, *out) with the bias added."""
+    out, (shape, view_strides), sum_of_taps = plan.extra
     batch, channels = X.shape[:2]
     rank = len(out)
     pads = plan.pads
@@ -328,10 +460,10 @@ def _depthwise_last_path(plan, X, w, bias):
     buffer = buffer.reshape(padded + (batch * channels,))
     weights = w.reshape(channels, -1).T  # (K, C): one contiguous row per tap
     weights = np.tile(weights, (1, batch)) if batch > 1 else np.ascontiguousarray(weights)
-    Y = np.multiply(buffer[reads[0]], weights[0])
-    term = np.empty_like(Y)
-    for t in range(1, len(reads)):
-        Y += np.multiply(buffer[reads[t]], weights[t], out=term)
+    windows = np.ndarray(shape, w.dtype, buffer, 0, view_strides)  # read only
+    # every tap's product summed in one pass of einsum's own loop (no optimize: no BLAS, no
+    # temporaries), where one multiply and one add per tap took 1.7 to 2 times as long
+    Y = np.einsum(sum_of_taps, windows, weights.reshape(shape[:rank] + shape[-1:]))
     # (positions, N * C) -> (N * C, positions): one transposing pass, the bias added in it
     Y = Y.reshape(-1, batch * channels).T
     shape = (batch, channels) + out
@@ -339,6 +471,10 @@ def _depthwise_last_path(plan, X, w, bias):
         return np.ascontiguousarray(Y).reshape(shape)
     bias = np.tile(bias, batch) if batch > 1 else bias
     return np.add(Y, bias.reshape(-1, 1), order="C").reshape(shape)
+
+
+# einsum's axis letters for _depthwise_last_path (taps, then output positions; z the rows)
+_LETTERS = "abcdefghijklmnopqrstuvwxy"
 
 
 # Kernels with at least this many taps (an audio front end's 256- or 400-sample filters, a
@@ -575,6 +711,8 @@ def conv_transpose(
     """ConvTranspose of X (N, C, *in) with W (C, M/group, *k); Y (N, M, *out). Geometry as ONNX
     (see `_transpose_geometry`). Float16 and bfloat16 accumulate in float32."""
     options = (auto_pad, dilations, group, output_padding, output_shape, pads, strides)
+    if X.size * math.prod(W.shape[1:]) < _SERIAL_TERMS:  # the multiply-adds (see conv's)
+        return serially(_conv_transpose, X, W, B, *options, X.ndim == 5)
     return _conv_transpose(X, W, B, *options, direct=X.ndim == 5)
 
 

@@ -29,7 +29,14 @@ import weakref
 import numpy as np
 
 from runtime_support._kernels import kernel
-from runtime_support.exact_math import exact_exp, exact_log
+from runtime_support.exact_math import (
+    _fast_two_sum,
+    _log_double,
+    exact_exp,
+    exact_log,
+    exp_double_length,
+)
+from runtime_support.exact_trig import _divide, _two_sum
 
 __all__ = [
     "exact_conv",
@@ -73,9 +80,10 @@ def _rounded(values: np.ndarray, dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
         return values.astype(dtype)
-    nan = np.isnan(values)
-    if nan.any():
-        values = np.where(nan, np.nan, values)
+    # One reduction finds whether any NaN is there (max propagates NaN) without a mask the size
+    # of the values; only then the mask.
+    if values.size and np.isnan(np.max(values)):
+        values = np.where(np.isnan(values), np.nan, values)
     if dtype == np.float64:
         return values
     with np.errstate(over="ignore"):  # overflow gives infinity, as IEEE rounding does
@@ -375,18 +383,103 @@ def _sum_in_type(e: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return _restore(total, e.shape, axes, True)
 
 
+_SOFTMAX_CORE_LIMIT = 700.0  # exp_double_length's double-length range without a bias
+
+
+def _double_exponentials(x: np.ndarray, axis) -> tuple[tuple[int, ...], tuple, tuple]:
+    """float64 softmax's first steps, double-length: (axes, d, e) with d = d_hi + d_lo = x - max
+    exactly (Knuth's two-sum; d_lo = 0 where d_hi is not finite) and e = e_hi + e_lo = exp(d)
+    (exp_double_length)."""
+    axes = _axes(x.ndim, axis)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as in the other types
+        d_hi, d_lo = _two_sum(x, -np.max(x, axis=axes, keepdims=True))
+    d_lo[~np.isfinite(d_hi)] = 0.0
+    return axes, (d_hi, d_lo), exp_double_length(d_hi, d_lo)
+
+
+def _double_sum(e_hi: np.ndarray, e_lo: np.ndarray, axes: tuple[int, ...]) -> tuple:
+    """sum(e_hi + e_lo) over `axes` (kept as 1) as S_hi + S_lo: _pairwise's tree over the
+    reduced elements in C order, each node (a_hi, a_lo) + (b_hi, b_lo) = (s, a_lo + b_lo + err)
+    with s, err Knuth's two-sum of the heads; S_hi is then the tree's float64 sum of the heads and
+    S_lo every rounding error and tail added up (for positive terms, relative error near
+    n * 2**-106 + the tails' own). Renormalised at the end by Fast2Sum."""
+    hi, axis = _gather(e_hi, axes)
+    lo, _ = _gather(e_lo, axes)
+    if axis == -1:
+        hi, lo = np.moveaxis(hi, -1, 0), np.moveaxis(lo, -1, 0)
+    count = hi.shape[0]
+    with np.errstate(invalid="ignore"):
+        while count > 1:
+            half, odd = count // 2, count % 2
+            total, err = _two_sum(hi[:half], hi[half : 2 * half])
+            err += lo[:half]
+            err += lo[half : 2 * half]
+            if odd:
+                total = np.concatenate([total, hi[count - 1 :]])
+                err = np.concatenate([err, lo[count - 1 :]])
+            hi, lo, count = total, err, half + odd
+        total, err = _fast_two_sum(hi[0], lo[0])
+    return _restore(total, e_hi.shape, axes, True), _restore(err, e_hi.shape, axes, True)
+
+
+def _softmax64(x: np.ndarray, axis) -> np.ndarray:
+    """float64 softmax, double-length (see exact_softmax)."""
+    axes, (d_hi, d_lo), (e_hi, e_lo) = _double_exponentials(x, axis)
+    s_hi, s_lo = _double_sum(e_hi, e_lo, axes)
+    with np.errstate(invalid="ignore"):
+        q, q_lo = _divide(e_hi, e_lo, s_hi, s_lo)
+        result = q + q_lo
+        result = np.where(np.isfinite(q), result, q)
+        # d < -700: the exponential again as 2**-512 (hi + lo), both normal, the quotient in that
+        # scale and one rounding by the exact scaling back (the first e_hi was rounded alone).
+        far = d_hi < -_SOFTMAX_CORE_LIMIT
+        if far.any():
+            f_hi, f_lo = exp_double_length(d_hi[far], d_lo[far], bias=-512)
+            total_hi = np.broadcast_to(s_hi, x.shape)[far]
+            total_lo = np.broadcast_to(s_lo, x.shape)[far]
+            f_q, f_q_lo = _divide(f_hi, f_lo, total_hi, total_lo)
+            result[far] = (f_q + f_q_lo) * math.ldexp(1.0, -512)
+    return _rounded(result, np.float64)
+
+
+def _log_softmax64(x: np.ndarray, axis) -> np.ndarray:
+    """float64 log-softmax, double-length (see exact_log_softmax)."""
+    axes, (d_hi, d_lo), (e_hi, e_lo) = _double_exponentials(x, axis)
+    s_hi, s_lo = _double_sum(e_hi, e_lo, axes)
+    with np.errstate(all="ignore"):
+        usable = np.isfinite(s_hi) & (s_hi > 0.0)
+        l_hi, l_lo = _log_double(np.where(usable, s_hi, 1.0))
+        l_lo += s_lo / s_hi  # log(S_hi + S_lo) = log(S_hi) + S_lo / S_hi to 2**-106
+        l_hi = np.where(usable, l_hi, exact_log(s_hi))
+        y, err = _two_sum(d_hi, -l_hi)
+        err += d_lo
+        err -= l_lo
+        result = y + err
+    return _rounded(np.where(np.isfinite(y), result, y), np.float64)
+
+
 @kernel(exact=True)
 def exact_softmax(x, axis=-1):
     """Softmax over `axis` (an int or a tuple of axes, for the 2-D coercion before opset 13).
 
-    Order, every step in x's type as the ONNX reference computes it (for float16 and bfloat16,
-    whose backend data round each step to the type): m = max over the axis (exact); d = x - m;
-    e = exact_exp(d) (the library's own, correctly rounded for float16 and bfloat16) in x's type;
-    s = the sum of e (_sum_in_type: a float64 tree rounded once, bfloat16 one bfloat16 addition
-    at a time); e / s in float64, rounded once to x's type (the correctly rounded quotient)."""
+    float16, bfloat16, float32: every step in x's type as the ONNX reference computes it (the
+    half-precision backend data round each step to the type): m = max over the axis (exact);
+    d = x - m; e = exact_exp(d) (the library's own, correctly rounded for float16 and bfloat16)
+    in x's type; s = the sum of e (_sum_in_type: a float64 tree rounded once, bfloat16 one
+    bfloat16 addition at a time); e / s in float64, rounded once to x's type (the correctly
+    rounded quotient).
+
+    float64, double-length so that the result stays within about half an ulp (rounding d to
+    float64 alone would cost up to |d| / 2 ulps): d = x - m as d_hi + d_lo exactly (two-sum);
+    e = exp(d_hi + d_lo) as e_hi + e_lo (exp_double_length); S = S_hi + S_lo their double-length
+    sum in a fixed tree (_double_sum); the quotient q = e_hi / S_hi, its remainder
+    (e_hi - q S_hi by Dekker's product, + e_lo - q S_lo) / S_hi, and q + remainder rounded once.
+    Rows holding NaN or +inf give NaN, as in the other types."""
     x = np.asarray(x)
     if x.size == 0:
         return x.copy()
+    if x.dtype == np.float64:
+        return _softmax64(x, axis)
     axes, shifted = _exponentials(x, axis)
     powers = exact_exp(shifted)
     total = _sum_in_type(powers, axes)
@@ -397,12 +490,19 @@ def exact_softmax(x, axis=-1):
 def exact_log_softmax(x, axis=-1):
     """LogSoftmax over `axis` (an int or a tuple of axes).
 
-    Order, every step in x's type as in exact_softmax: m = max over the axis (exact), d = x - m,
-    s = the sum of exact_exp(d) (_sum_in_type); d - exact_log(s) in x's type, the difference in
-    float64 rounded once to x's type."""
+    float16, bfloat16, float32: every step in x's type as in exact_softmax: m = max over the axis
+    (exact), d = x - m, s = the sum of exact_exp(d) (_sum_in_type); d - exact_log(s) in x's
+    type, the difference in float64 rounded once to x's type.
+
+    float64, double-length: d = d_hi + d_lo and S = S_hi + S_lo as in exact_softmax; log S as
+    L_hi + L_lo, log(S_hi) by the double-length logarithm of float64 pow (_log_double, relative
+    error near 2**-70) with S_lo / S_hi added to L_lo; then d_hi - L_hi by a two-sum, its error
+    + d_lo - L_lo added, rounded once."""
     x = np.asarray(x)
     if x.size == 0:
         return x.copy()
+    if x.dtype == np.float64:
+        return _log_softmax64(x, axis)
     axes, shifted = _exponentials(x, axis)
     total = _sum_in_type(exact_exp(shifted), axes)
     return _rounded(_float64(shifted) - _float64(exact_log(total)), x.dtype)
@@ -423,8 +523,13 @@ def _slice_count(dtype) -> int:
 
 
 def _tops(x: np.ndarray, axis: int) -> np.ndarray:
-    """Per line along `axis` (kept as 1): the largest magnitude (NaN if any is NaN; 0 if none)."""
-    return np.max(np.abs(x), axis=axis, keepdims=True, initial=0)
+    """Per line along `axis` (kept as 1): the largest magnitude (NaN if any is NaN; 0 if none),
+    as max(max x, -min x): two reductions, no array of magnitudes (the same value, up to the
+    sign of a zero, which no caller reads: only its frexp exponent, 0 either way)."""
+    high = np.max(x, axis=axis, keepdims=True, initial=0)
+    low = np.min(x, axis=axis, keepdims=True, initial=0)
+    np.negative(low, out=low)
+    return np.maximum(high, low, out=high)
 
 
 def _slices(x: np.ndarray, shift: np.ndarray, width: int, count: int, stacked=False):
@@ -589,13 +694,23 @@ def _matmul64(A, B) -> np.ndarray:
             for s in range(1, level + 1):
                 products += P[level - s][..., s, :, :]
             if value is not None:
-                products += value * 2.0**-width
+                value *= 2.0**-width  # exact (a power of two), in place: value is not used again
+                products += value
             value = products
         if total is None:
             total = value
         else:
             total += value
-    C = np.ldexp(total, row_exp + col_exp - 2 * width)
+    if a.dtype.itemsize <= 4 and b.dtype.itemsize <= 4:
+        # float32 and narrower: a nonzero |total| is at least 2**-w (integers scaled by 2**-w) and
+        # far below 2**900, the line exponents lie in [-148, 129], so both products by powers of
+        # two stay normal: exact, the bits of the single ldexp, without an (M, N) array of
+        # exponents.
+        total *= np.ldexp(1.0, row_exp - width)
+        total *= np.ldexp(1.0, col_exp - width)
+        C = total
+    else:  # float64 exponents reach +-1074: one ldexp, which rounds only a subnormal result
+        C = np.ldexp(total, row_exp + col_exp - 2 * width)
     if not finite:
         C = _special_values(_float64(A), _float64(B), C)
     if vector_a:
@@ -742,9 +857,10 @@ def exact_conv(
     columns = windows.reshape(batch, group, per_group, out_size, kernel_size)
     columns = columns.transpose(1, 2, 4, 0, 3).reshape(group, per_group * kernel_size, -1)
     filters = W.reshape(group, maps // group, per_group * kernel_size)
-    Y = _matmul64(filters, columns).reshape(maps, batch, out_size).transpose(1, 0, 2)
-    if B is not None:
-        Y = Y + _float64(B).reshape(maps, 1)
+    Y = _matmul64(filters, columns).reshape(maps, batch, out_size)
+    if B is not None:  # in place: the product is a fresh array
+        Y += _float64(B).reshape(maps, 1, 1)
+    Y = Y.transpose(1, 0, 2)
     return _rounded(Y.reshape((batch, maps) + out_shape), X.dtype)
 
 

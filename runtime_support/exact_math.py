@@ -843,6 +843,44 @@ def _exp_block(x: np.ndarray, wide: bool, low: np.ndarray | None = None) -> np.n
     return y
 
 
+def exp_double_length(
+    x: np.ndarray, low: np.ndarray, bias: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """exp(x + low) as 2**bias * (hi + lo) for float64 x <= 0 (or NaN) and a correction
+    |low| <= ulp(x): float64 softmax's exponentials (runtime_support.exact).
+
+    bias = 0, x >= -700: s, tmp of _exp_parts (wide, `low` added to r); hi = s + s*tmp rounded and
+    lo = (s - hi) + s*tmp, Fast2Sum's error (|s*tmp| < |s|), so hi + lo is exp(x + low) to the
+    polynomial's 2**-63.7 and s*tmp's own rounding (|s*tmp| < 2**-7 s, so below 2**-60 of the
+    result). bias = 0, x < -700 (and NaN): exact_exp's value of x + low rounded once (_exp_far,
+    normal, subnormal or 0) and lo = 0. bias = -512, for x in [-1000, -700] (clipped there:
+    below, exp rounds to 0 in float64 whatever the scale): the same double-length value of
+    exp(x + low) * 2**512, which is normal, for a caller that scales back once at the end. Blocks
+    of _BLOCK elements; every element's result depends on that element alone."""
+    x, low = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(low, np.float64))
+    flat, flat_low = x.reshape(-1), low.reshape(-1)
+    hi, lo = np.empty(flat.size), np.empty(flat.size)
+    with np.errstate(all="ignore"):
+        for start in range(0, flat.size, _BLOCK):
+            block = slice(start, start + _BLOCK)
+            chunk, chunk_low = flat[block], flat_low[block]
+            if bias:
+                chunk = np.clip(chunk, -1000.0, -_WIDE_EXP_LIMIT)
+            else:
+                chunk = np.maximum(chunk, -_WIDE_EXP_LIMIT)
+            s, tmp = _exp_parts(chunk, True, bias, chunk_low)
+            tmp *= s
+            head = s + tmp
+            s -= head
+            s += tmp
+            far = ~(flat[block] >= -_WIDE_EXP_LIMIT)
+            if not bias and far.any():
+                head[far] = _exp_far(flat[block][far], chunk_low[far])
+                s[far] = 0.0
+            hi[block], lo[block] = head, s
+    return hi.reshape(x.shape), lo.reshape(x.shape)
+
+
 def _expm1_block(x: np.ndarray, wide: bool) -> np.ndarray:
     """expm1(x) = (s - 1) + s*tmp: s - 1 is exact for s in [1/2, 2] and k = 0 gives s = 1, tail 0,
     r = x, so small x keep their relative accuracy. The sign is x's (expm1(-0) = -0)."""

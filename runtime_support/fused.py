@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime_support._kernels import kernel
+from runtime_support._threads import run_ranges
 from runtime_support.activation import softmax
 
 __all__ = ["attention_heads"]
@@ -27,7 +28,17 @@ def attention_heads(q, k, v, *, scale=None, mask=None, keep=None, fill=None):
         scores = _in_place(scores, (keep, fill), lambda s: np.copyto(s, fill, where=~keep))
     if mask is not None:
         scores = _in_place(scores, (mask,), lambda s: np.add(s, mask, out=s))
-    return np.matmul(softmax(scores, axis=-1, out=scores), v)
+    if not scores.size:  # no keys (or no queries): nothing to split, nor to reshape by rows
+        return np.matmul(softmax(scores, axis=-1, out=scores), v)
+    rows = scores.reshape(-1, scores.shape[-1])  # C-contiguous: a new product or a copy
+
+    def run(start, stop):
+        softmax(rows[start:stop], axis=-1, out=rows[start:stop])
+
+    # rows in runs of whole groups of 32 over the threads, as layer_normalization's: the bits of
+    # the whole (softmax's sums are BLAS matrix-vector products)
+    run_ranges(run, rows.shape[0], rows.shape[1], align=32)
+    return np.matmul(scores, v)
 
 
 def _in_place(scores, operands, update):

@@ -42,7 +42,7 @@ def _scatter(out: np.ndarray, index: tuple, updates: np.ndarray, reduction: str)
 
 def _along_axis_index(indices: np.ndarray, axis: int) -> tuple:
     """The full index tuple of the elements `indices` points at along `axis`."""
-    index = list(np.indices(indices.shape, sparse=True))
+    index: list[np.ndarray] = list(np.indices(indices.shape, sparse=True))
     index[axis] = indices
     return tuple(index)
 

@@ -20,6 +20,7 @@ from runtime_support._windows import (
     output_extent,
     pad_spatial,
     reduce_windows,
+    window_positions,
     window_view,
 )
 from runtime_support.exact import exact_sum
@@ -27,6 +28,8 @@ from runtime_support.exact_math import exact_pow
 
 __all__ = [
     "average_pool",
+    "exact_average_pool",
+    "global_average_pool",
     "exact_global_lp_pool",
     "exact_lp_pool",
     "global_lp_pool",
@@ -83,7 +86,9 @@ def max_pool(
         (n + pads[a] + pads[a + rank] + extra[a] - (k - 1) * d - 1) // s + 1
         for a, (n, k, s, d) in enumerate(zip(X.shape[2:], kernel_shape, strides, dilations))
     ]
-    if 2 * math.prod(out) <= X.shape[0] * X.shape[1] and min(out, default=1) > 0:
+    if _flat_separable_wins(X, out, kernel_shape, strides):
+        Y = _flat_separable(X, pads, lowest, kernel_shape, strides, dilations, extra, np.maximum)
+    elif 2 * math.prod(out) <= X.shape[0] * X.shape[1] and min(out, default=1) > 0:
         # few output positions, many channels: channels last, one inner loop per position
         # (as reduce_windows); the same maxima in the same order
         last = np.ascontiguousarray(np.moveaxis(X, (0, 1), (-2, -1)))
@@ -131,6 +136,99 @@ def max_pool(
 # MaxPool windows of at most this many taps, overlapping, combine the taps directly (max_pool);
 # larger ones (and 2x2 windows at stride 2: two passes) go one spatial axis at a time.
 _FLAT_MAX_TAPS = 9
+
+
+def _flat_separable_wins(x, out, kernel_shape, strides) -> bool:
+    """Whether _flat_separable is the way for these windows: some output, a window of more
+    than one tap, strides no larger than the window (it computes every position at full
+    resolution, so it wastes the work of the positions that larger strides skip), no window
+    covering a whole plane of more than a few positions (a reduction over the plane is one
+    pass), and a map of at least _FLAT_MIN_SIZE values (on LeNet's 6 x 28 x 28 its dozen
+    numpy calls cost more than the passes they save: 12 against 15 us)."""
+    return (
+        x.ndim > 2
+        and x.size >= _FLAT_MIN_SIZE
+        and math.prod(kernel_shape) > 1
+        and min(out, default=0) > 0
+        and all(s <= k for s, k in zip(strides, kernel_shape))
+        and not (math.prod(out) == 1 and math.prod(kernel_shape) > 16)
+    )
+
+
+_FLAT_MIN_SIZE = 8192
+
+
+def _flat_separable(x, pads, value, kernel_shape, strides, dilations, extra, combine, dtype=None):
+    """Every window's combination (np.maximum, np.add) of x (N, C, *spatial) padded with
+    `value` (the identity of `combine`: the lowest value, 0), one spatial axis at a time (the
+    last first), each pass one long contiguous loop: the array flattened, the taps of an axis are
+    the flat array shifted by multiples of the axis's flat step, so a pass combines whole shifted
+    copies of it at full resolution (positions whose windows run past their row or plane get
+    values that are never used); then one copy picks the outputs along that axis (its stride)
+    and the windows that reach into the padding are combined from the taps inside x alone, so
+    nothing is padded. numpy's loops over short rows or strided elements run 2-10 times slower
+    per element than over one contiguous block: squeezenet's 3x3/2 MaxPool of 64 x 111 x 111
+    takes about half the thread time of per-tap passes over stride phases (flat_taps).
+
+    Maxima: the same bits as the taps in C order (the last axis first, each pass in tap order:
+    _separable_max's argument; a padding tap changes nothing, see there). Sums: rows first,
+    then their sums: a fixed order of IEEE additions, not the C order (average_pool's;
+    exact_average_pool keeps the C order). Returns a new contiguous array."""
+    rank = len(kernel_shape)
+    dtype = x.dtype if dtype is None else np.dtype(dtype)
+    y = x.astype(dtype, copy=False)
+    for axis in reversed(range(rank)):
+        k, s, d, begin = kernel_shape[axis], strides[axis], dilations[axis], pads[axis]
+        n = y.shape[2 + axis]
+        count = n + begin + pads[axis + rank] + max(extra[axis], 0) - (k - 1) * d - 1
+        count = count // s + 1
+        y = _combine_axis(y, 2 + axis, k, s, d, begin, count, value, combine)
+    return y if not np.may_share_memory(y, x) else y.copy()
+
+
+def _combine_axis(y, axis, k, s, d, begin, count, value, combine):
+    """_flat_separable's pass along `axis` of the contiguous y: the `count` outputs, output o
+    combining y[o * s - begin + t * d] for the taps t inside y, in tap order."""
+    n = y.shape[axis]
+    inner = math.prod(y.shape[axis + 1 :])
+    full = n - (k - 1) * d  # positions whose whole window lies inside y
+    if full > 0 and k > 1:
+        flat = np.ascontiguousarray(y).reshape(-1)
+        step = inner * d
+        length = flat.size - (k - 1) * step
+        grid = np.empty_like(flat)
+        grid[length:] = value  # positions no output uses: defined values only
+        part = grid[:length]
+        combine(flat[:length], flat[step : step + length], out=part)
+        for j in range(2, k):
+            combine(part, flat[j * step : j * step + length], out=part)
+        grid = grid.reshape(y.shape)
+    elif full > 0:
+        grid = y
+    shape = y.shape[:axis] + (count,) + y.shape[axis + 1 :]
+    result = np.empty(shape, y.dtype)
+    before = (slice(None),) * axis
+    first = -(-begin // s)  # the first output whose window starts inside y
+    last = min(count - 1, (full - 1 + begin) // s) if full > 0 else first - 1
+    if last >= first:
+        start = first * s - begin
+        result[before + (slice(first, last + 1),)] = grid[
+            before + (slice(start, start + (last - first) * s + 1, s),)
+        ]
+    for o in [*range(min(first, count)), *range(max(last + 1, first), count)]:
+        # a window reaching into the padding: its taps inside y, in tap order
+        where = [o * s - begin + t * d for t in range(k)]
+        inside = [y[before + (p,)] for p in where if 0 <= p < n]
+        target = result[before + (o,)]
+        if not inside:
+            target[...] = value
+        elif len(inside) == 1:
+            target[...] = inside[0]
+        else:
+            combine(inside[0], inside[1], out=target)
+            for tap in inside[2:]:
+                combine(target, tap, out=target)
+    return result
 
 
 def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra, lead=2):
@@ -193,7 +291,43 @@ def _separable_max(x, pads, lowest, kernel_shape, strides, dilations, extra, lea
     return y
 
 
+@kernel(exact=False, exact_twin="rt.exact_average_pool")
 def average_pool(
+    X,
+    *,
+    kernel_shape,
+    pads=None,
+    strides,
+    dilations,
+    ceil_mode=0,
+    count_include_pad=0,
+    auto_pad="NOTSET",
+):
+    """AveragePool as the fast variant computes it: the divisor as exact_average_pool's; the
+    window's sum one spatial axis at a time in one long pass per tap of each axis
+    (_flat_separable: about half the passes of summing every tap, each over one contiguous
+    block), or, for a window covering a whole plane, numpy's sum over it. Float16 and bfloat16
+    sum in float32. Not exact: the order of the additions is not exact_average_pool's."""
+    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
+    extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
+    acc = accumulator(X.dtype)
+    rank = len(kernel_shape)
+    padded = [n + pads[i] + pads[i + rank] + max(extra[i], 0) for i, n in enumerate(X.shape[2:])]
+    out = window_positions(padded, kernel_shape, strides, dilations)
+    if list(kernel_shape) == list(X.shape[2:]) and not any(pads) and not any(extra):
+        total = _plane_sums(X, acc)  # one window per plane
+    elif _flat_separable_wins(X, out, kernel_shape, strides):
+        with np.errstate(over="ignore", invalid="ignore"):  # inf - inf as onnxruntime: NaN
+            total = _flat_separable(
+                X, pads, 0, kernel_shape, strides, dilations, extra, np.add, acc
+            )
+    else:
+        total = reduce_windows(X, pads, 0, kernel_shape, strides, dilations, np.add, extra, acc)
+    return _divided(X, total, pads, kernel_shape, strides, dilations, count_include_pad, acc)
+
+
+@kernel(exact=True)
+def exact_average_pool(
     X,
     *,
     kernel_shape,
@@ -211,6 +345,11 @@ def average_pool(
     extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     acc = accumulator(X.dtype)
     total = reduce_windows(X, pads, 0, kernel_shape, strides, dilations, np.add, extra, acc)
+    return _divided(X, total, pads, kernel_shape, strides, dilations, count_include_pad, acc)
+
+
+def _divided(X, total, pads, kernel_shape, strides, dilations, count_include_pad, acc):
+    """The window sums `total` (in `acc`) divided by their divisors, in X's type (a new array)."""
     counts = _divisors(
         X.shape[2:],
         tuple(pads),
@@ -222,6 +361,35 @@ def average_pool(
         acc,
     )
     return np.divide(total, counts).astype(X.dtype, copy=False)
+
+
+@kernel(fresh=True, exact=False)
+def global_average_pool(X):
+    """GlobalAveragePool as the fast variant computes it: each plane's sum divided by its size,
+    spatial dims kept as 1 (float16 and bfloat16 sum in float32). Not exact: BLAS's order."""
+    total = _plane_sums(X, accumulator(X.dtype))
+    np.divide(total, total.dtype.type(math.prod(X.shape[2:])), out=total)
+    return total.astype(X.dtype, copy=False)
+
+
+def _plane_sums(X, acc):
+    """The sum of each (sample, channel) plane of X, shaped (N, C, 1, ...), in `acc`: for float32
+    and float64 one matrix-vector product with ones (BLAS: 3-8 us where np.sum over the spatial
+    axes takes 10-40 on EfficientNet's and ResNet's maps, which are short rows), else numpy's."""
+    lead, rank = X.shape[:2], X.ndim - 2
+    if X.dtype == acc and acc in (np.float32, np.float64) and X.size:
+        planes = X.reshape(-1, math.prod(X.shape[2:]))
+        total = planes @ _ones(planes.shape[1], acc)
+    else:
+        total = np.add.reduce(X.reshape(lead + (-1,)), axis=-1, dtype=acc)
+    return total.reshape(lead + (1,) * rank)
+
+
+@functools.lru_cache(maxsize=64)
+def _ones(size, dtype):
+    ones = np.ones(size, dtype)
+    ones.flags.writeable = False
+    return ones
 
 
 @functools.lru_cache(maxsize=1024)

@@ -48,10 +48,13 @@ movement, so its bits depend on nothing but the inputs. Every NaN in its outputs
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from runtime_support._kernels import kernel
-from runtime_support.exact import exact_matmul
+from runtime_support._threads import blas_threads_for
+from runtime_support.exact import _immutable_root, exact_matmul
 from runtime_support.exact_math import exact_expm1, exact_sigmoid, exact_softplus, exact_tanh
 
 __all__ = ["exact_gru", "exact_lstm", "exact_rnn", "gru", "lstm", "rnn"]
@@ -335,20 +338,31 @@ def _default_nans(a):
 
 # --- the fast variant's common case: every direction in one step ---------------------------------
 # The layers exporters write (torch's LSTM and GRU: default activations, no clip, no peepholes,
-# full lengths) run all directions in the same time loop, as one batched product per step, with
-# sigmoid as 0.5 * tanh(x / 2) + 0.5 so that one tanh covers every gate: about a third of the
-# numpy calls per step of the general loop below, and half the steps when bidirectional.
-# The states are kept transposed ([directions, hidden, batch]) so that each step's product is
-# R @ h with the weights as BLAS's left operand, as ONNX stores them: OpenBLAS runs that product
-# at a small batch about 1.4x faster than h @ R^T (53 against 73 us for LSTM 256 at batch 8).
-# x / 2 is exact in binary floating point, so halving the weights' sigmoid rows once gives the
-# bits of halving each step's sums; a short sequence (fewer step columns than weight columns)
-# halves the sums instead, cheaper than a scaled copy of R.
+# full lengths) run all directions in the same time loop, with sigmoid as 0.5 * tanh(x / 2) + 0.5
+# so that one tanh covers every gate: a step is one product and ten numpy calls (a GRU without
+# linear_before_reset: two products), whatever the number of directions.
+# The states are kept transposed ([hidden, batch]) so that each step's product is R @ h with the
+# weights as BLAS's left operand, as ONNX stores them: OpenBLAS runs that product at a small
+# batch about 1.4x faster than h @ R^T (53 against 73 us for LSTM 256 at batch 8).
+# The loop's weights are made once per set of weights (_loop_weights, cached while the arrays are
+# read-only, as the weights file's are): the sigmoid gates' rows of W, R and the bias are halved
+# (x / 2 is exact in binary floating point, so these are the bits of halving each step's sums),
+# the two biases are summed, and a GRU with linear_before_reset gets Rbh as a last column of R
+# against a row of ones kept under the state, so that the step's product adds it.
+# Two directions: numpy's stacked matmul of two small products costs about 1.5 us a step more
+# than one 2-D product, so up to _BLOCK_DIAGONAL_MACS multiply-adds a step the directions' R
+# form one block-diagonal matrix, its rows in (gate, direction, unit) order: each gate's rows of
+# both directions are contiguous, and the step is that of one direction of twice the hidden size.
+# A larger layer keeps the stacked product ([directions, ...] arrays), where the zero blocks would
+# double the arithmetic.
 
 _DEFAULTS = {
     4: ("sigmoid", "tanh", "tanh"),  # LSTM
     3: ("sigmoid", "tanh"),  # GRU
 }
+_SIGMOID_GATES = {4: 3, 3: 2}  # the leading gates that take the sigmoid: LSTM i, o, f; GRU z, r
+_BLOCK_DIAGONAL_MACS = 65536
+_COLUMN_COPIES = 8
 
 
 def _common_case(m, layer, activations, alpha, beta, clip, gates, extra=False) -> bool:
@@ -366,121 +380,195 @@ def _common_case(m, layer, activations, alpha, beta, clip, gates, extra=False) -
     )
 
 
-class _Together:
-    """The inputs of the time loop: X W^T + bias of every direction in processing order,
-    transposed, [steps, directions, gates * hidden, batch] (a reverse direction's steps reversed),
-    the recurrence weights R [directions, gates * hidden, hidden], and whether each step halves
-    its first `halved` rows itself (`half_per_step`) or the weights came halved."""
+# What the loop makes from read-only weights, by the arrays' identities (a module passes the same
+# weight arrays on every call); an entry goes when any of its arrays does.
+_WEIGHTS: dict[tuple, tuple] = {}  # key -> (weak references, shapes, what was made)
 
-    def __init__(self, layer, bias, halved: int):
-        rows = layer.W.shape[1]
-        dtype = layer.dtype
-        self.half_per_step = layer.steps * layer.batch < layer.hidden
-        scale = np.ones((rows, 1), dtype=dtype)
-        if not self.half_per_step:
-            scale[:halved] = dtype.type(0.5)
-        self.XW = np.empty((layer.steps, layer.directions, rows, layer.batch), dtype=dtype)
+
+def _cached(arrays, options, build):
+    """build(), kept for the next call with the same `arrays` and `options` while every array's
+    memory can never change (runtime_support.exact._immutable_root), else made anew."""
+    key = (options, *map(id, arrays))
+    entry = _WEIGHTS.get(key)
+    if entry is not None:
+        refs, shapes, made = entry
+        if all(r() is a and a.shape == s for r, s, a in zip(refs, shapes, arrays)):
+            return made
+    made = build()
+    if all(_immutable_root(a) is not None for a in arrays):
+        _WEIGHTS[key] = ([weakref.ref(a) for a in arrays], [a.shape for a in arrays], made)
+        for a in arrays:
+            weakref.finalize(a, _WEIGHTS.pop, key, None)
+    return made
+
+
+def _loop_weights(W, R, B, gates, lbr, block):
+    """(W [rows, input], bias [rows], R) of the time loop (see above): rows in (direction, gate,
+    unit) order and R [directions, gates * hidden, hidden (+ 1)], or with `block` rows in (gate,
+    direction, unit) order and R block-diagonal, [rows, directions * hidden (+ 1)]."""
+    directions, rows, n = R.shape
+    scale = np.ones((rows, 1), dtype=R.dtype)
+    scale[: _SIGMOID_GATES[gates] * n] = R.dtype.type(0.5)
+    bias = B[:, :rows] + B[:, rows:]
+    if lbr:
+        bias[:, 2 * n :] = B[:, 2 * n : rows]  # the reset gate scales Rbh
+    W, bias, R = W * scale, bias * scale[:, 0], R * scale
+    if lbr:  # a last column: Rbh in the h rows (not a sigmoid's), zeros in the z and r rows
+        column = np.zeros((directions, rows, 1), dtype=R.dtype)
+        column[:, 2 * n :, 0] = B[:, rows + 2 * n :]
+        R = np.concatenate([R, column], axis=2)
+    if not block:
+        return W.reshape(directions * rows, -1), bias.reshape(-1), R
+    width = directions * n + lbr
+    square = np.zeros((gates, directions, n, width), dtype=R.dtype)
+    for d in range(directions):
+        square[:, d, :, d * n : (d + 1) * n] = R[d, :, :n].reshape(gates, n, n)
+        if lbr:
+            square[:, d, :, -1] = R[d, :, n].reshape(gates, n)
+    by_gate = lambda a: a.reshape(directions, gates, n, -1).swapaxes(0, 1)  # noqa: E731
+    return (
+        by_gate(W).reshape(gates * directions * n, -1),
+        by_gate(bias).reshape(-1),
+        square.reshape(gates * directions * n, width),
+    )
+
+
+class _Loop:
+    """What the common case's time loop reads and writes, every direction at once. Each gate has
+    `m` rows: the hidden size, with the directions on a leading axis (`lead` (directions,)), or
+    with a block-diagonal R the directions' units one after the other (`m` directions * hidden,
+    `lead` ()). XW [steps, *lead, gates * m, batch]: X W^T + bias of each step, each direction's
+    steps in its processing order; H [steps, *lead, m (+ 1: the row of ones), batch]: the state
+    after each step."""
+
+    def __init__(self, layer, gates, lbr=False):
+        D, n, T, b = layer.directions, layer.hidden, layer.steps, layer.batch
+        block = D == 1 or D * gates * n * n * b <= _BLOCK_DIAGONAL_MACS
+        arrays = (layer.W, layer.R, layer.B)
+        W, bias, self.R = _cached(
+            arrays, (gates, lbr, block), lambda: _loop_weights(*arrays, gates, lbr, block)
+        )
+        self.layer, self.lbr = layer, lbr
+        self.lead, self.m = ((), D * n) if block else ((D,), n)
+        groups, width = (gates, n) if block else (1, gates * n)  # the projection's column groups
+        projection = np.matmul(layer.x.reshape(T * b, layer.x.shape[2]), W.T)
+        projection += bias
+        projection = projection.reshape(T, b, groups, D, width)
+        if b == 1 and D == 1:  # [steps, 1, rows] is [steps, rows, 1] already
+            steps = projection[::-1] if layer.reverse[0] else projection
+            self.XW = steps.reshape(T, gates * self.m, 1)
+        else:
+            self.XW = self._transposed(projection, gates)
+        self.H = np.empty((T, *self.lead, self.m + lbr, b), dtype=layer.dtype)
+        if lbr:
+            self.H[..., self.m, :] = 1
+
+    def _transposed(self, projection, gates):
+        """XW from the projection [steps, batch, groups, directions, width]."""
+        layer = self.layer
+        T, b, groups, D, width = projection.shape
+        XW = np.empty((T, groups, D, width, b), dtype=layer.dtype)
+        for d in range(D):
+            steps = projection[::-1, :, :, d] if layer.reverse[d] else projection[:, :, :, d]
+            # numpy's copy of a transposed view loops over the batch innermost, slow for a
+            # small batch: one copy per batch column (32 steps of 384 rows at batch 4: 37 ->
+            # 16 us) up to _COLUMN_COPIES columns, where one copy becomes the faster
+            if b <= _COLUMN_COPIES:
+                for j in range(b):
+                    XW[:, :, d, :, j] = steps[:, j]
+            else:
+                XW[:, :, d] = steps.transpose(0, 2, 3, 1)
+        return XW.reshape(T, *self.lead, gates * self.m, b)
+
+    def initial(self, state, written=False):
+        """A state given as [directions, hidden, batch], in the loop's layout: a new array if the
+        loop writes it or needs the row of ones, else possibly a view of `state`."""
+        shaped = state.reshape(*self.lead, self.m, self.layer.batch)
+        if not (written or self.lbr):
+            return shaped
+        h = np.empty(self.H.shape[1:], dtype=self.H.dtype)
+        h[..., : self.m, :] = shaped
+        if self.lbr:
+            h[..., self.m, :] = 1
+        return h
+
+    def per_direction(self, state):
+        """A state in the loop's layout as one [hidden, batch] view per direction."""
+        layer = self.layer
+        return list(state[..., : self.m, :].reshape(layer.directions, layer.hidden, layer.batch))
+
+    def finish(self):
+        """Writes the layer's Y from H; returns each direction's final state [hidden, batch]."""
+        layer = self.layer
+        shape = (layer.steps, layer.directions, layer.hidden, layer.batch)
+        H = self.H[..., : self.m, :].reshape(shape)
         for d in range(layer.directions):
-            xw = layer.projection(d, bias[d])
-            xw = xw[::-1] if layer.reverse[d] else xw
-            np.multiply(xw.transpose(0, 2, 1), scale, out=self.XW[:, d])
-        self.R = layer.R if self.half_per_step else layer.R * scale
-
-
-def _finish(layer, H):
-    """Y from the states of every step (processing order, [steps, directions, hidden, batch]),
-    and each direction's final state as the layer keeps it ([hidden, batch])."""
-    for d in range(layer.directions):
-        layer.Y[:, d] = (H[::-1, d] if layer.reverse[d] else H[:, d]).transpose(0, 2, 1)
-    return [H[-1, d] for d in range(layer.directions)]
-
-
-def _direction_index(layer):
-    """The index that drops the direction axis when there is one direction (numpy's stacked
-    matmul costs about 1.5 us a step more than a 2-D one), else keeps it."""
-    return 0 if layer.directions == 1 else slice(None)
+            layer.Y[:, d] = (H[::-1, d] if layer.reverse[d] else H[:, d]).transpose(0, 2, 1)
+        return self.per_direction(self.H[-1])
 
 
 def _lstm_together(layer, H0, C0):
-    n = layer.hidden
-    inputs = _Together(layer, [b[: 4 * n] + b[4 * n :] for b in layer.B], 3 * n)
-    d = _direction_index(layer)
-    XW, R = inputs.XW[:, d], inputs.R[d]
+    loop = _Loop(layer, 4)
+    m, R = loop.m, loop.R
     half = layer.dtype.type(0.5)
-    H = np.empty((layer.steps, layer.directions, n, layer.batch), dtype=layer.dtype)
-    Hd, h, c = H[:, d], H0[d], C0[d].copy()
+    h, c = loop.initial(H0), loop.initial(C0, written=True)
     cell = np.empty_like(c)
     # one buffer for every step's gates and its views made once: a small layer's step costs
     # about a microsecond per numpy call or view
-    gates = np.empty(R.shape[:-1] + (layer.batch,), dtype=layer.dtype)
+    gates = np.empty((*loop.lead, 4 * m, layer.batch), dtype=layer.dtype)
     sigmoids, i, o, f, g = (
         gates[..., a:b, :]
-        for a, b in ((0, 3 * n), (0, n), (n, 2 * n), (2 * n, 3 * n), (3 * n, 4 * n))
+        for a, b in ((0, 3 * m), (0, m), (m, 2 * m), (2 * m, 3 * m), (3 * m, 4 * m))
     )
-    for t in range(layer.steps):
+    for xw, new in zip(loop.XW, loop.H):
         np.matmul(R, h, out=gates)
-        gates += XW[t]
-        if inputs.half_per_step:
-            sigmoids *= half
+        gates += xw
         np.tanh(gates, out=gates)
         sigmoids *= half
         sigmoids += half
         c *= f
         np.multiply(i, g, out=cell)
         c += cell
-        h = Hd[t]
-        np.tanh(c, out=h)
-        h *= o
-    return _finish(layer, H), [c] if layer.directions == 1 else list(c)
+        np.tanh(c, out=new)
+        new *= o
+        h = new
+    return loop.finish(), loop.per_direction(c)
 
 
 def _gru_together(layer, H0, lbr):
-    n = layer.hidden
-    bias = []
-    for b in layer.B:
-        joined = b[: 3 * n] + b[3 * n :]
-        if lbr:
-            joined[2 * n :] = b[2 * n : 3 * n]  # the reset gate scales Rbh
-        bias.append(joined)
-    inputs = _Together(layer, bias, 2 * n)
-    d = _direction_index(layer)
-    XW, R = inputs.XW[:, d], inputs.R[d]
-    XWzr, XWh = XW[..., : 2 * n, :], XW[..., 2 * n :, :]
-    Rzr, Rh = R[..., : 2 * n, :], R[..., 2 * n :, :]
-    Rbh = layer.B[d, 5 * n :, None]  # [(directions,) hidden, 1]
+    loop = _Loop(layer, 3, lbr)
+    m, R = loop.m, loop.R
+    Rzr, Rh = R[..., : 2 * m, :], R[..., 2 * m :, :]
+    XWzr, XWh = loop.XW[..., : 2 * m, :], loop.XW[..., 2 * m :, :]
     half = layer.dtype.type(0.5)
-    H = np.empty((layer.steps, layer.directions, n, layer.batch), dtype=layer.dtype)
-    Hd, h = H[:, d], H0[d]
+    h = loop.initial(H0)  # with linear_before_reset, its last row is ones (R's column Rbh)
     # the step's buffers and their views made once (see _lstm_together)
-    gates = np.empty(Rh.shape[:-2] + ((3 if lbr else 2) * n, layer.batch), dtype=layer.dtype)
+    gates = np.empty((*loop.lead, (3 if lbr else 2) * m, layer.batch), dtype=layer.dtype)
     zr, z, r, linear = (
-        gates[..., a:b, :] for a, b in ((0, 2 * n), (0, n), (n, 2 * n), (2 * n, None))
+        gates[..., a:b, :] for a, b in ((0, 2 * m), (0, m), (m, 2 * m), (2 * m, None))
     )
-    for t in range(layer.steps):
+    state = h[..., :m, :]
+    for xzr, xh, full, new in zip(XWzr, XWh, loop.H, loop.H[..., :m, :]):
         if lbr:
-            np.matmul(R, h, out=gates)
+            np.matmul(R, h, out=gates)  # with Rbh in the h rows
         else:
             np.matmul(Rzr, h, out=zr)
-        zr += XWzr[t]
-        if inputs.half_per_step:
-            zr *= half
+        zr += xzr
         np.tanh(zr, out=zr)
         zr *= half
         zr += half
         if lbr:
             candidate = linear
-            candidate += Rbh
             candidate *= r
         else:
             candidate = np.matmul(Rh, r * h)
-        candidate += XWh[t]
+        candidate += xh
         np.tanh(candidate, out=candidate)
-        new = Hd[t]
-        np.subtract(h, candidate, out=new)  # H_t = candidate + z * (H - candidate)
+        np.subtract(state, candidate, out=new)  # H_t = candidate + z * (H - candidate)
         new *= z
         new += candidate
-        h = new
-    return _finish(layer, H)
+        h, state = full, new
+    return loop.finish()
 
 
 # --- the layers ------------------------------------------------------------------------------------
@@ -631,6 +719,12 @@ def _lstm(
 # --- entry points ----------------------------------------------------------------------------------
 
 
+def _multiply_adds(X, W, R) -> int:
+    """The layer's products' multiply-adds: the input projection's and every step's."""
+    steps_by_batch = X.shape[0] * X.shape[1] if X.ndim == 3 else 0
+    return steps_by_batch * W.shape[0] * W.shape[1] * (W.shape[2] + R.shape[2])
+
+
 @kernel(exact=False, exact_twin="rt.exact_rnn")
 def rnn(
     X,
@@ -649,21 +743,22 @@ def rnn(
     _arithmetic=_Fast,
 ):
     """H_t = f(clip((XW_t + (Wb + Rb)) + R @ H_{t-1})); returns (Y, Y_h)."""
-    return _rnn(
-        _arithmetic,
-        X,
-        W,
-        R,
-        B,
-        sequence_lens,
-        initial_h,
-        activations,
-        activation_alpha,
-        activation_beta,
-        clip,
-        direction,
-        layout,
-    )
+    with blas_threads_for(_multiply_adds(X, W, R)):
+        return _rnn(
+            _arithmetic,
+            X,
+            W,
+            R,
+            B,
+            sequence_lens,
+            initial_h,
+            activations,
+            activation_alpha,
+            activation_beta,
+            clip,
+            direction,
+            layout,
+        )
 
 
 @kernel(exact=False, exact_twin="rt.exact_gru")
@@ -688,22 +783,23 @@ def gru(
     h = g(clip((XW_t + (Wbh + Rbh)) + Rh @ (r * H))), or with linear_before_reset
     h = g(clip((XW_t + Wbh) + ((Rh @ H + Rbh) * r))); H_t = (h * (1 - z)) + (z * H).
     Returns (Y, Y_h)."""
-    return _gru(
-        _arithmetic,
-        X,
-        W,
-        R,
-        B,
-        sequence_lens,
-        initial_h,
-        activations,
-        activation_alpha,
-        activation_beta,
-        clip,
-        direction,
-        layout,
-        linear_before_reset,
-    )
+    with blas_threads_for(_multiply_adds(X, W, R)):
+        return _gru(
+            _arithmetic,
+            X,
+            W,
+            R,
+            B,
+            sequence_lens,
+            initial_h,
+            activations,
+            activation_alpha,
+            activation_beta,
+            clip,
+            direction,
+            layout,
+            linear_before_reset,
+        )
 
 
 @kernel(exact=False, exact_twin="rt.exact_lstm")
@@ -730,24 +826,25 @@ def lstm(
     ones are skipped): i = f(clip(a_i + (Pi * C))), f = f(clip(a_f + (Pf * C))) (or 1 - i with
     input_forget), c = g(clip(a_c)), C_t = (f * C) + (c * i), o = f(clip(a_o + (Po * C_t))),
     H_t = h(C_t) * o. Returns (Y, Y_h, Y_c)."""
-    return _lstm(
-        _arithmetic,
-        X,
-        W,
-        R,
-        B,
-        sequence_lens,
-        initial_h,
-        initial_c,
-        P,
-        activations,
-        activation_alpha,
-        activation_beta,
-        clip,
-        direction,
-        layout,
-        input_forget,
-    )
+    with blas_threads_for(_multiply_adds(X, W, R)):
+        return _lstm(
+            _arithmetic,
+            X,
+            W,
+            R,
+            B,
+            sequence_lens,
+            initial_h,
+            initial_c,
+            P,
+            activations,
+            activation_alpha,
+            activation_beta,
+            clip,
+            direction,
+            layout,
+            input_forget,
+        )
 
 
 # The exact twins: the same arguments, the same arithmetic in the same order, with _Exact's

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - exercised by forcing `re2 = None` in t
     re2 = None
 
 try:
-    from re import _parser as _sre_parse  # Python 3.11 and later
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]  # Python 3.11 on
 except ImportError:  # pragma: no cover - Python 3.10
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import warnings
 
 import mpmath
 import numpy as np
@@ -261,6 +262,62 @@ def test_hard_swish_matches_its_definition_in_float64_and_writes_into_out(dtype)
     assert np.asarray(rt.hard_swish(np.asarray(dtype(1.5)))).item() == pytest.approx(1.125)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_is_the_maximum_with_zero_and_writes_into_out(dtype):
+    """rt.relu (the fast variant's Relu, a clip to [0, inf]) equals np.maximum(x, 0) on every
+    value but -0, which it keeps (equal to +0 as a number); NaN stays NaN; `out` may be x."""
+    x = np.random.default_rng(14).standard_normal((3, 5, 7)).astype(dtype)
+    x[0, 0, :5] = [-0.0, np.inf, -np.inf, np.nan, 0.0]
+    expected = np.maximum(x, dtype(0))
+    y = rt.relu(x)
+    assert y.dtype == dtype and not np.shares_memory(y, x)
+    np.testing.assert_array_equal(y, expected)  # NaN == NaN, -0 == +0 here
+    assert np.signbit(y[0, 0, 0]) and not np.signbit(y[0, 0, 4])
+    inplace = x[:, :, ::2].copy()
+    assert rt.relu(inplace, out=inplace) is inplace
+    np.testing.assert_array_equal(inplace, expected[:, :, ::2])
+
+
+@pytest.mark.parametrize(
+    "dtype, shape",
+    [
+        (np.float32, (2, 7, 5, 3)),
+        (np.float64, (1, 4, 6)),
+        (np.float32, (1, 3, 2, 3, 4)),
+        (np.float16, (2, 3, 4, 4)),
+    ],
+)
+def test_global_average_pool_is_the_mean_of_each_plane(dtype, shape):
+    """rt.global_average_pool (the fast GlobalAveragePool, plane sums as a product with ones)
+    against the float64 mean of each plane, within a few roundings; non-contiguous inputs too."""
+    x = np.random.default_rng(15).standard_normal(shape).astype(dtype)
+    for value in (x, x[:, ::2]):
+        y = rt.global_average_pool(value)
+        expected = value.astype(np.float64).mean(axis=tuple(range(2, value.ndim)), keepdims=True)
+        assert y.dtype == dtype and y.shape == expected.shape
+        np.testing.assert_allclose(y, expected, rtol=4 * np.finfo(dtype).eps, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_sigmoid_is_the_logistic_function_without_warnings(dtype):
+    """rt.sigmoid (fast Sigmoid) against 1 / (1 + exp(-x)) in float64, within two roundings
+    relative to the value or 1e-38 absolute (values below are subnormals that may come out as
+    0; float16, in its own arithmetic, 1e-3); no overflow warning at -inf or large negative x; a new array.
+    """
+    x = (np.random.default_rng(16).standard_normal(4000) * 30).astype(dtype)
+    x[:6] = [-np.inf, np.inf, 0.0, -0.0, np.finfo(dtype).min, np.finfo(dtype).max]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        y = rt.sigmoid(x)
+    with np.errstate(over="ignore"):
+        expected = 1 / (1 + np.exp(-x.astype(np.float64)))
+    assert y.dtype == dtype and not np.shares_memory(y, x)
+    error = np.abs(y.astype(np.float64) - expected)
+    floor = 1e-3 if dtype == np.float16 else 1e-38  # float16 computes e / (1 + e) in float16
+    assert np.all(error <= 2 * np.finfo(dtype).eps * expected + floor), error.max()
+    assert rt.sigmoid(np.asarray(dtype(0))) == 0.5  # 0-d
+
+
 def _recurrent_session(op_type: str, X, W, R, B, attrs, initial=()):
     """onnxruntime's result for one LSTM or GRU node (the reference for the fast kernels);
     `initial`: the initial states (initial_h, and initial_c for an LSTM) as initializers."""
@@ -284,20 +341,35 @@ def _recurrent_session(op_type: str, X, W, R, B, attrs, initial=()):
     return session.run(None, {"X": X})
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """`a` as the weights file gives it: a read-only view of bytes (the kernels cache what they
+    make from such arrays)."""
+    return np.frombuffer(a.tobytes(), a.dtype).reshape(a.shape)
+
+
 @pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
 @pytest.mark.parametrize("op_type,lbr", [("LSTM", 0), ("GRU", 0), ("GRU", 1)])
-@pytest.mark.parametrize("steps,initial", [(6, False), (1, True)])
-def test_recurrent_layers_with_every_direction_in_one_loop(op_type, lbr, direction, steps, initial):
+@pytest.mark.parametrize(
+    "steps,initial,hidden,batch",
+    [(6, False, 5, 3), (1, True, 5, 3), (4, True, 5, 1), (7, True, 64, 9)],
+)
+def test_recurrent_layers_with_every_direction_in_one_loop(
+    op_type, lbr, direction, steps, initial, hidden, batch
+):
     """The common case (default activations, no clip, full lengths) runs all directions in one
-    time loop with sigmoid through tanh; it matches onnxruntime. One step at batch 3 of hidden 5
-    halves the sigmoid sums per step instead of the weights (and starts from given states, as a
-    streaming model such as silero-vad calls it)."""
+    time loop with sigmoid through tanh; it matches onnxruntime, from zero or given states (one
+    step from given states is how a streaming model such as silero-vad calls it). Two directions
+    of hidden 5 share one block-diagonal product, of hidden 64 a stacked one; the projection
+    reaches the loop's layout as it is (batch 1), by a copy per batch column (3) or by one copy
+    (9); weights given as read-only arrays (cached prepared weights) give the same results on
+    every call."""
     rng = np.random.default_rng(7)
     gates = 4 if op_type == "LSTM" else 3
-    directions, hidden, batch, features = 1 + (direction == "bidirectional"), 5, 3, 4
+    directions, features = 1 + (direction == "bidirectional"), 4
     X = rng.normal(size=(steps, batch, features)).astype(np.float32)
-    W = rng.normal(size=(directions, gates * hidden, features)).astype(np.float32)
-    R = rng.normal(size=(directions, gates * hidden, hidden)).astype(np.float32)
+    scale = 1 / np.sqrt(hidden)
+    W = (scale * rng.normal(size=(directions, gates * hidden, features))).astype(np.float32)
+    R = (scale * rng.normal(size=(directions, gates * hidden, hidden))).astype(np.float32)
     B = rng.normal(size=(directions, 2 * gates * hidden)).astype(np.float32)
     states = [
         rng.normal(size=(directions, batch, hidden)).astype(np.float32)
@@ -306,12 +378,14 @@ def test_recurrent_layers_with_every_direction_in_one_loop(op_type, lbr, directi
     attrs = {"hidden_size": hidden, "direction": direction}
     if op_type == "GRU":
         attrs["linear_before_reset"] = lbr
-        ours = rt.gru(X, W, R, B, None, *states, direction=direction, linear_before_reset=lbr)
-    else:
-        ours = rt.lstm(X, W, R, B, None, *states, direction=direction)
     expected = _recurrent_session(op_type, X, W, R, B, attrs, states)
-    for have, want in zip(ours, expected):
-        np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-6)
+    for weights in [(W, R, B)] + 2 * [tuple(_read_only(a) for a in (W, R, B))]:
+        if op_type == "GRU":
+            ours = rt.gru(X, *weights, None, *states, direction=direction, linear_before_reset=lbr)
+        else:
+            ours = rt.lstm(X, *weights, None, *states, direction=direction)
+        for have, want in zip(ours, expected):
+            np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -433,3 +507,16 @@ def test_pad_matches_onnxruntime(mode, shape, pads):
     (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
     constant = (value,) if mode == "constant" else ()
     np.testing.assert_array_equal(rt.pad(X, np.array(pads), *constant, mode=mode), expected)
+
+
+def test_attention_heads_without_keys_or_queries_gives_empty_or_zero_sums():
+    """softmax over no keys is empty, and its product with no values sums nothing: zeros; no
+    queries give no rows (the large-score split reshapes by rows only when there are some)."""
+    q = np.ones((1, 2, 3, 4), np.float32)
+    got = rt.attention_heads(
+        q, np.ones((1, 2, 4, 0), np.float32), np.ones((1, 2, 0, 5), np.float32)
+    )
+    np.testing.assert_array_equal(got, np.zeros((1, 2, 3, 5), np.float32))
+    mask = np.zeros((1, 1, 1, 3), np.float32)
+    k, v = np.ones((1, 2, 4, 3), np.float32), np.ones((1, 2, 3, 5), np.float32)
+    assert rt.attention_heads(q[:, :, :0], k, v, mask=mask).shape == (1, 2, 0, 5)

@@ -443,6 +443,33 @@ def test_fast_variant_reuses_dead_buffers_only(tmp_path):
     np.testing.assert_array_equal(root, np.sqrt(np.abs(-expected_kept)))
 
 
+def test_a_buffer_read_before_by_fresh_kernels_only_is_reused(tmp_path):
+    """A squeeze-and-excitation block: the map is read by GlobalAveragePool (a fresh kernel:
+    its result holds no view of the map), then multiplied by the pooled scale: the product
+    goes into the map (`out=`), and the results are the formula's."""
+    r = models.rng(5)
+    w = r.standard_normal((1, 4, 1, 1)).astype(np.float32)
+    nodes = [
+        helper.make_node("Mul", ["x", "w"], ["features"], name="scale"),  # a new array
+        helper.make_node("GlobalAveragePool", ["features"], ["pooled"], name="pool"),
+        helper.make_node("Sigmoid", ["pooled"], ["gate"], name="gate"),
+        helper.make_node("Mul", ["features", "gate"], ["y"], name="excite"),  # into features
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "se",
+        [models.tensor("x", [2, 4, 5, 5])],
+        [models.tensor("y", [2, 4, 5, 5])],
+        [models.init("w", w)],
+    )
+    path, module = compile_and_import(models.finish(graph), tmp_path)
+    assert "out=features)" in path.read_text()
+    x = r.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    scaled = x.astype(np.float64) * w
+    gate = 1 / (1 + np.exp(-scaled.mean(axis=(2, 3), keepdims=True)))
+    np.testing.assert_allclose(module.run(x).y, scaled * gate, rtol=1e-5, atol=1e-6)
+
+
 def _png(pixels: np.ndarray) -> np.ndarray:
     import io
 
@@ -508,7 +535,13 @@ def _new_array_cases():
                 {"epsilon": 1e-5},
             )
         ],
-        "rt.scale_shift": [((x32[:, :3], per_channel, per_channel), {})],
+        "rt.scale_shift": [
+            ((x32[:, :3], per_channel, per_channel), {}),
+            ((x32[:, :3], per_channel, per_channel), dict(low=0.0)),
+        ],
+        "rt.relu": [((x32,), {}), ((x64[:, :, ::2],), {})],
+        "rt.global_average_pool": [((x32,), {}), ((x64[:, :, ::2],), {})],
+        "rt.sigmoid": [((x32,), {}), ((x64[:, :, ::2],), {}), ((x32.astype(np.float16),), {})],
         "rt.expand": [((x32[:1, :1], (2, 3, 1, 1)), {}), ((x32, (1,)), {})],
         "rt.tile": [((x32, (1, 1, 1, 1)), {}), ((x64, (1, 2, 1, 1)), {})],
         "rt.constant_of_shape": [(((2, 3), 1.5), dict(dtype=np.float32))],

@@ -781,6 +781,31 @@ def test_small_constant_shapes_still_fold(tmp_path):
     np.testing.assert_allclose(models.import_generated(path).run(x)[0], x + np.arange(6.0))
 
 
+def test_a_large_constant_of_shape_folds_as_a_uniform_constant(tmp_path):
+    """A ConstantOfShape past FOLD_LIMIT elements but under CONSTANT_BYTES_LIMIT is built once at
+    import (rt.filled), not in every run: its result is uniform whatever its shape input (the
+    light models' 9 to 67 MB filled weights were filled again on every run)."""
+    from onemodel_compile import resolve
+
+    rows = resolve.FOLD_LIMIT // 512 + 1  # (rows, 1024): past FOLD_LIMIT
+    value = onnx.helper.make_tensor("v", models.FLOAT, [1], [0.5])
+    model = _bomb(
+        [
+            helper.make_node("ConstantOfShape", ["s"], ["w"], name="weight", value=value),
+            helper.make_node("MatMul", ["x", "w"], ["y"], name="product"),
+        ],
+        [models.tensor("x", [2, rows])],
+        [_int64("s", rows, 1024)],
+    )
+    path = onemodel_compile.compile_model(model, tmp_path / "m.py")
+    source = path.read_text()
+    assert "rt.filled((%d, 1024)" % rows in source and "rt.constant_of_shape" not in source
+    x = _x((2, rows), 14)
+    expected = np.repeat(x.astype(np.float64).sum(axis=1, keepdims=True) * 0.5, 1024, axis=1)
+    got = models.import_generated(path).run(x)[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-4)
+
+
 def test_the_module_total_of_folded_bytes_is_bounded(tmp_path, monkeypatch):
     """Past MODULE_FOLD_BYTES, results stay at run time: a limit of 3000 bytes lets one of three
     1600-byte Tiles fold, and the module still computes all three."""

@@ -438,6 +438,9 @@ CONV_GEOMETRIES = [
     (3, 4, (6, 7), 5, (3, 2), (2, 1), (1, 2), (1, 0, 2, 1), 1),  # several samples a block
     (2, 6, (9, 8), 4, (3, 3), (1, 2), (1, 1), (0, 1, 1, 0), 2),  # groups
     (1, 3, (13,), 2, (4,), (3,), (2,), (2, 1), 1),
+    (2, 3, (9, 10), 4, (3, 2), (2, 3), (2, 1), (0, 0, 0, 0), 1),  # no pads: X itself viewed
+    (1, 3, (7, 9), 4, (3, 3), (1, 1), (1, 2), (0, 0, 0, 0), 1),  # rows read past X's end
+    (2, 3, (11,), 4, (3,), (1,), (2,), (1, 2), 1),
     (2, 2, (4, 5, 6), 3, (2, 3, 2), (1, 2, 1), (2, 1, 1), (1, 0, 1, 0, 1, 1), 1),
     (1, 4, (8, 8), 6, (1, 1), (2, 2), (1, 1), (0, 0, 0, 0), 1),  # strided 1x1
     (2, 6, (5, 6), 6, (1, 1), (1, 1), (1, 1), (0, 0, 0, 0), 3),  # grouped 1x1, no im2col
@@ -457,12 +460,17 @@ CONV_GEOMETRIES = [
 
 
 # The kernel's path thresholds, set so that each geometry takes each path its shape allows: im2col
-# tap copies one row a block (64 bytes) or in large blocks, with no gather and the depthwise
-# per-channel products; then every small geometry gathered and every depthwise one channels last.
+# tap copies one row a block (64 bytes) or in large blocks, with no gather, no strided view and
+# the depthwise per-channel products; then every small geometry gathered and every depthwise one
+# channels last; then every geometry through one copy of a strided view, its rows over the padded
+# width wherever the last stride is 1, then never.
+NO_SMALL_PATHS = {"_GATHER_ROW": 0, "_STRIDED_ELEMENTS": 0, "_DEPTHWISE_LAST_POSITIONS": 0}
 CONV_PATHS = {
-    "rows": {"_BLOCK_BYTES": 64, "_GATHER_ROW": 0, "_DEPTHWISE_LAST_POSITIONS": 0},
-    "blocks": {"_BLOCK_BYTES": 1 << 21, "_GATHER_ROW": 0, "_DEPTHWISE_LAST_POSITIONS": 0},
+    "rows": {"_BLOCK_BYTES": 64, **NO_SMALL_PATHS},
+    "blocks": {"_BLOCK_BYTES": 1 << 21, **NO_SMALL_PATHS},
     "gather": {"_GATHER_ROW": 1 << 30, "_DEPTHWISE_LAST_POSITIONS": 1 << 30},
+    "strided rows": {**NO_SMALL_PATHS, "_STRIDED_ELEMENTS": 1 << 30, "_PADDED_ROW_TERMS": 1 << 30},
+    "strided": {**NO_SMALL_PATHS, "_STRIDED_ELEMENTS": 1 << 30, "_PADDED_ROW_TERMS": -1},
 }
 
 
@@ -526,8 +534,17 @@ def _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode):
     return Y
 
 
-@pytest.mark.parametrize("seed", range(18))
-def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed):
+@pytest.fixture(params=["by size", "flat passes"])
+def pool_paths(request, monkeypatch):
+    """Each pooling test twice: with the kernels' own choice of path (small maps take the per-tap
+    ones), and with the flat passes (_flat_separable) for every map they can take."""
+    if request.param == "flat passes":
+        monkeypatch.setattr("runtime_support.pool._FLAT_MIN_SIZE", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed, pool_paths):
     from runtime_support.pool import max_pool
 
     rng = np.random.default_rng(seed)
@@ -539,6 +556,10 @@ def test_fast_maxpool_is_each_windows_maximum_bit_for_bit(seed):
         strides = list(kernel) if seed % 2 else [1] * rank
     dilations = [int(rng.integers(1, 3)) for _ in range(rank)]
     pads = [int(rng.integers(0, k)) for k in kernel] * 2
+    if seed >= 18:  # no padding, strides up to the window: the flat passes at any stride
+        kernel = [int(rng.integers(2, 4)) for _ in range(rank)]
+        strides = [int(rng.integers(1, k + 1)) for k in kernel]
+        pads = [0] * (2 * rank)
     spatial = [int(rng.integers((k - 1) * d + 1, 9)) for k, d in zip(kernel, dilations)]
     dtype = (np.float32, np.float64, np.int8, np.float16)[seed % 4]
     channels = 40 if 6 <= seed < 12 else 3  # 40: few outputs per channel, channels last
@@ -594,19 +615,9 @@ def test_fast_convtranspose_with_kernel_equal_to_strides_matches_loops(options):
     np.testing.assert_allclose(got, expected + B.reshape(3, 1, 1), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize(
-    "shape, kernel, strides, pads",
-    [
-        ((1, 40, 5, 6), (3, 2), (2, 2), (1, 0, 1, 1)),  # few outputs, many channels: channels last
-        ((2, 3, 7, 6), (3, 3), (1, 2), (1, 1, 0, 1)),  # flat_taps' rows
-        ((1, 64, 4, 4), (4, 4), (1, 1), (0, 0, 0, 0)),  # one window over the whole map
-    ],
-)
-def test_fast_averagepool_adds_the_taps_in_c_order_in_either_layout(shape, kernel, strides, pads):
-    from runtime_support.pool import average_pool
-
-    rng = np.random.default_rng(8)
-    X = _wide(rng, shape)
+def _c_order_average(X, kernel, strides, pads):
+    """AveragePool (count_include_pad 0) with each window's taps added in C order in float32."""
+    shape = X.shape
     out = [(shape[2 + a] + pads[a] + pads[a + 2] - kernel[a]) // strides[a] + 1 for a in (0, 1)]
     expected = np.zeros(shape[:2] + tuple(out), np.float32)
     for n, c, i, j in itertools.product(range(shape[0]), range(shape[1]), *map(range, out)):
@@ -618,8 +629,45 @@ def test_fast_averagepool_adds_the_taps_in_c_order_in_either_layout(shape, kerne
             total = value if total is None else np.float32(total + value)
             count += inside
         expected[n, c, i, j] = np.float32(total / np.float32(count))
-    got = average_pool(
+    return expected
+
+
+AVERAGE_LAYOUTS = [
+    ((1, 40, 5, 6), (3, 2), (2, 2), (1, 0, 1, 1)),  # few outputs, many channels: channels last
+    ((2, 3, 7, 6), (3, 3), (1, 2), (1, 1, 0, 1)),  # flat_taps' rows
+    ((1, 64, 4, 4), (4, 4), (1, 1), (0, 0, 0, 0)),  # one window over the whole map
+    ((2, 5, 9, 8), (3, 3), (1, 1), (1, 1, 1, 1)),  # stride 1: the fast kernel's flat passes
+    ((1, 6, 8, 10), (2, 2), (2, 2), (0, 0, 0, 0)),  # no padding: flat passes, then strides
+]
+
+
+@pytest.mark.parametrize("shape, kernel, strides, pads", AVERAGE_LAYOUTS)
+def test_exact_averagepool_adds_the_taps_in_c_order_in_either_layout(shape, kernel, strides, pads):
+    from runtime_support.pool import exact_average_pool
+
+    X = _wide(np.random.default_rng(8), shape)
+    expected = _c_order_average(X, kernel, strides, pads)
+    got = exact_average_pool(
         X, kernel_shape=list(kernel), pads=list(pads), strides=list(strides), dilations=[1, 1]
     )
     assert got.flags.c_contiguous
     assert np.array_equal(_bits(got), _bits(expected))
+
+
+@pytest.mark.parametrize("shape, kernel, strides, pads", AVERAGE_LAYOUTS)
+def test_fast_averagepool_is_the_c_order_average_within_a_few_roundings(
+    shape, kernel, strides, pads, pool_paths
+):
+    """The fast kernel sums rows first (or the whole plane by numpy's sum): another order of
+    the same additions, so within a few units in the last place of the largest tap (the inputs
+    have a wide range of magnitudes, _wide); a new contiguous array."""
+    from runtime_support.pool import average_pool
+
+    X = _wide(np.random.default_rng(8), shape)
+    expected = _c_order_average(X, kernel, strides, pads)
+    got = average_pool(
+        X, kernel_shape=list(kernel), pads=list(pads), strides=list(strides), dilations=[1, 1]
+    )
+    assert got.flags.c_contiguous and got.dtype == np.float32 and not np.shares_memory(got, X)
+    tolerance = 4 * np.finfo(np.float32).eps * np.abs(X).max()
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tolerance)

@@ -84,6 +84,41 @@ def test_threads_restores_the_count_before_it_even_after_an_error(restore_count)
     assert blas_threads() == 1 and rt.get_num_threads() == 1
 
 
+def test_small_work_runs_at_one_blas_thread_and_the_count_comes_back(restore_count):
+    """blas_threads_for: one BLAS thread inside for work below SMALL_BLAS_WORK at a count above
+    1 (the count itself unchanged), the count again after it, also after an error; large work
+    and a count of 1 leave BLAS alone. A recurrent kernel's call runs inside it."""
+    blas_threads = _openblas_get()
+    rt.set_num_threads(2)
+    with _threads.blas_threads_for(_threads.SMALL_BLAS_WORK - 1):
+        assert blas_threads() == 1 and rt.get_num_threads() == 2
+    assert blas_threads() == 2
+    with pytest.raises(KeyError):
+        with _threads.blas_threads_for(10):
+            raise KeyError("inside")
+    assert blas_threads() == 2
+    with _threads.blas_threads_for(_threads.SMALL_BLAS_WORK):
+        assert blas_threads() == 2
+    seen = []
+    tanh = np.tanh
+
+    def spy(*args, **kwargs):
+        seen.append(blas_threads())
+        return tanh(*args, **kwargs)
+
+    X = np.ones((3, 2, 4), np.float32)
+    W, R = np.ones((1, 9, 4), np.float32), np.ones((1, 9, 3), np.float32)
+    np.tanh = spy
+    try:
+        rt.gru(X, W, R)
+    finally:
+        np.tanh = tanh
+    assert seen and set(seen) == {1} and blas_threads() == 2
+    rt.set_num_threads(1)
+    with _threads.blas_threads_for(10):
+        assert blas_threads() == 1
+
+
 @pytest.mark.parametrize("value", [-1, 1.5, "2", None, True])
 def test_a_bad_count_is_refused_naming_it(value, restore_count):
     with pytest.raises(ValueError, match=repr(value).replace("(", r"\(").replace(".", r"\.")):
@@ -137,19 +172,41 @@ def test_without_a_controllable_blas_the_count_is_kept_quietly(restore_count, mo
     monkeypatch.setitem(_threads._state, "blas", None)  # the real BLAS for the fixture's reset
 
 
-def test_run_parts_runs_every_part_on_the_pool_and_raises_their_errors(restore_count):
+def test_serially_runs_blas_at_one_thread_then_restores_the_count(restore_count):
+    blas_threads = _openblas_get()
+    seen = []
+
+    def product(a, b):
+        seen.append(blas_threads())
+        return a @ b
+
+    a = np.arange(6.0).reshape(2, 3)
+    for count in (2, 1):
+        rt.set_num_threads(count)
+        np.testing.assert_array_equal(_threads.serially(product, a, a.T), a @ a.T)
+        assert seen[-1] == 1 and blas_threads() == count and rt.get_num_threads() == count
+    rt.set_num_threads(2)
+    with pytest.raises(ValueError):  # restored after an error too
+        _threads.serially(product, a, a)
+    assert blas_threads() == 2
+
+
+def test_run_parts_runs_every_part_once_on_the_pool_and_raises_their_errors(restore_count):
     seen = {}
+    meeting = threading.Barrier(2, timeout=30)
 
     def part(index):
-        seen[index] = threading.get_ident()
+        seen.setdefault(index, []).append(threading.get_ident())
+        if index < 2:
+            meeting.wait()  # parts 0 and 1 run at once, so two threads ran them
 
     rt.set_num_threads(2)
     _threads.run_parts(part, 5)
-    assert sorted(seen) == [0, 1, 2, 3, 4]
-    assert seen[0] == threading.get_ident() and len(set(seen.values())) == 2
+    assert sorted(seen) == [0, 1, 2, 3, 4] and all(len(t) == 1 for t in seen.values())
+    assert seen[0] != seen[1] and len({t[0] for t in seen.values()}) == 2
     rt.set_num_threads(1)
     seen.clear()
-    _threads.run_parts(part, 3)
+    _threads.run_parts(lambda index: seen.setdefault(index, threading.get_ident()), 3)
     assert sorted(seen) == [0, 1, 2] and set(seen.values()) == {threading.get_ident()}
 
     def failing(index):
@@ -159,6 +216,78 @@ def test_run_parts_runs_every_part_on_the_pool_and_raises_their_errors(restore_c
     rt.set_num_threads(2)
     with pytest.raises(ArithmeticError, match="part 2"):
         _threads.run_parts(failing, 3)
+
+
+def test_run_parts_does_not_wait_for_a_worker_that_gets_no_core(restore_count, monkeypatch):
+    """A worker the machine does not schedule (here: never started) leaves its parts to the
+    calling thread instead of holding the call up."""
+
+    class Unscheduled:
+        def submit(self, function, *args):
+            return None
+
+    monkeypatch.setattr(_threads, "_pool", lambda size: Unscheduled())
+    rt.set_num_threads(2)
+    seen = []
+    _threads.run_parts(seen.append, 4)
+    assert seen == [0, 1, 2, 3]
+
+
+def _large(seed, shape, scale=3.0):
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(np.float32)
+
+
+# runtime_support's own kernels that split large arrays across the threads. Elementwise work,
+# and rows of row-wise work, give the same bits however they are split.
+_SPLIT_KERNELS = {
+    "gelu": lambda: rt.gelu(_large(1, (197, 3072))),
+    "gelu_tanh": lambda: rt.gelu(_large(2, (128, 1536)), approximate="tanh"),
+    "erf": lambda: rt.erf(_large(3, (3, 70_001), 1.0)),
+    "layer_normalization": lambda: rt.layer_normalization(
+        _large(4, (1, 197, 384)) + 5, _large(5, (384,)), _large(6, (384,)), axis=2
+    ),
+    "layer_normalization_long_rows": lambda: rt.layer_normalization(
+        _large(7, (2, 40, 10_000)), _large(8, (10_000,)), None, axis=2, stats=False
+    ),
+    "attention_heads": lambda: rt.attention_heads(
+        _large(9, (1, 6, 197, 64), 0.3),
+        _large(10, (1, 6, 64, 197), 0.3),
+        _large(11, (1, 6, 197, 64)),
+        mask=np.where(_large(12, (1, 1, 1, 197)) > 2, np.float32(-1e4), np.float32(0)),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SPLIT_KERNELS))
+def test_split_kernels_give_the_bits_of_one_run(name, restore_count, monkeypatch):
+    """At 2 and 3 threads each kernel splits its work into one part per thread and gets the bits
+    it gets unsplit (its own split off, BLAS at the same count: BLAS's own threads may change a
+    product's bits, which is not this split's doing)."""
+    real_run_parts, real_count = _threads.run_parts, _threads.get_num_threads
+    parts = []
+
+    def recording(function, count):
+        parts.append(count)
+        return real_run_parts(function, count)
+
+    def as_tuple(result):
+        return result if isinstance(result, tuple) else (result,)
+
+    monkeypatch.setattr(_threads, "run_parts", recording)
+    monkeypatch.setattr(_threads, "SPLIT_MIN", _threads.SPLIT_SIZE)  # off by default
+    for count in (2, 3):
+        rt.set_num_threads(count)
+        parts.clear()
+        split = as_tuple(_SPLIT_KERNELS[name]())
+        assert max(parts, default=1) >= count  # at least one part per thread
+        monkeypatch.setattr(_threads, "get_num_threads", lambda: 1)  # the split off only
+        whole = as_tuple(_SPLIT_KERNELS[name]())
+        monkeypatch.setattr(_threads, "get_num_threads", real_count)
+        assert [r.tobytes() for r in split] == [r.tobytes() for r in whole]
+    parts.clear()
+    monkeypatch.setattr(_threads, "SPLIT_MIN", None)  # the default: nothing splits
+    _SPLIT_KERNELS[name]()
+    assert not parts
 
 
 def _conv_model():

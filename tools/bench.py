@@ -106,10 +106,31 @@ def light_folder() -> Path:
     return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
 
+def light_model(path: Path):
+    """One of onnx's light models as onnxruntime should read it, and its input (arange(n)/n)."""
+    import numpy as np
+    import onnx
+
+    model = onnx.load(str(path))
+    # IR 3 lists every initializer among the graph inputs as well (overridable); the compiler
+    # takes them as constants, and so should onnxruntime, or it cannot fold them: keep only
+    # the real input, at an IR version where initializers need not be inputs.
+    initializers = {t.name for t in model.graph.initializer}
+    real = [i for i in model.graph.input if i.name not in initializers]
+    del model.graph.input[:]
+    model.graph.input.extend(real)
+    model.ir_version = max(model.ir_version, 7)
+    (value,) = real
+    shape = [
+        d.dim_value if d.HasField("dim_value") else 1 for d in value.type.tensor_type.shape.dim
+    ]
+    n = int(np.prod(shape))
+    return model, {value.name: (np.arange(n).reshape(shape) / n).astype(np.float32)}
+
+
 def prepare(cache: Path, only: list[str]) -> list[Case]:
     """Build the models and their inputs into `cache`/models; return the cases to measure."""
     import numpy as np
-    import onnx
 
     from tools.bench_models import MODELS
 
@@ -120,23 +141,9 @@ def prepare(cache: Path, only: list[str]) -> list[Case]:
         name = path.stem
         if only and not any(o in name for o in only):
             continue
-        model = onnx.load(str(path))
-        # IR 3 lists every initializer among the graph inputs as well (overridable); the compiler
-        # takes them as constants, and so should onnxruntime, or it cannot fold them: keep only
-        # the real input, at an IR version where initializers need not be inputs.
-        initializers = {t.name for t in model.graph.initializer}
-        real = [i for i in model.graph.input if i.name not in initializers]
-        del model.graph.input[:]
-        model.graph.input.extend(real)
-        model.ir_version = max(model.ir_version, 7)
+        model, feeds = light_model(path)
         cleaned = folder / f"{name}.onnx"
         cleaned.write_bytes(model.SerializeToString())
-        (value,) = real
-        shape = [
-            d.dim_value if d.HasField("dim_value") else 1 for d in value.type.tensor_type.shape.dim
-        ]
-        n = int(np.prod(shape))
-        feeds = {value.name: (np.arange(n).reshape(shape) / n).astype(np.float32)}
         np.savez(folder / f"{name}.inputs.npz", **feeds)
         cases.append(
             Case(name, "conv", str(path), str(cleaned), str(folder / f"{name}.inputs.npz"))

@@ -14,7 +14,8 @@ Both variants are compiled and imported into this one process, which runs at one
 arithmetic it does, not how BLAS spreads it. After one warm-up run each (whose outputs are
 compared: the largest difference relative to the largest fast output is reported), the two run
 in alternating blocks of about 0.2 s until each has had `--budget` seconds (at least 3 runs); the
-median run time of each is kept. The machine is shared, so ratios are compared, never times
+median run time of each is kept. Times are the process's CPU time (CLOCK), which other work on the
+machine does not stretch as it stretches wall time. The machine is shared, so ratios are compared, never times
 across runs.
 
 Models whose exact run is more than TARGET times the fast one are profiled (cProfile over about
@@ -45,8 +46,15 @@ import numpy as np  # noqa: E402
 from tools.bench import import_generated  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET = 8.0  # the issue's aim: exact at most this many times slower than fast
+TARGET = 4.0  # issue #15's aim: exact at most this many times slower than fast on every model
+ACCEPTED = 8.0  # issue #12's acceptance bound
 ANALYSIS_HEADING = "## Analysis"
+# Times are this process's CPU time (user + system), not wall time: on the shared 2-core machine
+# under a load of 10 or more, a call of several milliseconds is preempted several times and its
+# wall time grows with the run queue while a short call often runs through, which skewed wall-time
+# ratios (measured: float64 slice products against a float32 product 22 to 29 times by wall time,
+# where the models themselves ran at 6 to 8). BLAS runs at one thread, so CPU time is the work.
+CLOCK = time.process_time
 BLOCK_SECONDS = 0.2
 PROFILE_SECONDS = 1.0  # profiled exact runs: about this long in all, and at least PROFILE_MIN_RUNS
 PROFILE_MIN_RUNS = 3
@@ -59,6 +67,46 @@ KIND = {
     "mobilenet": "conv",
     "light_squeezenet": "conv",
 }
+
+
+# The bench models' dominant products (M x K @ K x N): the exact variant's BLAS work for each is
+# [A_0; A_1] @ B_0 and A_0 @ B_1 in float64 (exact_matmul, float32 operands), the fast variant's one
+# float32 product. Their time ratio is the floor of exact / fast wherever products dominate.
+FLOOR_SHAPES = (
+    ("mlp_b256 fc0", 256, 784, 512),
+    ("bert_b1 FFN in", 128, 256, 1024),
+    ("bert_b1 FFN out", 128, 1024, 256),
+    ("light_squeezenet conv10 (1x1, 512 -> 1000, 13x13)", 1000, 512, 169),
+    ("light_squeezenet expand3x3 (16 -> 64, 55x55)", 64, 144, 3025),
+    ("mobilenet pointwise (64 -> 128, 28x28)", 128, 64, 784),
+    ("mlp_b1 fc0 (matrix-vector)", 1, 784, 512),
+)
+
+
+def blas_floor(budget: float) -> list[dict]:
+    """Per FLOOR_SHAPES entry: median seconds of the float32 product and of the exact variant's
+    float64 slice products (integer-valued operands of 21 bits, as exact_matmul makes them),
+    alternating for about `budget` seconds."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for label, m, k, n in FLOOR_SHAPES:
+        a32, b32 = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n)))
+        stacked = np.trunc(rng.uniform(-(2.0**21), 2.0**21, (2 * m, k)))
+        b0, b1 = (np.trunc(rng.uniform(-(2.0**21), 2.0**21, (k, n))) for _ in range(2))
+        sides = {
+            "fast": lambda a32=a32, b32=b32: a32 @ b32,
+            "exact": lambda s=stacked, b0=b0, b1=b1, m=m: (s @ b0, s[:m] @ b1),
+        }
+        times = {"fast": [], "exact": []}
+        end = CLOCK() + budget
+        while CLOCK() < end or min(len(t) for t in times.values()) < 5:
+            for side, run in sides.items():
+                start = CLOCK()
+                run()
+                times[side].append(CLOCK() - start)
+        fast, exact = (statistics.median(times[side]) for side in ("fast", "exact"))
+        rows.append({"label": label, "shape": (m, k, n), "fast": fast, "exact": exact})
+    return rows
 
 
 @dataclass
@@ -110,15 +158,15 @@ def time_alternately(fast, exact, feeds: dict, budget: float) -> tuple[float, fl
     modules = {"fast": fast, "exact": exact}
     while min(spent.values()) < budget or min(len(t) for t in times.values()) < 3:
         for side, module in modules.items():
-            block_start = time.perf_counter()
+            block_start = CLOCK()
             while True:
-                start = time.perf_counter()
+                start = CLOCK()
                 module.run_feeds(feeds)
-                end = time.perf_counter()
+                end = CLOCK()
                 times[side].append(end - start)
                 if end - block_start >= BLOCK_SECONDS:
                     break
-            spent[side] += time.perf_counter() - block_start
+            spent[side] += CLOCK() - block_start
     return (
         statistics.median(times["fast"]),
         statistics.median(times["exact"]),
@@ -173,15 +221,16 @@ def measure(model: Model, cache: Path, budget: float) -> dict:
     return row
 
 
-def render(rows: list[dict], budget: float) -> str:
+def render(rows: list[dict], budget: float, floor: list[dict] | None = None) -> str:
     lines = [
         "# Exact variant: cost against the fast variant",
         "",
         "Generated by `make bench-exact` (`python -m tools.bench_exact --report "
         "docs/exact-performance.md`); a benchmark, not a test. Both variants of each model run in",
-        "one process at one thread, alternating, and the median run is kept (see the tool's "
+        "one process at one thread, alternating, and the median run (CPU time) is kept (see the tool's "
         "docstring).",
-        f"The issue's aim: exact at most {TARGET:g} times slower than fast.",
+        f"The aim (issue #15): exact at most {TARGET:g} times slower than fast on every model; "
+        f"issue #12 accepts {ACCEPTED:g}.",
         "",
         f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs (shared "
         f"with other work); Python {platform.python_version()}, numpy {np.__version__}; "
@@ -201,6 +250,28 @@ def render(rows: list[dict], budget: float) -> str:
         "",
         "Largest difference: max |exact - fast| / max |fast| over the outputs.",
     ]
+    if floor:
+        lines += [
+            "",
+            "## The BLAS floor",
+            "",
+            "The exact variant's float64 slice products of a float32 product (`[A_0; A_1] @ B_0` and "
+            "`A_0 @ B_1`,",
+            "exact_matmul) against the fast variant's float32 product, for the bench models' "
+            "dominant shapes, alternating",
+            "in this process (median CPU times): where products dominate a model, its exact / fast ratio "
+            "cannot go below this",
+            "one without another definition of the exact product.",
+            "",
+            "| product | M x K x N | float32 (ms) | float64 slices (ms) | ratio |",
+            "| --- | --- | ---: | ---: | ---: |",
+        ]
+        for row in floor:
+            m, k, n = row["shape"]
+            lines.append(
+                f"| {row['label']} | {m} x {k} x {n} | {row['fast'] * 1e3:.3f} "
+                f"| {row['exact'] * 1e3:.3f} | {row['exact'] / row['fast']:.1f} |"
+            )
     profiled = [row for row in rows if row["profile"]]
     if profiled:
         lines += [
@@ -246,8 +317,11 @@ def main(argv=None) -> int:
         )
         if row["profile"]:
             print("    " + ", ".join(f"{n} {s:.0%}" for n, s in row["profile"]), flush=True)
+    floor = blas_floor(min(args.budget, 1.0)) if not args.only else None
+    for row in floor or ():
+        print(f"floor {row['label']:52} x{row['exact'] / row['fast']:.1f}", flush=True)
     if args.report:
-        write_report(args.report, render(rows, args.budget))
+        write_report(args.report, render(rows, args.budget, floor))
     return 0
 
 

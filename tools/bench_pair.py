@@ -2,9 +2,10 @@
 process, both sides in alternating blocks, and optionally where the time goes per node.
 
     .venv/bin/python -m tools.bench_pair bert gpt2 [--threads 1] [--budget 3] [--profile] \\
-        [--cache .cache/bench-pair]
+        [--compare-split] [--cache .cache/bench-pair]
 
-Models are those of tools/bench_models.MODELS whose name contains one of the arguments. The thread
+Models are onnx's light_*.onnx (as tools/bench prepares them) and those of tools/bench_models.MODELS
+whose name contains one of the arguments. The thread
 count (1 by default) is set through runtime_support.set_num_threads for the compiled side and as
 intra_op_num_threads for onnxruntime.
 """
@@ -25,8 +26,23 @@ import onnxruntime
 
 import runtime_support
 from onemodel_compile import compile_model
-from tools.bench import ROOT, import_generated, ort_ops, statement_profile
-from tools.bench_models import MODELS
+from tools.bench import (
+    ROOT,
+    import_generated,
+    light_folder,
+    light_model,
+    ort_ops,
+    statement_profile,
+)
+from tools.bench_models import MODELS, Built
+
+
+def models():
+    """(name, build) of every benchmark model, the light ones first as in the report."""
+    for path in sorted(light_folder().glob("light_*.onnx")):
+        yield path.stem, lambda path=path: Built(*light_model(path))
+    for spec in MODELS:
+        yield spec.name, spec.build
 
 
 def session(model_bytes: bytes, threads: int, profile: str | None = None):
@@ -61,6 +77,29 @@ def interleaved(functions, budget: float, block: float = 0.25, settle: float = 0
     return [statistics.median(t) for t in wall], [statistics.median(t) for t in cpu]
 
 
+def compare_split(module, arguments, budget: float) -> str:
+    """The module's run with runtime_support's kernels splitting their work over the threads set
+    from SPLIT_SIZE elements on and unsplit, interleaved: wall clock, the split's only gain."""
+    from runtime_support import _threads
+
+    def with_split_min(split_min):
+        def run():
+            before, _threads.SPLIT_MIN = _threads.SPLIT_MIN, split_min
+            try:
+                module.run(*arguments)
+            finally:
+                _threads.SPLIT_MIN = before
+
+        return run
+
+    runs = [with_split_min(_threads.SPLIT_SIZE), with_split_min(None)]
+    (split, whole), _ = interleaved(runs, budget)
+    return (
+        f"own kernels split {1e3 * split:8.3f} ms, unsplit {1e3 * whole:8.3f} ms "
+        f"(split / unsplit {split / whole:5.2f})"
+    )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("only", nargs="*")
@@ -68,15 +107,20 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench-pair")
+    parser.add_argument(
+        "--compare-split",
+        action="store_true",
+        help="also time the module with runtime_support's own kernels split and unsplit",
+    )
     args = parser.parse_args(argv)
     threads = args.threads
     runtime_support.set_num_threads(threads)
     args.cache.mkdir(parents=True, exist_ok=True)
-    for spec in MODELS:
-        if args.only and not any(o in spec.name for o in args.only):
+    for name, build in models():
+        if args.only and not any(o in name for o in args.only):
             continue
-        built = spec.build()
-        path = compile_model(built.model, args.cache / f"{spec.name}.py")
+        built = build()
+        path = compile_model(built.model, args.cache / f"{name}.py")
         module = import_generated(Path(path))
         model_bytes = built.model.SerializeToString()
         sess = session(model_bytes, threads)
@@ -90,11 +134,13 @@ def main(argv=None) -> int:
             [lambda: module.run(*arguments), lambda: sess.run(None, built.feeds)], args.budget
         )
         print(
-            f"{spec.name:20s} compiled {1e3 * compiled:8.3f} ms  ort {1e3 * ort:8.3f} ms  "
+            f"{name:20s} compiled {1e3 * compiled:8.3f} ms  ort {1e3 * ort:8.3f} ms  "
             f"ratio {compiled / ort:5.2f}  (cpu time: {1e3 * compiled_cpu:8.3f} / "
             f"{1e3 * ort_cpu:8.3f} = {compiled_cpu / ort_cpu:5.2f})  max rel diff {diff:.1e}",
             flush=True,
         )
+        if args.compare_split:
+            print("  " + compare_split(module, arguments, args.budget), flush=True)
         if args.profile:
             runs = max(3, int(1.0 / compiled))
             profile = statement_profile(module, arguments, runs)
@@ -104,7 +150,7 @@ def main(argv=None) -> int:
             print("  slowest nodes:")
             for op, name, ms in profile["nodes"][:12]:
                 print(f"    {op:20s} {name[:50]:50s} {ms:8.3f} ms")
-            prefix = str(args.cache / f"ort_{spec.name}")
+            prefix = str(args.cache / f"ort_{name}")
             ops = ort_ops(session(model_bytes, threads, prefix), built.feeds, runs)
             print("  onnxruntime by op type:")
             for op, ms, n in ops[:10]:

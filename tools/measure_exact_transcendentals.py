@@ -4,9 +4,10 @@ references.
     python -m tools.measure_exact_transcendentals [--jobs 2] [--quick] [--only sin cos ...]
     python -m tools.measure_exact_transcendentals --validate-reference 100000 --only sin ...
     python -m tools.measure_exact_transcendentals --rows 2000   (exact_softmax, exact_log_softmax)
+    python -m tools.measure_exact_transcendentals --turns 300000   (exact_trig.cos_sin_of_turns)
 
-float32 exp, log and the trigonometric functions (sin, cos, tan, asin, acos, atan): every one of
-the 2**32 bit patterns. The other float32 functions: samples spread over the whole range (half
+float32 exp, log, the trigonometric functions (sin, cos, tan, asin, acos, atan) and elu: every
+one of the 2**32 bit patterns. The other float32 functions: samples spread over the whole range (half
 uniform over the bit patterns, which reaches every binade and the specials, half uniform over the
 interval where the function is not saturated; pow's samples aim a quarter of the pairs at every
 finite result; sin, cos and tan's a quarter at the floats nearest to multiples of pi/2).
@@ -38,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import multiprocessing
 import sys
 import time
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 import mpmath as mp
 import numpy as np
 
+from runtime_support import activation
 from runtime_support import exact_math as em
 from runtime_support import exact_trig as et
 
@@ -63,7 +66,41 @@ def _ld_softplus(x):
     return np.where(x > 0, x + np.log1p(np.exp(-np.abs(x))), np.log1p(np.exp(x)))
 
 
+_LD_PI = LD("3.14159265358979323846264338327950288")
+# The activations' constants as the kernels take them (runtime_support/activation.py's defaults
+# and literals, float64): the functions measured are those with these constants.
+_SELU = (1.67326319, 1.05070102)
+_GELU_TANH = (0.044715,)
+
+
+def _ld_elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
+def _ld_selu(x):
+    return LD(_SELU[1]) * np.where(x > 0, x, LD(_SELU[0]) * np.expm1(np.minimum(x, 0)))
+
+
+def _ld_mish(x):
+    return x * np.tanh(np.where(x > 0, x + np.log1p(np.exp(-np.abs(x))), np.log1p(np.exp(x))))
+
+
+def _ld_swish(x):
+    return x / (1 + np.exp(-x))
+
+
+def _ld_gelu_tanh(x):
+    inner = np.sqrt(LD(2) / _LD_PI) * (x + LD(_GELU_TANH[0]) * x * x * x)
+    return LD(0.5) * x * (1 + np.tanh(inner))
+
+
 LONGDOUBLE = {
+    "elu": _ld_elu,
+    "celu": _ld_elu,  # alpha = 1
+    "selu": _ld_selu,
+    "mish": _ld_mish,
+    "swish": _ld_swish,
+    "gelu_tanh": _ld_gelu_tanh,
     "exp": np.exp,
     "log": np.log,
     "expm1": np.expm1,
@@ -87,6 +124,7 @@ LONGDOUBLE = {
 TRIG = ("sin", "cos", "tan", "asin", "acos", "atan")
 # The bulk references of the exhaustive float32 runs (their own errors are bounded by MARGIN).
 FLOAT64 = {
+    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
     "exp": np.exp,
     "log": np.log,
     "sin": np.sin,
@@ -98,7 +136,24 @@ FLOAT64 = {
 }
 EXHAUSTIVE = tuple(FLOAT64)
 
+
+def _mp_elu(v):
+    return v if v > 0 else mp.expm1(v)
+
+
+def _mp_gelu_tanh(v):
+    inner = mp.sqrt(2 / mp.pi) * (v + mp.mpf(_GELU_TANH[0]) * v**3)
+    return v / 2 * (1 + mp.tanh(inner))
+
+
 MPMATH = {
+    "elu": _mp_elu,
+    "celu": _mp_elu,
+    "selu": lambda v: mp.mpf(_SELU[1]) * (v if v > 0 else mp.mpf(_SELU[0]) * mp.expm1(v)),
+    "mish": lambda v: v * mp.tanh(mp.log1p(mp.exp(v))),
+    "swish": lambda v: v / (1 + mp.exp(-v)),
+    "gelu": lambda v: v / 2 * (1 + mp.erf(v / mp.sqrt(2))),
+    "gelu_tanh": _mp_gelu_tanh,
     "exp": mp.exp,
     "log": mp.log,
     "expm1": mp.expm1,
@@ -122,6 +177,13 @@ MPMATH = {
 }
 
 KERNELS = {
+    "elu": activation.exact_elu,
+    "celu": activation.exact_celu,
+    "selu": activation.exact_selu,
+    "mish": activation.exact_mish,
+    "swish": activation.exact_swish,
+    "gelu": activation.exact_gelu,
+    "gelu_tanh": lambda x: activation.exact_gelu(x, approximate="tanh"),
     "exp": em.exact_exp,
     "log": em.exact_log,
     "expm1": em.exact_expm1,
@@ -360,6 +422,13 @@ def exhaustive_float32(name: str, jobs: int, quick: bool) -> Stats:
 
 
 SAMPLE_RANGES = {  # where the function is not saturated, for the uniform part of the samples
+    "elu": (-20.0, 20.0),
+    "celu": (-20.0, 20.0),
+    "selu": (-20.0, 20.0),
+    "mish": (-30.0, 30.0),
+    "swish": (-110.0, 30.0),
+    "gelu": (-10.0, 10.0),
+    "gelu_tanh": (-10.0, 10.0),
     "exp": (-745.0, 710.0),
     "log": (0.0, 10.0),
     "expm1": (-20.0, 90.0),
@@ -409,6 +478,11 @@ def near_multiples_of_half_pi(rng, dtype, n: int) -> np.ndarray:
     return np.where(rng.random(n) < 0.5, -x, x).astype(dtype)
 
 
+# --above X: measure only arguments >= X (for functions whose formula cancels below some point,
+# such as Gelu's 1 + erf(x / sqrt 2) for very negative x). A list so that main can set it.
+ABOVE: list = [None]
+
+
 def sampled(name: str, dtype, n: int, seed: int) -> Stats:
     rng = np.random.default_rng(seed)
     total = Stats()
@@ -436,9 +510,11 @@ def sampled(name: str, dtype, n: int, seed: int) -> Stats:
             total.merge(check_batch(name, np.dtype(dtype), (x, y), ref))
             continue
         x = _sample(rng, dtype, m, *SAMPLE_RANGES[name])
+        if ABOVE[0] is not None:  # --above: only arguments >= it (the rest drawn and dropped)
+            x = x[x >= ABOVE[0]]
         if name in ("sin", "cos", "tan"):
             x[: m // 4] = near_multiples_of_half_pi(rng, dtype, m // 4)
-        if name == "erf":  # every reference from mpmath: keep the sample small (see main)
+        if name in MPMATH_ONLY:  # every reference from mpmath: keep the sample small (see main)
             total.merge(check_batch(name, np.dtype(dtype), (x,), None))
             continue
         with np.errstate(all="ignore"):
@@ -454,13 +530,15 @@ def sampled(name: str, dtype, n: int, seed: int) -> Stats:
 
 def all_float16(name: str) -> Stats:
     x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+    if ABOVE[0] is not None:
+        x = x[x >= ABOVE[0]]
     if name == "pow":
         xs, ys = np.meshgrid(x, FLOAT16_EXPONENTS)
         # mpmath for every pair would be slow: longdouble bulk, mpmath near boundaries (as float32).
         with np.errstate(all="ignore"):
             ref = np.power(xs.ravel().astype(LD), ys.ravel().astype(LD))
         return check_batch(name, np.dtype(np.float16), (xs.ravel(), ys.ravel()), ref)
-    if name == "erf":
+    if name in MPMATH_ONLY:
         return check_batch(name, np.dtype(np.float16), (x,), None)
     with np.errstate(all="ignore"):
         ref = LONGDOUBLE[name](x.astype(LD))
@@ -468,27 +546,35 @@ def all_float16(name: str) -> Stats:
 
 
 ERF_SAMPLE = 200_000  # erf's references all come from mpmath (about 100 microseconds each)
+MPMATH_ONLY = ("erf", "gelu")  # no longdouble erf in numpy: mpmath for every reference
+# The exact twins of the activations (runtime_support/activation.py): float64 arithmetic in their
+# docstrings' order with the library's functions, rounded once; not claimed correctly rounded.
+ACTIVATIONS = ("elu", "celu", "selu", "mish", "swish", "gelu", "gelu_tanh")
 FLOAT16_EXPONENTS = np.array(
     [0, 0.5, -0.5, 1, -1, 2, -2, 3, -3, 0.25, 1.5, -1.5, 2.5, 7, -7, 10, 11, -11, 13.5]
     + [0.1 * k for k in range(-22, 23) if k % 5],
     dtype=np.float16,
 )
 FUNCTIONS = (
-    "exp",
-    "log",
-    "expm1",
-    "log1p",
-    "sigmoid",
-    "tanh",
-    "softplus",
-    "erf",
-    "pow",
-    "sinh",
-    "cosh",
-    "asinh",
-    "acosh",
-    "atanh",
-) + TRIG
+    (
+        "exp",
+        "log",
+        "expm1",
+        "log1p",
+        "sigmoid",
+        "tanh",
+        "softplus",
+        "erf",
+        "pow",
+        "sinh",
+        "cosh",
+        "asinh",
+        "acosh",
+        "atanh",
+    )
+    + TRIG
+    + ACTIVATIONS
+)
 
 
 NUMPY_COUNTERPART = {  # what the fast variant computes instead, for --speed
@@ -629,10 +715,10 @@ def rows(name: str, dtype, count: int, seed: int) -> tuple[Stats, float]:
                 if abs(mp.mpf(y) - value) > mp.mpf(2) ** np.finfo(dtype).minexp:
                     stats.failures.append(f"{name}: {y} for {value} (underflow)")
                 continue
-            scale = value if name == "softmax" else max(abs(value), one)
-            error = mp_ulps(y, scale, dtype) if scale is value else None
-            if error is None:  # ulps of the scale, the error being |y - value|
-                error = mp_ulps(float(scale) + abs(y - float(value)), scale, dtype)
+            if name == "softmax" or abs(value) >= one:
+                error = mp_ulps(y, value, dtype)
+            else:  # |y - value| in ulps of 1 (computed in mpmath: a float sum would round it)
+                error = float(abs(mp.mpf(y) - value) * 2 ** np.finfo(dtype).nmant)
             if dtype.type(y) != correctly_rounded(value, dtype):
                 stats.not_rounded += 1
             if error > stats.max_ulps:
@@ -662,6 +748,64 @@ def measure_rows(names, count: int) -> None:
                 print(f"FAILURE {failure}", file=sys.stderr)
 
 
+# --- cos_sin_of_turns: the DFT's twiddles and the windows' cosines --------------------------------
+
+
+def _turn_pairs(rng, count: int, per_n: int = 500):
+    """(n, m array) pairs, `count` values of m in all: n log-uniform in [1, 2**24] (an FFT or window
+    length); per n, half of the m uniform in [0, n) and half next to the octant boundaries
+    (round(k n / 8) + j, k = 0..8, |j| <= 2) where the symmetries meet; a quarter negated or
+    shifted by a multiple of n (the kernel reduces m mod n)."""
+    for _ in range(max(1, count // per_n)):
+        n = int(np.exp2(rng.uniform(0, 24)))
+        uniform = rng.integers(0, n, per_n - per_n // 2)
+        k = rng.integers(0, 9, per_n // 2)
+        near = np.rint(k * n / 8).astype(np.int64) + rng.integers(-2, 3, per_n // 2)
+        m = np.concatenate([uniform, near])
+        moved = rng.random(m.size) < 0.25
+        m = np.where(moved, m + n * rng.integers(-3, 4, m.size), m)
+        yield n, m
+
+
+def turns(count: int, seed: int = 11) -> None:
+    """The --turns table: exact_trig.cos_sin_of_turns (float64 cos(2 pi m/n), sin(2 pi m/n))
+    against mpmath's cospi / sinpi of 2m/n at 40 digits (the angle exact), errors in ulps of the
+    result's binade. Exact zeros must be +0."""
+    rng = np.random.default_rng(seed)
+    stats = {"cos": Stats(), "sin": Stats()}
+    began = time.time()
+    with mp.workdps(40):
+        for n, m in _turn_pairs(rng, count):
+            cosine, sine = et.cos_sin_of_turns(m, n)
+            for (name, got), reference in ((("cos", cosine), mp.cospi), (("sin", sine), mp.sinpi)):
+                st = stats[name]
+                for mi, y in zip(m.tolist(), got.tolist()):
+                    value = reference(mp.mpf(2 * mi) / n)
+                    st.checked += 1
+                    if value == 0:
+                        st.specials += 1
+                        if y != 0.0 or math.copysign(1.0, y) < 0:
+                            st.failures.append(f"{name}(2 pi {mi}/{n}) = {y!r}, not +0")
+                        continue
+                    if y != float(value):  # mpmath's conversion rounds to nearest
+                        st.not_rounded += 1
+                    error = mp_ulps(y, value, np.float64)
+                    if error > st.max_ulps:
+                        st.max_ulps, st.worst = error, (mi, n)
+    print(
+        "| function | pairs (m, n) | exact zeros | max error (ulp) | at (m, n) | not correctly rounded | seconds |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    seconds = time.time() - began
+    for name, st in stats.items():
+        print(
+            f"| {name}(2 pi m/n) | {st.checked:,} | {st.specials:,} | {st.max_ulps:.4f} | "
+            f"{st.worst} | {st.not_rounded:,} | {seconds:.0f} (both) |"
+        )
+        for failure in st.failures[:20]:
+            print(f"FAILURE {failure}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=1, help="processes for the exhaustive runs")
@@ -672,6 +816,12 @@ def main(argv: list[str] | None = None) -> int:
         "--float64-sample", type=int, default=None, help="float64 sample size (every function)"
     )
     parser.add_argument("--speed", action="store_true", help="time the kernels against numpy")
+    parser.add_argument(
+        "--above", type=float, default=None, help="only arguments >= this (sampled, float16)"
+    )
+    parser.add_argument(
+        "--turns", type=int, default=None, help="cos_sin_of_turns on this many (m, n) pairs"
+    )
     parser.add_argument(
         "--rows", type=int, default=None, help="softmax and log-softmax on this many rows each"
     )
@@ -684,11 +834,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     names = args.only or FUNCTIONS
+    ABOVE[0] = args.above
     if args.rows:
         measure_rows([n for n in names if n in ROW_FUNCTIONS] or ROW_FUNCTIONS, args.rows)
         return 0
     if args.speed:
         speed(names)
+        return 0
+    if args.turns:
+        turns(args.turns)
         return 0
     if args.validate_reference:
         validate_reference([n for n in names if n in LONGDOUBLE], args.validate_reference)
@@ -717,7 +871,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
         else:
-            n32 = min(sample, ERF_SAMPLE) if name == "erf" else sample
+            n32 = min(sample, ERF_SAMPLE) if name in MPMATH_ONLY else sample
             runs.append(("float32", f"{n32:,} sampled", lambda: sampled(name, np.float32, n32, 1)))
         runs.append(
             (
@@ -726,12 +880,12 @@ def main(argv: list[str] | None = None) -> int:
                 lambda: all_float16(name),
             )
         )
-        if name != "erf":
+        if name not in MPMATH_ONLY:
             n64 = sample // 10
             if not args.quick:
                 n64 = args.float64_sample or FLOAT64_SAMPLE.get(name, n64)
             runs.append(("float64", f"{n64:,} sampled", lambda: sampled(name, np.float64, n64, 2)))
-        elif name == "erf":
+        else:
             runs.append(
                 (
                     "float64",

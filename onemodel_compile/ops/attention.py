@@ -36,7 +36,7 @@ def _results(results: pyir.Expr, view: NodeView, available: int) -> pyir.Expr:
 # Exact through the kernel's twin rt.exact_attention (exact_matmul, exact_tanh, exact_softmax).
 @emitter("Attention", since=23, exact=True)
 def attention(view: NodeView) -> pyir.Expr:
-    keywords = {}
+    keywords: dict[str, object] = {}
     if view.attr("is_causal"):
         keywords["is_causal"] = 1
     for name in ("q_num_heads", "kv_num_heads", "scale"):

@@ -104,7 +104,7 @@ def along_axis_rule(kernel: str):
     def emit(view: NodeView) -> pyir.Expr:
         X = view.inputs[0]
         rank = X.rank
-        axis = view.attr("axis", 1 if view.opset < 13 else -1)
+        axis = view.attr("axis")
         if rank is None:
             if view.opset >= 13:
                 return call(function, X, axis=axis_of(view, axis))
@@ -116,11 +116,12 @@ def along_axis_rule(kernel: str):
         shape = X.shape
         if all(isinstance(d, int) for d in shape):
             outer, inner = int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))
-            rows = method(X, "reshape", outer, inner)
-            return method(call(function, rows, axis=1), "reshape", tuple(shape))
-        outer = call("int", call("np.prod", index(attr(X, "shape"), span(stop=axis))))
-        rows = method(X, "reshape", outer, -1)
-        return method(call(function, rows, axis=1), "reshape", attr(X, "shape"))
+            return method(
+                call(function, method(X, "reshape", outer, inner), axis=1), "reshape", tuple(shape)
+            )
+        leading = call("int", call("np.prod", index(attr(X, "shape"), span(stop=axis))))
+        matrix = method(X, "reshape", leading, -1)
+        return method(call(function, matrix, axis=1), "reshape", attr(X, "shape"))
 
     return emit
 

@@ -35,7 +35,7 @@ def loop(view: NodeView) -> list[pyir.Assign]:
     body = Ref(view.body("body"))
     carried = view.inputs[2:]
     scan_count = len(view.outputs) - len(carried)
-    keywords = {"scan_outputs": scan_count}
+    keywords: dict[str, object] = {"scan_outputs": scan_count}
     if scan_count:
         keywords["scan_dtypes"] = tuple_of(  # dtypes as code (a plain tuple is a literal)
             out.dtype if out is not None and out.dtype is not None else None

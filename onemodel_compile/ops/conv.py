@@ -32,7 +32,7 @@ def _window_keywords(view: NodeView) -> dict:
 def conv_arguments(view: NodeView) -> tuple[list, dict]:
     """rt.conv's operands and keywords for a Conv (or a node with Conv's inputs and attributes:
     the fused ConvActivation of ops/fused.py)."""
-    return _operands(view), {**_window_keywords(view), "group": view.attr("group", 1)}
+    return _operands(view), {**_window_keywords(view), "group": view.attr("group")}
 
 
 # Exact through the kernel's twin rt.exact_conv (the arguments of rt.conv): the windows and
@@ -66,7 +66,7 @@ def _conv_transpose_keywords(view: NodeView) -> dict:
             keywords[name] = _ints(values)
     if any(view.attr("output_padding") or ()):
         keywords["output_padding"] = _ints(view.attr("output_padding"))
-    if view.attr("group", 1) != 1:
+    if view.attr("group") != 1:
         keywords["group"] = view.attr("group")
     return keywords
 

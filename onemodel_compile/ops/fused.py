@@ -3,9 +3,10 @@
 provenance comment names the model's nodes they replace. Only the fast variant makes them: each
 rounds differently from the nodes it replaces, whatever its kernel's own exactness.
 
-- ScaleShift(X, factor, shift) = X * factor + shift in X's type: an inference
-  BatchNormalization whose constant statistics became a per-channel factor and shift at compile
-  time (factor and shift shaped to broadcast against X).
+- ScaleShift(X, factor, shift; low, high) = X * factor + shift in X's type, clamped to
+  [low, high] when given: an inference BatchNormalization whose constant statistics became a
+  per-channel factor and shift at compile time (factor and shift shaped to broadcast against X),
+  with the per-channel affine nodes after it folded in and a Relu (low 0) or Clip after them.
 - LayerNorm(X, scale[, bias]; axis, epsilon, stash_type): a decomposed LayerNorm (ReduceMean,
   Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add), computed as LayerNormalization-17 is.
 - RMSNorm(X, scale; axis, epsilon, stash_type): x / sqrt(mean(x**2) + epsilon) * scale as llama
@@ -36,7 +37,8 @@ DOMAIN = "onemodel.fused"
 # variant makes it: its factor and shift round differently from the BatchNormalization it replaces.
 @emitter("ScaleShift", since=1, domain=DOMAIN, exact=True)
 def scale_shift(view: NodeView) -> Expr:
-    return call("rt.scale_shift", *view.inputs[:3])
+    bounds = {name: view.attr(name) for name in ("low", "high") if view.attr(name) is not None}
+    return call("rt.scale_shift", *view.inputs[:3], **bounds)
 
 
 # The next three compute what the standard operator does, with its attributes: its emitter.

@@ -54,7 +54,7 @@ def _same_shape_except(a, b, axis: int) -> bool:
 def gather_elements(view: NodeView) -> pyir.Expr:
     data, indices = view.inputs[:2]
     axis = _axis(view)
-    if _same_shape_except(data.shape, indices.shape, axis):
+    if isinstance(axis, int) and _same_shape_except(data.shape, indices.shape, axis):
         return call("np.take_along_axis", data, indices, axis=axis)
     return call("rt.gather_elements", data, indices, axis=axis)
 
@@ -108,7 +108,7 @@ def nonzero(view: NodeView) -> pyir.Expr:
 @emitter("OneHot", since=9, exact=True)
 def onehot(view: NodeView) -> pyir.Expr:
     indices, depth, values = view.inputs[:3]
-    return call("rt.onehot", indices, depth, values, axis=view.attr("axis", -1))
+    return call("rt.onehot", indices, depth, values, axis=view.attr("axis"))
 
 
 @emitter("Unique", since=11, exact=True)
@@ -116,7 +116,7 @@ def unique(view: NodeView) -> list[pyir.Assign]:
     """The kernel returns all four outputs; the ones the node does not list are bound to `_`."""
     X = view.inputs[0]
     keywords = {} if view.attr("axis") is None else {"axis": _axis(view)}
-    keywords["sorted"] = view.attr("sorted", 1)
+    keywords["sorted"] = view.attr("sorted")
     targets = [out.name if out is not None else None for out in view.outputs]
     targets += [None] * (4 - len(targets))
     return [pyir.assign(targets, call("rt.unique", X, **keywords))]
@@ -129,8 +129,8 @@ def reverse_sequence(view: NodeView) -> pyir.Expr:
         "rt.reverse_sequence",
         X,
         lengths,
-        batch_axis=view.attr("batch_axis", 1),
-        time_axis=view.attr("time_axis", 0),
+        batch_axis=view.attr("batch_axis"),
+        time_axis=view.attr("time_axis"),
     )
 
 

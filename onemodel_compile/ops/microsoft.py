@@ -159,7 +159,7 @@ def skip_layer_normalization(view: NodeView):
 @microsoft("SkipSimplifiedLayerNormalization", defaults=_SKIP, exact=True)
 def skip_simplified_layer_normalization(view: NodeView):
     """The kernel of SkipLayerNormalization without beta: this node's fourth input is the bias."""
-    keywords = {"bias": view.input(3)} if view.input(3) is not None else {}
+    keywords: dict[str, object] = {"bias": view.input(3)} if view.input(3) is not None else {}
     outputs = _outputs(view)
     if outputs > 1:
         keywords["outputs"] = outputs
@@ -405,7 +405,7 @@ def multi_head_attention(view: NodeView):
     return _kernel_call(view, "multi_head_attention", optional, **keywords)
 
 
-_GQA = {"scale": 0.0, "softcap": 0.0, "do_rotary": 0, "rotary_interleaved": 0}
+_GQA: dict[str, object] = {"scale": 0.0, "softcap": 0.0, "do_rotary": 0, "rotary_interleaved": 0}
 _GQA.update({"local_window_size": -1, "smooth_softmax": -1, "qk_output": 0, "causal": 1})
 _GQA.update({"k_quant_type": "NONE", "v_quant_type": "NONE", "sliding_window_cache": 0})
 

@@ -134,7 +134,7 @@ def array_feature_extractor(view: NodeView):
 
 @emitter("Binarizer", domain=ML, since=1, exact=True, foldable=False)
 def binarizer(view: NodeView):
-    return _kernel(view, "binarizer", view.inputs[0], threshold=float(view.attr("threshold", 0.0)))
+    return _kernel(view, "binarizer", view.inputs[0], threshold=float(view.attr("threshold")))
 
 
 @emitter("Scaler", domain=ML, since=1, exact=True, foldable=False)
@@ -151,6 +151,8 @@ def scaler(view: NodeView):
 @emitter("Imputer", domain=ML, since=1, exact=True, foldable=False)
 def imputer(view: NodeView):
     X = view.inputs[0]
+    imputed: list[int] | list[float]
+    replaced: int | float
     if X.dtype is not None and X.dtype.kind in "iu":
         imputed = [int(v) for v in _list(view, "imputed_value_int64s")]
         replaced = int(view.attr("replaced_value_int64", 0))
@@ -429,7 +431,7 @@ def _flat_trees(view: NodeView, prefix: str):
     if not len(w_trees) == len(w_nodes) == len(w_ids) == len(w_values):
         raise CompileError(f"{label}: the {prefix}_* attributes differ in length")
     order = sorted(range(len(w_trees)), key=lambda k: (w_trees[k], w_nodes[k], k))
-    leaf_nodes, targets, weights = [], [], []
+    leaf_nodes, targets, leaf_weights = [], [], []
     for k in order:
         key = (w_trees[k], w_nodes[k])
         if key not in position:
@@ -438,7 +440,7 @@ def _flat_trees(view: NodeView, prefix: str):
             continue
         leaf_nodes.append(position[key])
         targets.append(w_ids[k])
-        weights.append(w_values[k])
+        leaf_weights.append(w_values[k])
     depth = _depth(roots, trues, falses, label)
     nodes = (
         _array(features, np.int32),
@@ -448,7 +450,7 @@ def _flat_trees(view: NodeView, prefix: str):
         _array(falses, np.int32),
         _array(missing, np.uint8),
     )
-    weights = np.asarray(weights, dtype=w_values.dtype)
+    weights = np.asarray(leaf_weights, dtype=w_values.dtype)
     leaves = (_array(leaf_nodes, np.int32), _array(targets, np.int32), weights)
     return nodes, _array(roots, np.int32), depth, leaves
 
@@ -622,9 +624,9 @@ def tree_ensemble(view: NodeView):
         depth=depth,
         leaf_weights=leaves,
         n_targets=n_targets,
-        aggregate_function=AGGREGATES_V5.get(int(view.attr("aggregate_function", 1)), "SUM"),
+        aggregate_function=AGGREGATES_V5.get(int(view.attr("aggregate_function")), "SUM"),
         base_values=[],
-        post_transform=TRANSFORMS_V5.get(int(view.attr("post_transform", 0)), "NONE"),
+        post_transform=TRANSFORMS_V5.get(int(view.attr("post_transform")), "NONE"),
         threshold_type=dtype,
         output_type=dtype,
         exact=_exact(view),

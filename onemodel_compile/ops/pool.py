@@ -64,7 +64,13 @@ def _global_rule(function: str):
     return emit
 
 
-emitter("GlobalAveragePool", since=1, exact=False)(_global_rule("np.mean"))
+# fast: rt.global_average_pool (each plane's sum as a BLAS product with ones: several times
+# faster than np.mean over the spatial axes on small maps)
+@emitter("GlobalAveragePool", since=1, exact=False)
+def global_average_pool(view: NodeView) -> pyir.Expr:
+    return call("rt.global_average_pool", view.inputs[0])
+
+
 # exact: the float64 sum over the spatial axes as exact_sum sums, one division, one rounding
 # (not np.mean's twin: np.mean of integers or of other axes is no exact_mean)
 emitter("GlobalAveragePool", since=1, variant="exact", exact=True)(_global_rule("rt.exact_mean"))

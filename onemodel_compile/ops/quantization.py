@@ -66,7 +66,7 @@ def quantize_linear(view: NodeView) -> pyir.Expr:
             f"(only {', '.join(QUANTIZED)})"
         )
     keywords = {**_axis_keywords(view), "output_dtype": target}
-    if target.name.startswith("float8") and not view.attr("saturate", 1):
+    if target.name.startswith("float8") and not view.attr("saturate"):
         keywords["saturate"] = False
     precision = view.attr("precision") or 0
     if precision:
@@ -109,7 +109,7 @@ def _conv_keywords(view: NodeView, weights: int) -> dict:
     """The geometry as Conv's (ops.spatial.window_keywords: settled at compile time when it can
     be, else at run time from the weights and input), and the group."""
     keywords = window_keywords(view, kernel_shape_of(view, weights), weights)
-    return {**keywords, "group": view.attr("group", 1)}
+    return {**keywords, "group": view.attr("group")}
 
 
 @emitter("ConvInteger", since=10, exact=True)

@@ -151,9 +151,9 @@ def _exactness(spec: Reduction):
 
 def _kernel_call(kernel: str, view: NodeView, axes) -> pyir.Expr:
     X = view.inputs[0]
-    keepdims = view.attr("keepdims", 1)
+    keepdims = view.attr("keepdims")
     if isinstance(axes, RunTime):
-        noop = view.attr("noop_with_empty_axes", 0)
+        noop = view.attr("noop_with_empty_axes")
         return call(kernel, X, _code(axes), keepdims=keepdims, noop_with_empty_axes=noop)
     if axes == ():
         return call(kernel, X, keepdims=keepdims, noop_with_empty_axes=1)
@@ -188,7 +188,7 @@ def _rule(spec: Reduction):
             elif spec.reduce in ("np.max", "np.min") and _may_be_empty(X.shape, axes):
                 identity = lowest if spec.reduce == "np.max" else highest
                 extra["initial"] = identity(np.dtype(X.dtype))
-            keepdims = bool(view.attr("keepdims", 1))
+            keepdims = bool(view.attr("keepdims"))
             result = call(spec.reduce, data, axis=_code(axes), keepdims=keepdims, **extra)
         if spec.after:
             result = call(spec.after, result)
@@ -247,8 +247,8 @@ for _op, _spec in REDUCTIONS.items():
 @emitter("ArgMax", "ArgMin", since=1, exact=True)
 def arg_extreme(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
-    axis = _code(axis_of(view, view.attr("axis", 0)))
-    keepdims = view.attr("keepdims", 1)
+    axis = _code(axis_of(view, view.attr("axis")))
+    keepdims = view.attr("keepdims")
     function = view.op_type.lower()
     if view.attr("select_last_index", 0):
         return call(f"rt.{function}", X, axis=axis, keepdims=keepdims, select_last_index=1)
@@ -274,7 +274,7 @@ def _cumulative_axis(view: NodeView):
 def cumulative(view: NodeView) -> pyir.Expr:
     X, axis = view.inputs[0], _cumulative_axis(view)
     function = "cumsum" if view.op_type == "CumSum" else "cumprod"
-    exclusive, reverse = view.attr("exclusive", 0), view.attr("reverse", 0)
+    exclusive, reverse = view.attr("exclusive"), view.attr("reverse")
     if view.inputs[1].const is not None and not (exclusive or reverse or _is_half(X.dtype)):
         dtype = {} if is_float(X.dtype) else {"dtype": X.dtype}
         return call(f"np.{function}", X, axis=axis, **dtype)
@@ -290,7 +290,7 @@ def cumulative_exact(view: NodeView) -> pyir.Expr:
     if not is_float(X.dtype):
         return cumulative(view)
     function = "exact_cumsum" if view.op_type == "CumSum" else "exact_cumprod"
-    keywords = {name: 1 for name in ("exclusive", "reverse") if view.attr(name, 0)}
+    keywords = {name: 1 for name in ("exclusive", "reverse") if view.attr(name)}
     return call(f"rt.{function}", X, _cumulative_axis(view), **keywords)
 
 
@@ -301,7 +301,7 @@ def cumulative_exact(view: NodeView) -> pyir.Expr:
 def top_k(view: NodeView) -> pyir.Expr:
     """Values and indices, always sorted (`sorted`=0 allows any order); ties by lower index."""
     X = view.inputs[0]
-    axis = _code(axis_of(view, view.attr("axis", -1)))
+    axis = _code(axis_of(view, view.attr("axis")))
     if view.opset < 10:
         k = view.attr("k")
     elif view.const(1) is not None:

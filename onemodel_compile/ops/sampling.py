@@ -84,7 +84,7 @@ def resize(view: NodeView) -> pyir.Expr:
         keywords["nearest_mode"] = view.attr("nearest_mode")
     if mode == "cubic":
         keywords["cubic_coeff_a"] = view.attr("cubic_coeff_a")
-    if mode != "nearest" and view.attr("exclude_outside", 0):
+    if mode != "nearest" and view.attr("exclude_outside"):
         keywords["exclude_outside"] = 1
     if mode != "nearest" and view.attr("antialias", 0):
         keywords["antialias"] = 1
@@ -147,6 +147,6 @@ _NMS_INPUTS = ("boxes", "scores", "max_output_boxes_per_class", "iou_threshold",
 def non_max_suppression(view: NodeView) -> pyir.Expr:
     inputs = [view.inputs[0], view.inputs[1]] + [_optional(view, i) for i in (2, 3, 4)]
     args, tensors = pyir.optional_arguments(_NMS_INPUTS, inputs)
-    center = view.attr("center_point_box", 0)
+    center = view.attr("center_point_box")
     keyword = {"center_point_box": center} if center else {}
     return call("rt.non_max_suppression", *args, **tensors, **keyword)

@@ -54,7 +54,7 @@ def concat_from_sequence(view: NodeView) -> pyir.Expr:
 @emitter("SplitToSequence", since=11, exact=True, foldable=False)
 def split_to_sequence(view: NodeView) -> pyir.Expr:
     args, keywords = optional_arguments(view, {1: "split"})
-    keywords.update(axis=view.attr("axis", 0), keepdims=view.attr("keepdims", 1))
+    keywords.update(axis=view.attr("axis"), keepdims=view.attr("keepdims"))
     return call("rt.split_to_sequence", *args, **keywords)
 
 

@@ -56,7 +56,7 @@ def _static_spatial(view: NodeView):
 
 def auto_pad_of(view: NodeView) -> str:
     """The auto_pad attribute (NOTSET when empty); an unknown value is an error."""
-    auto_pad = view.attr("auto_pad", "NOTSET") or "NOTSET"
+    auto_pad = view.attr("auto_pad") or "NOTSET"
     if auto_pad not in ("NOTSET", "VALID") + SAME:
         raise CompileError(f"{view.node.label}: unknown auto_pad {auto_pad!r}")
     return auto_pad

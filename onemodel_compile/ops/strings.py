@@ -47,7 +47,7 @@ def string_normalizer(view: NodeView) -> pyir.Expr:
     return call(
         "rt.string_normalizer",
         view.inputs[0],
-        case_change_action=view.attr("case_change_action", "NONE"),
-        is_case_sensitive=view.attr("is_case_sensitive", 0),
+        case_change_action=view.attr("case_change_action"),
+        is_case_sensitive=view.attr("is_case_sensitive"),
         stopwords=tuple(view.attr("stopwords") or ()),
     )

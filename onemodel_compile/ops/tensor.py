@@ -3,6 +3,8 @@ and constants. All exact: data movement, and casts (correctly rounded conversion
 
 from __future__ import annotations
 
+import typing
+
 import numpy as np
 
 from onemodel_compile import ir
@@ -16,7 +18,7 @@ from onemodel_compile.ops.common import (
     optional_arguments,
     span,
 )
-from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.node import NodeView, Operand
 from onemodel_compile.ops.pyir import attr, call, index, method, tuple_of
 from onemodel_compile.ops.registry import emitter
 from runtime_support._dtypes import ML_DTYPES
@@ -69,6 +71,7 @@ def _fold_constant_of_shape(view: NodeView):
 def constant_of_shape(view: NodeView) -> pyir.Expr:
     value = _fill_value(view)
     shape = view.const(0)
+    target: tuple[int, ...] | pyir.Expr
     if shape is not None:
         target = tuple(int(d) for d in shape)
     else:
@@ -102,10 +105,10 @@ def _cast(view: NodeView, target) -> pyir.Expr:
     X = view.inputs[0]
     if target.name in SMALL_TYPES or (X.dtype is not None and X.dtype.name in SMALL_TYPES):
         keywords = {}
-        if target.name.startswith("float8") and not view.attr("saturate", 1):
+        if target.name.startswith("float8") and not view.attr("saturate"):
             keywords["saturate"] = False
         if target.name == "float8_e8m0fnu":
-            keywords["round_mode"] = view.attr("round_mode", "up")
+            keywords["round_mode"] = view.attr("round_mode")
         return call("rt.cast_small", X, to=target, **keywords)
     if view.variant.exact and is_float(X.dtype) and target.kind in "iu":
         return call("rt.cast", X, to=target)
@@ -162,7 +165,7 @@ def _shape_bounds(view: NodeView) -> tuple[int, int | None]:
     """Shape's `start` and `end` (from opset 15). ONNX clamps them as a Python slice does."""
     if view.opset < 15:
         return 0, None
-    return view.attr("start", 0), view.attr("end")
+    return view.attr("start"), view.attr("end")
 
 
 def _fold_shape(view: NodeView):
@@ -226,7 +229,7 @@ def reshape(view: NodeView) -> pyir.Expr:
 def flatten(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     rank = X.rank
-    axis = view.attr("axis", 1)
+    axis = view.attr("axis")
     if rank is None:  # the kernel normalizes the axis against the run-time rank
         return call("rt.flatten", X, axis=axis)
     axis = axis + rank if axis < 0 else axis
@@ -307,8 +310,8 @@ def expand(view: NodeView) -> pyir.Expr:
     if target is not None and _static(X.shape):
         out = np.broadcast_shapes(tuple(X.shape), tuple(int(d) for d in target))
         return call("rt.expand", X, out)  # the kernel checks the size first
-    out = _shape_nodes(view, view.out.shape) if view.inputs[1].values is not None else None
-    return call("rt.expand", X, view.inputs[1] if out is None else out)
+    dims = _shape_nodes(view, view.out.shape) if view.inputs[1].values is not None else None
+    return call("rt.expand", X, view.inputs[1] if dims is None else dims)
 
 
 @emitter("Concat", since=4, exact=True)
@@ -317,8 +320,8 @@ def concat(view: NodeView) -> pyir.Expr:
     return call("np.concatenate", tuple_of(parts), axis=view.attr("axis"))
 
 
-def _split_sizes(view: NodeView, dim, count: int) -> list[int] | RunTime:
-    sizes = ints_from(view, "split", 1, since=13)
+def _split_sizes(view: NodeView, sizes: list[int] | None, dim, count: int) -> list[int]:
+    """The sizes of the parts: `sizes` as given, else equal parts of the static `dim`."""
     if sizes:
         return sizes
     if not isinstance(dim, int):
@@ -335,7 +338,7 @@ def _split(view: NodeView, parts) -> pyir.Expr:
     """Split: a copy for one output, rt.split when the sizes are known only at run time, else
     `parts(X, axis, bounds)` with the static bounds between the parts."""
     X = view.inputs[0]
-    axis = view.attr("axis", 0)
+    axis = view.attr("axis")
     if X.rank is not None:
         axis = normalize_axis(axis, X.rank, view)
     count = len(view.outputs)
@@ -346,8 +349,7 @@ def _split(view: NodeView, parts) -> pyir.Expr:
     if isinstance(sizes, RunTime) or (not sizes and not isinstance(dim, int)):
         split_sizes = [sizes] if isinstance(sizes, RunTime) else []  # none: equal parts
         return call("rt.split", X, *split_sizes, axis=axis, outputs=count)
-    sizes = _split_sizes(view, dim, count)
-    bounds = [int(b) for b in np.cumsum(sizes)[:-1]]
+    bounds = [int(b) for b in np.cumsum(_split_sizes(view, sizes, dim, count))[:-1]]
     return parts(X, axis, bounds)
 
 
@@ -379,17 +381,18 @@ def split_exact(view: NodeView) -> pyir.Expr:
     return _split(view, lambda X, axis, bounds: call("np.split", X, bounds, axis=axis))
 
 
+_SLICE_INPUTS = ("starts", "ends", "axes", "steps")
+
+
 def _slice_parts(view: NodeView):
     if view.opset < 10:
         starts, ends = view.attr("starts"), view.attr("ends")
         axes, steps = view.attr("axes"), None
     else:
-        starts = ints_from(view, "starts", 1, since=10)
-        ends = ints_from(view, "ends", 2, since=10)
-        axes = ints_from(view, "axes", 3, since=10)
-        steps = ints_from(view, "steps", 4, since=10)
-        if any(isinstance(v, RunTime) for v in (starts, ends, axes, steps)):
+        given = [ints_from(view, name, i, since=10) for i, name in enumerate(_SLICE_INPUTS, 1)]
+        if any(isinstance(v, RunTime) for v in given):
             return None
+        starts, ends, axes, steps = typing.cast("list[list[int] | None]", given)
     rank = view.inputs[0].rank  # known: slice_ asks only then
     axes = list(range(len(starts))) if not axes else [normalize_axis(a, rank, view) for a in axes]
     steps = steps or [1] * len(starts)
@@ -472,16 +475,20 @@ def tile(view: NodeView) -> pyir.Expr:
 @emitter("Pad", since=2, exact=True)
 def pad(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
-    mode = view.attr("mode", "constant")
+    mode = view.attr("mode")
+    pads: list[int] | RunTime | None
+    axes: list[int] | RunTime | None
+    value: pyir.Expr | Operand | None
     if view.opset < 11:
         pads, axes = list(view.attr("pads")), None
-        value = pyir.scalar(view.attr("value", 0.0), X.dtype)
+        value = pyir.scalar(view.attr("value"), X.dtype)
     else:
         pads = ints_from(view, "pads", 1, since=11)
         axes = ints_from(view, "axes", 3, since=18)
         value = view.input(2)
     # one kernel call whatever is known: rt.pad checks the result's size before allocating it
-    args, keywords = [X, pads], {}
+    args: list[object] = [X, pads]
+    keywords = {}
     if value is not None:
         args.append(value)
     if axes is not None and value is None:
@@ -519,7 +526,7 @@ def space_to_depth(view: NodeView) -> pyir.Expr:
 @emitter("Trilu", since=14, exact=True)
 def trilu(view: NodeView) -> pyir.Expr:
     X, k = view.inputs[0], view.input(1)
-    function = "np.triu" if view.attr("upper", 1) else "np.tril"
+    function = "np.triu" if view.attr("upper") else "np.tril"
     if k is None:
         return call(function, X)
     if k.const is not None:
@@ -533,6 +540,6 @@ def eye_like(view: NodeView) -> pyir.Expr:
     code = view.attr("dtype")
     dtype = X.dtype if code is None else ir.element_dtype(code, view.node.label)
     shape = X.shape if _static(X.shape) else [index(attr(X, "shape"), i) for i in (0, 1)]
-    k = view.attr("k", 0)
+    k = view.attr("k")
     keywords = {"k": k} if k else {}
     return call("np.eye", shape[0], shape[1], **keywords, dtype=dtype)

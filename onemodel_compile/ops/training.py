@@ -30,35 +30,28 @@ def batch_normalization_training(view: NodeView) -> pyir.Expr:
     return call(
         "rt.batch_normalization_training",
         *view.inputs[:5],
-        epsilon=view.attr("epsilon", 1e-5),
-        momentum=view.attr("momentum", 0.9),
+        epsilon=view.attr("epsilon"),
+        momentum=view.attr("momentum"),
         outputs=len(view.outputs),
     )
 
 
-def _optimizer_rule(kernel: str, **defaults):
-    """`rt.<kernel>(R, T, tensors..., attribute=value...)`, the attributes with their defaults."""
+def _optimizer_rule(kernel: str, *attributes: str):
+    """`rt.<kernel>(R, T, tensors..., attribute=value...)`; the schema fills absent attributes."""
 
     def emit(view: NodeView) -> pyir.Expr:
-        keywords = {name: view.attr(name, default) for name, default in defaults.items()}
+        keywords = {name: view.attr(name) for name in attributes}
         return call(f"rt.{kernel}", *view.inputs, **keywords)
 
     return emit
 
 
 emitter("Adagrad", domain=TRAINING, since=1, exact=True)(
-    _optimizer_rule("adagrad", decay_factor=0.0, epsilon=0.0, norm_coefficient=0.0)
+    _optimizer_rule("adagrad", "decay_factor", "epsilon", "norm_coefficient")
 )
 emitter("Momentum", domain=TRAINING, since=1, exact=True)(
-    _optimizer_rule("momentum", alpha=None, beta=None, mode=None, norm_coefficient=None)
+    _optimizer_rule("momentum", "alpha", "beta", "mode", "norm_coefficient")
 )
 emitter("Adam", domain=TRAINING, since=1, exact=True)(
-    _optimizer_rule(
-        "adam",
-        alpha=0.9,
-        beta=0.999,
-        epsilon=0.0,
-        norm_coefficient=0.0,
-        norm_coefficient_post=0.0,
-    )
+    _optimizer_rule("adam", "alpha", "beta", "epsilon", "norm_coefficient", "norm_coefficient_post")
 )

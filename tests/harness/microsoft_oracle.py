@@ -14,23 +14,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
-import traceback
-import warnings
-from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from tests.harness import conformance
-from tests.harness.compare import compare
+from tests.harness import oracle
 from tests.harness.oracle import (
     Case,
     Outcome,
     c,
     case_arrays,
-    compile_and_import,
     run_onnxruntime,
     v,
     w,
@@ -118,65 +112,9 @@ def build(case: Case, seed_offset: int = 0) -> tuple[onnx.ModelProto, dict[str, 
 def run_case(
     case: Case, variant: str = "fast", seed_offset: int = 0, hide_shapes: bool = False
 ) -> Outcome:
-    """pass, refused (exact variant only), divergence, known bug, or what went wrong. With
-    `hide_shapes`, the module is compiled from the model with its graph's shapes hidden
-    (conformance.hide_shapes: every rank unknown to the compiler)."""
-    from onemodel_compile import ExactnessError
-
-    def outcome(status: str, detail: str = "") -> Outcome:
-        if status == "pass" and (case.divergence or case.known_bug):
-            marked = case.divergence or case.known_bug
-            return Outcome(
-                case.name, variant, "divergence gone", f"passes although marked: {marked}"
-            )
-        if status != "pass" and case.divergence and status == "mismatch":
-            return Outcome(case.name, variant, "divergence", f"{case.divergence} [{detail}]")
-        if status != "pass" and case.known_bug:
-            return Outcome(case.name, variant, "known bug", f"{case.known_bug} [{detail}]")
-        return Outcome(case.name, variant, status, detail)
-
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            model, feeds = build(case, seed_offset)
-            expected = run_onnxruntime(model, feeds)
-    except Exception as exc:
-        return Outcome(case.name, variant, "oracle error", f"{type(exc).__name__}: {_line(exc)}")
-    with tempfile.TemporaryDirectory(prefix="msft-oracle-") as folder:
-        try:
-            compiled = conformance.hide_shapes(model) if hide_shapes else model
-            module = compile_and_import(compiled, variant, Path(folder), case.name)
-        except ExactnessError as exc:
-            if variant == "exact":
-                return Outcome(case.name, variant, "refused", str(exc))
-            return outcome("compile error", f"ExactnessError: {exc}")
-        except Exception as exc:
-            return outcome("compile error", f"{type(exc).__name__}: {_line(exc)}")
-        given = {name: array.copy() for name, array in feeds.items()}
-        try:
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
-                warnings.simplefilter("ignore")
-                results = module.run(*feeds.values())
-        except Exception as exc:
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            where = f"{Path(frame.filename).name}:{frame.lineno}"
-            return outcome("runtime error", f"{type(exc).__name__}: {_line(exc)} ({where})")
-    for name, array in feeds.items():
-        if not np.array_equal(given[name], array, equal_nan=array.dtype.kind == "f"):
-            return outcome("mismatch", f"the module modified its input {name!r}")
-    if len(results) != len(expected):
-        return outcome("mismatch", f"{len(results)} outputs, onnxruntime gives {len(expected)}")
-    for position, (e, a) in enumerate(zip(expected, results)):
-        rtol, atol = case.tolerance(e.dtype)
-        problem = compare(e, a, rtol, atol)
-        if problem:
-            return outcome("mismatch", f"output {position}: {problem}")
-    return outcome("pass")
-
-
-def _line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    """The operator oracle's run of the case (tests/harness/oracle.run_case: its outcome rules)
+    on this table's models."""
+    return oracle.run_case(case, variant, seed_offset, hide_shapes, model_of=build)
 
 
 # --- the table ------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 Usage:
   python -m tools.bit_identity                   the matrix on the exact and the fast variant
   python -m tools.bit_identity --variant exact   exact only (what tests/test_bit_identity.py checks)
-  python -m tools.bit_identity --update-golden   rewrite the golden digests from a full exact run
+  python -m tools.bit_identity --update-golden   add the digests of cases new to the golden file
+                                                 (a full exact run; an existing digest that changed
+                                                 is reported as a bug and nothing is written)
   python -m tools.bit_identity compile WORK [--variant exact] [-k SUBSTRING]
   python -m tools.bit_identity run WORK [--out FILE.json]
 
@@ -34,6 +36,7 @@ from tests.harness.bit_identity import (
     compile_cases,
     describe_run,
     ensure_numpy126_python,
+    golden_growth_problems,
     judge,
     load_golden,
     run_cases,
@@ -92,7 +95,8 @@ def _main_matrix(argv) -> int:
     parser.add_argument(
         "--update-golden",
         action="store_true",
-        help=f"rewrite {GOLDEN_FILE.relative_to(ROOT)} from a full exact run",
+        help=f"add the cases new to {GOLDEN_FILE.relative_to(ROOT)} from a full exact run "
+        "(existing digests must not change)",
     )
     parser.add_argument("-k", dest="pattern", help="only the cases whose name contains this")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
@@ -137,10 +141,20 @@ def _main_matrix(argv) -> int:
                     "exact: every digest is equal in every environment"
                     + (" and to the golden file" if golden and not args.update_golden else "")
                 )
-            if args.update_golden and not verdict.problems:
+            growth = golden_growth_problems(base_result, golden) if args.update_golden else []
+            if growth:
+                failed = True
+                print(
+                    f"exact: not written: {len(growth)} cases of the golden file changed (a bug "
+                    "to report, not digests to overwrite):"
+                )
+                print("\n".join(f"  {p}" for p in growth))
+            elif args.update_golden and not verdict.problems:
+                added = len(base_result["digests"]) - len((golden or {}).get("digests", {}))
                 write_golden(base_result, manifest)
                 print(
-                    f"wrote {GOLDEN_FILE.relative_to(ROOT)} ({len(base_result['digests'])} cases)"
+                    f"wrote {GOLDEN_FILE.relative_to(ROOT)} ({len(base_result['digests'])} cases, "
+                    f"{added} new)"
                 )
     return 1 if failed else 0
 

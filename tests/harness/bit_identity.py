@@ -2,10 +2,11 @@
 
 Three steps (docs/bit-identity.md tells the method and the figures of a real run):
 
-  compile  compile, with the public API, every in-scope backend node case that the variant
-           compiles (the exact variant refuses some operators by design: those cases are skipped)
-           and every example model of examples/ into a work folder, with each case's input data
-           sets stored beside its module as raw bytes (a seeded input for the examples);
+  compile  compile, with the public API, every backend node case that the variant compiles (a
+           refused one is skipped; an unseeded generator's is left out: its bits differ per run),
+           every example model of examples/ and the committed models of STORED_MODELS into a
+           work folder, with each case's input data sets stored beside its module as raw bytes
+           (a seeded input for the examples, the stored feed sets for the committed models);
   run      in the current interpreter and environment: import each compiled module, run it on every
            data set of its case and print one SHA-256 digest per case over all output bytes (dtype,
            shape and raw bytes; sequences element by element; None marked), an overall digest, and
@@ -51,6 +52,13 @@ from tests.harness.modules import import_generated
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN_FILE = ROOT / "tests" / "bit_identity" / "golden_exact.json"
 EXAMPLES = ROOT / "examples"
+# The project's committed models with their stored feed sets (NAME.npz beside NAME.onnx): case
+# name prefix -> folder. Exported networks (tools/make_real_models.py) and converted scikit-learn,
+# LightGBM and XGBoost models (tools/make_ml_models.py).
+STORED_MODELS = {
+    "real": ROOT / "tests" / "real_models",
+    "ml": ROOT / "tests" / "ml_models",
+}
 CACHE = ROOT / ".cache"
 NUMPY126_VENV = CACHE / "numpy126-venv"
 # ml_dtypes 0.5.4: the newest release whose requirements admit numpy 1.26 (pip picks it). Pillow:
@@ -107,7 +115,7 @@ def compile_cases(
     work = Path(work)
     shutil.rmtree(work, ignore_errors=True)
     (work / "cases").mkdir(parents=True)
-    names = [n for n in backend_cases.in_scope_names() if not pattern or pattern in n]
+    names = [n for n in backend_cases.names() if not pattern or pattern in n]
     backend_cases.all_cases()  # generated once, before the workers fork
     tasks = [(name, variant, str(work)) for name in names]
     if jobs <= 1:
@@ -123,9 +131,17 @@ def compile_cases(
         for path in examples
         if not pattern or pattern in f"example_{path.stem}"
     ]
-    manifest = {"variant": variant, "cases": {}, "refused": {}, "not compiled": {}}
+    outcomes += [
+        _compile_stored_model(prefix, path, variant, work)
+        for prefix, folder in STORED_MODELS.items()
+        for path in sorted(folder.glob("*.onnx"))
+        if not pattern or pattern in f"{prefix}_{path.stem}"
+    ]
+    manifest = {"variant": variant, "cases": {}, "refused": {}, "unseeded": {}, "not compiled": {}}
     for name, status, detail in outcomes:
-        key = {"compiled": "cases", "refused": "refused"}.get(status, "not compiled")
+        key = {"compiled": "cases", "refused": "refused", "unseeded": "unseeded"}.get(
+            status, "not compiled"
+        )
         manifest[key][name] = detail
     (work / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
     return manifest
@@ -137,6 +153,8 @@ def _compile_backend_case(task) -> tuple[str, str, str]:
     from tests.harness import backend_cases
 
     case = backend_cases.case(name)
+    if _unseeded_generator(case.model):
+        return name, "unseeded", "draws fresh entropy on every run: no bits to compare"
     folder = Path(work) / "cases" / name
     folder.mkdir()
     try:
@@ -152,11 +170,32 @@ def _compile_backend_case(task) -> tuple[str, str, str]:
     return name, "compiled", f"cases/{name}"
 
 
-def _compile_example(path: Path, variant: str, work: Path) -> tuple[str, str, str]:
-    """An example model, with two seeded data sets (every symbolic dim 1, then 3)."""
+# The generators: without a `seed` each call draws fresh entropy (docs/decisions.md), so their
+# outputs differ from run to run by definition and are left out of the matrix.
+GENERATORS = frozenset(
+    {
+        "Bernoulli",
+        "RandomUniform",
+        "RandomUniformLike",
+        "RandomNormal",
+        "RandomNormalLike",
+        "Multinomial",
+    }
+)
+
+
+def _unseeded_generator(model) -> bool:
+    return any(
+        node.op_type in GENERATORS and not any(a.name == "seed" for a in node.attribute)
+        for node in model.graph.node
+    )
+
+
+def _compile_model_file(name: str, path: Path, variant: str, work: Path, data_sets_of):
+    """A model file compiled as case `name`, its data sets `data_sets_of(INPUTS)` (the module's
+    inputs in order: (onnx name, dtype name, shape))."""
     from onemodel_compile import ExactnessError, compile_model
 
-    name = f"example_{path.stem}"
     folder = work / "cases" / name
     folder.mkdir()
     try:
@@ -168,13 +207,53 @@ def _compile_example(path: Path, variant: str, work: Path) -> tuple[str, str, st
         shutil.rmtree(folder)
         return name, "error", f"{type(exc).__name__}: {exc}"
     inputs = import_generated(module_path, f"bit_identity_compile_{name}", register=False).INPUTS
-    rng = np.random.default_rng(zlib.crc32(path.stem.encode()))
-    data_sets = [
-        [_seeded_input(rng, dtype, shape, symbolic) for _, dtype, shape in inputs]
-        for symbolic in (1, 3)
-    ]
-    _write_data_sets(folder, data_sets)
+    _write_data_sets(folder, data_sets_of(inputs))
     return name, "compiled", f"cases/{name}"
+
+
+def _compile_example(path: Path, variant: str, work: Path) -> tuple[str, str, str]:
+    """An example model, with two seeded data sets (every symbolic dim 1, then 3)."""
+
+    def seeded(inputs):
+        rng = np.random.default_rng(zlib.crc32(path.stem.encode()))
+        return [
+            [_seeded_input(rng, dtype, shape, symbolic) for _, dtype, shape in inputs]
+            for symbolic in (1, 3)
+        ]
+
+    return _compile_model_file(f"example_{path.stem}", path, variant, work, seeded)
+
+
+def _stored_feeds(path: Path) -> list[dict]:
+    """The feed sets of NAME.npz (`<k>:input:<name>`; a map input as `<k>:mapkeys:<name>` and
+    `<k>:mapvalues:<name>`): unicode arrays become object arrays of str, as the modules take them.
+    """
+    sets: dict[int, dict] = {}
+    maps: dict[tuple[int, str], dict] = {}
+    with np.load(path.with_suffix(".npz")) as data:
+        for key in sorted(data.files):
+            k, kind, onnx_name = key.split(":", 2)
+            value = data[key]
+            if kind == "input":
+                feed = sets.setdefault(int(k), {})
+                feed[onnx_name] = value.astype(object) if value.dtype.kind == "U" else value
+            elif kind in ("mapkeys", "mapvalues"):
+                maps.setdefault((int(k), onnx_name), {})[kind] = value
+    for (k, onnx_name), parts in maps.items():
+        keys = parts["mapkeys"].tolist()
+        sets.setdefault(k, {})[onnx_name] = dict(zip(keys, parts["mapvalues"].tolist()))
+    return [sets[k] for k in sorted(sets)]
+
+
+def _compile_stored_model(
+    prefix: str, path: Path, variant: str, work: Path
+) -> tuple[str, str, str]:
+    """A committed model of STORED_MODELS, run on its stored feed sets."""
+
+    def stored(inputs):
+        return [[feed[onnx_name] for onnx_name, _, _ in inputs] for feed in _stored_feeds(path)]
+
+    return _compile_model_file(f"{prefix}_{path.stem}", path, variant, work, stored)
 
 
 def _seeded_input(rng, dtype_name: str, shape, symbolic: int) -> np.ndarray:
@@ -198,6 +277,10 @@ def _write_data_sets(folder: Path, data_sets) -> None:
             return {"kind": "none"}
         if isinstance(value, list):
             return {"kind": "sequence", "items": [describe(v) for v in value]}
+        if isinstance(value, dict):  # a map: its keys and values as JSON (ints, floats, str)
+            return {"kind": "map", "items": [[k, v] for k, v in value.items()]}
+        if isinstance(value, np.ndarray) and value.dtype.hasobject:  # strings, as JSON
+            return {"kind": "strings", "shape": list(value.shape), "items": value.ravel().tolist()}
         if isinstance(value, np.ndarray):
             kind = "tensor"
         elif isinstance(value, np.generic):
@@ -233,6 +316,12 @@ def _read_data_sets(folder: Path) -> list[list]:
             return None
         if spec["kind"] == "sequence":
             return [build(s) for s in spec["items"]]
+        if spec["kind"] == "map":
+            return {k: v for k, v in spec["items"]}
+        if spec["kind"] == "strings":
+            strings = np.empty(len(spec["items"]), dtype=object)
+            strings[:] = spec["items"]
+            return strings.reshape(spec["shape"])
         raw = blob[spec["offset"] : spec["offset"] + spec["size"]]
         array = np.frombuffer(raw, dtype_from_name(spec["dtype"])).reshape(spec["shape"]).copy()
         if spec["kind"] == "scalar":
@@ -256,8 +345,23 @@ def _feed(h, value) -> None:
         for element in value:
             _feed(h, element)
         return
+    if isinstance(value, dict):  # a map: its entries in key order, each key and value hashed
+        h.update(b"M%d;" % len(value))
+        for key in sorted(value):
+            _feed(h, np.asarray(key))
+            _feed(h, np.asarray(value[key]))
+        return
     array = np.asarray(value)
-    if array.dtype.hasobject or not array.dtype.isnative:
+    if array.dtype.hasobject or array.dtype.kind == "U":  # strings: each one's UTF-8 bytes
+        shape = ",".join(str(int(d)) for d in array.shape)
+        h.update(f"U;{shape};".encode())
+        for text in array.ravel().tolist():
+            if not isinstance(text, str):
+                raise TypeError(f"cannot digest an object array holding {type(text).__name__}")
+            data = text.encode("utf-8", "surrogatepass")
+            h.update(b"%d;" % len(data) + data)
+        return
+    if not array.dtype.isnative:
         raise TypeError(f"cannot digest an array of dtype {array.dtype}")
     shape = ",".join(str(int(d)) for d in array.shape)
     h.update(f"T{array.dtype.name};{shape};{array.nbytes};".encode())
@@ -591,6 +695,20 @@ def _capped(lines, limit: int = 40) -> list[str]:
 
 def load_golden(path: Path = GOLDEN_FILE) -> dict | None:
     return json.loads(path.read_text()) if path.exists() else None
+
+
+def golden_growth_problems(result: dict, golden: dict | None) -> list[str]:
+    """Why `result` may not be written as the golden file over `golden`: the golden file only
+    grows. A case it holds whose digest changed, or that no longer compiles, is a bug to report
+    (a kernel computing other bits), never a digest to overwrite (docs/bit-identity.md)."""
+    if golden is None:
+        return []
+    expected, got = golden["digests"], result["digests"]
+    changed = sorted(c for c in set(expected) & set(got) if expected[c] != got[c])
+    gone = sorted(set(expected) - set(got))
+    problems = [f"case {c}: its digest differs from the golden file's" for c in changed]
+    problems += [f"case {c}: in the golden file, no longer compiled and run" for c in gone]
+    return problems
 
 
 def write_golden(result: dict, manifest: dict, path: Path = GOLDEN_FILE) -> None:

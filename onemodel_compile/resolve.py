@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -202,15 +203,16 @@ def resolve_graph(
             for n in node.inputs
         ]
         found = shapes.evaluate(node, known) if values is None else None
-        if found is not None and all(v is not None for v in found):
-            if all(v.static for v in found):
-                values = [v.array() for v in found]
-            elif main and all(v.atoms() <= set(sources) for v in found):
-                for name, value in zip(node.outputs, found):
+        complete = [v for v in found if v is not None] if found is not None else []
+        if found is not None and len(complete) == len(found):
+            if all(v.static for v in complete):
+                values = [v.array() for v in complete]
+            elif main and all(v.atoms() <= set(sources) for v in complete):
+                for name, shape_value in zip(node.outputs, complete):
                     if name:
-                        symbolic[name] = tracked[name] = value
+                        symbolic[name] = tracked[name] = shape_value
                         shape_nodes[name] = node
-                        graph.types[name] = value.type
+                        graph.types[name] = shape_value.type
                 continue
         if values is None:
             bodies = {
@@ -227,17 +229,17 @@ def resolve_graph(
             _own_inference(
                 node, known, bodies, graph.types, taken_symbols, invented, empty_sequences
             )
-            for name, value in zip(node.outputs, found or ()):
-                if name and value is not None:
-                    tracked[name] = value  # computed at run time, still known element-wise
+            for name, known_value in zip(node.outputs, found or ()):
+                if name and known_value is not None:
+                    tracked[name] = known_value  # computed at run time, still known element-wise
             if main:
                 for name in node.outputs:
                     _add_sources(sources, name, graph.types.get(name))
             continue
-        for name, value in zip(node.outputs, values):
+        for name, array in zip(node.outputs, values):
             if name:
-                constants[name] = value
-                graph.types[name] = ir.TensorType(value.dtype, tuple(value.shape))
+                constants[name] = array
+                graph.types[name] = ir.TensorType(array.dtype, tuple(array.shape))
     return ResolvedGraph(graph, steps, constants, symbolic, shape_nodes, sources, invented)
 
 
@@ -273,7 +275,8 @@ def _taken_branch(node: ir.Node, constants: dict, tracked: dict) -> ir.Graph | N
     condition = _shape_value(node.inputs[0], constants, tracked)
     if condition is None or not condition.static or len(condition.dims) != 1:
         return None
-    return node.attrs["then_branch" if condition.dims[0] else "else_branch"]
+    branch = node.attrs["then_branch" if condition.dims[0] else "else_branch"]
+    return branch if isinstance(branch, ir.Graph) else None
 
 
 def _inline(node: ir.Node, branch: ir.Graph, graph: ir.Graph, constants: dict) -> list[ir.Node]:
@@ -336,15 +339,15 @@ def _own_inference(
         if name:
             types[name] = _more_precise(types.get(name, ir.UNKNOWN), value_type)
     for name in node.outputs:
-        value_type = types.get(name) if name else None
-        if isinstance(value_type, ir.TensorType) and value_type.shape is not None:
-            if any(d is None for d in value_type.shape):
+        output_type = types.get(name) if name else None
+        if isinstance(output_type, ir.TensorType) and output_type.shape is not None:
+            if any(d is None for d in output_type.shape):
                 dims = tuple(
                     _fresh_symbol(f"{name}_dim{axis}", taken) if d is None else d
-                    for axis, d in enumerate(value_type.shape)
+                    for axis, d in enumerate(output_type.shape)
                 )
-                invented.update(d for d in dims if d not in value_type.shape)
-                types[name] = ir.TensorType(value_type.dtype, dims)
+                invented.update(d for d in dims if d not in output_type.shape)
+                types[name] = ir.TensorType(output_type.dtype, dims)
 
 
 EXPANSION_DOMAIN = "onemodel.expanded"
@@ -358,7 +361,8 @@ def expand_function(
     body uses without importing it is read at the model's version (`model_opsets`), as onnx's own
     expanded test models do."""
     try:
-        schema = onnx.defs.get_schema(node.op_type, node.opset, node.domain)
+        # typed as Any: onnx's stubs lack the function accessors its binding has
+        schema: typing.Any = onnx.defs.get_schema(node.op_type, node.opset, node.domain)
     except onnx.defs.SchemaError:
         return None
     if node.proto is None or not (schema.has_function or schema.has_context_dependent_function):
@@ -518,7 +522,7 @@ def _fold(
         return None
     if not inputs and not _fits_before_folding(node, view):
         return None
-    namespace = {"np": np, "rt": runtime_support}
+    namespace: dict[str, object] = {"np": np, "rt": runtime_support}
     namespace.update({f"in{i}": o.const for i, o in enumerate(view.inputs) if o is not None})
 
     def constant(node: pyir.Const) -> str:  # a constant the rule made: passed by name
@@ -588,7 +592,7 @@ def _result_sizes(node: ir.Node, inputs: list) -> list[tuple[int | None, int]] |
     types = _true_result_types(node, inputs)
     if types is None:
         return None
-    sizes = []
+    sizes: list[tuple[int | None, int]] = []
     for name, value_type in zip(outputs, types):
         if not name:
             sizes.append((None, 0))
@@ -596,11 +600,11 @@ def _result_sizes(node: ir.Node, inputs: list) -> list[tuple[int | None, int]] |
         if not isinstance(value_type, ir.TensorType) or not value_type.static:
             return None
         itemsize = value_type.dtype.itemsize if value_type.dtype is not None else 16
-        sizes.append((math.prod(value_type.shape), itemsize))
+        sizes.append((math.prod(typing.cast("tuple[int, ...]", value_type.shape)), itemsize))
     return sizes
 
 
-def _true_result_types(node: ir.Node, inputs: list) -> list[ir.ValueType] | None:
+def _true_result_types(node: ir.Node, inputs: list) -> list[ir.ValueType | None] | None:
     """The result types that follow from the inputs' own arrays: the compiler's shape rules
     (shapes.py) first, then onnx's per-node inference given the arrays' types and the values of
     the small ones (shape-like inputs: a shape, repeats, bounds, sizes, pads, axes)."""
@@ -615,7 +619,7 @@ def _true_result_types(node: ir.Node, inputs: list) -> list[ir.ValueType] | None
     found = shapes.output_types(node, known)
     if found is not None and len(found) == len(node.outputs):
         if all(isinstance(t, ir.TensorType) and t.static for t in found):
-            return found
+            return list(found)
     if node.proto is None:
         return None
     try:
@@ -636,17 +640,17 @@ def _true_result_types(node: ir.Node, inputs: list) -> list[ir.ValueType] | None
         inferred = onnx.shape_inference.infer_node_outputs(schema, node.proto, input_types, data)
     except Exception:  # onnx cannot say: the size stays unknown
         return None
-    found = []
+    results: list[ir.ValueType | None] = []
     for name in node.outputs:
         proto = inferred.get(name) if name else None
         if proto is None:
-            found.append(ir.UNKNOWN if name else None)
+            results.append(ir.UNKNOWN if name else None)
             continue
         try:
-            found.append(_forget_invented_dims(ir.value_type(proto, f"value {name!r}")))
+            results.append(_forget_invented_dims(ir.value_type(proto, f"value {name!r}")))
         except CompileError:
             return None
-    return found
+    return results
 
 
 def is_uniform(value: np.ndarray) -> bool:
@@ -749,8 +753,10 @@ def _forget_invented_dims(value_type: ir.ValueType) -> ir.ValueType:
 
 def _more_precise(known: ir.ValueType, found: ir.ValueType) -> ir.ValueType:
     found = _forget_invented_dims(found)
-    if type(known) is type(found) and isinstance(known, (ir.SequenceType, ir.OptionalType)):
-        return type(known)(_more_precise(known.elem, found.elem))
+    if isinstance(known, ir.SequenceType) and isinstance(found, ir.SequenceType):
+        return ir.SequenceType(_more_precise(known.elem, found.elem))
+    if isinstance(known, ir.OptionalType) and isinstance(found, ir.OptionalType):
+        return ir.OptionalType(_more_precise(known.elem, found.elem))
     if not isinstance(known, ir.TensorType) or not isinstance(found, ir.TensorType):
         return known if known != ir.UNKNOWN else found
     dtype = known.dtype if known.dtype is not None else found.dtype

@@ -288,7 +288,7 @@ def test_relu_is_the_maximum_with_zero_and_writes_into_out(dtype):
     ],
 )
 def test_global_average_pool_is_the_mean_of_each_plane(dtype, shape):
-    """rt.global_average_pool (the fast GlobalAveragePool, plane sums as a product with ones)
+    """rt.global_average_pool (the fast GlobalAveragePool, plane sums by einsum)
     against the float64 mean of each plane, within a few roundings; non-contiguous inputs too."""
     x = np.random.default_rng(15).standard_normal(shape).astype(dtype)
     for value in (x, x[:, ::2]):

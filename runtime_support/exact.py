@@ -756,10 +756,18 @@ def exact_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
 
     Order: P = A' @ B' as exact_matmul computes it, kept in float64; then alpha * P, then
     (beta * C) added, C broadcast to P's shape, all in float64 (alpha and beta, float32
-    attributes, rounded to float32 first); rounded once to A's (float) type."""
+    attributes, rounded to float32 first); rounded once to A's (float) type. Integers (operands
+    whose type the compiler did not know, as in a Scan body) as the fast variant computes them."""
     A, B = np.asarray(A), np.asarray(B)
     a = A.T if transA else A
     b = B.T if transB else B
+    if A.dtype.kind in "iu":  # integer arithmetic is exact already (the fast rule's formula)
+        product = a @ b
+        if alpha != 1.0:
+            product = A.dtype.type(alpha) * product
+        if C is None or beta == 0.0:
+            return product
+        return product + (C if beta == 1.0 else A.dtype.type(beta) * C)
     result = _matmul64(a, b) * float(np.float32(alpha))
     if C is not None:
         result = result + _float64(C) * float(np.float32(beta))
@@ -923,7 +931,8 @@ def _arranged(x: np.ndarray, labels: list, batch: list, first: list, second: lis
 
 
 def exact_einsum(equation: str, *operands):
-    """ONNX Einsum (numpy's einsum notation, with '...' and the implicit output) of float operands.
+    """ONNX Einsum (numpy's einsum notation, with '...' and the implicit output) of float operands
+    (integers, whose type the compiler may not know in a Scan body, by numpy's einsum: exact).
 
     Order: repeated labels within an operand become its diagonal (data movement). Then, from the
     left, each operand is folded into the running result: first every label that neither the
@@ -934,6 +943,8 @@ def exact_einsum(equation: str, *operands):
     labels as the rows and columns. Size-1 dims broadcast. Last, labels the output lacks are
     summed out and the result is transposed to the output's order."""
     operands = [np.asarray(x) for x in operands]
+    if operands and operands[0].dtype.kind in "iub":  # integer sums are exact in any order
+        return np.einsum(equation, *operands, optimize=True)
     terms, output = _einsum_terms(equation, operands)
     pairs = [_diagonals(x, t) for x, t in zip(operands, terms)]
     sizes = {}

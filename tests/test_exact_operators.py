@@ -174,3 +174,54 @@ def test_exact_matmul_of_operands_of_unknown_type_is_exact() -> None:
 
     source = generate(backend_cases.case("test_linear_attention_linear").model, "exact").source
     assert "rt.exact_matmul(" in source and "np.matmul(" not in source
+
+
+def _scan_of(op: str, dtype, **attrs):
+    """A Scan whose body applies `op` to each row of x and the outer weight w, with the body's
+    value types left empty (so the compiler knows no dtype there, as in LinearAttention's
+    function body)."""
+    from onnx import helper, numpy_helper
+
+    element = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    body_inputs = ["w", "row"] if op == "Einsum" else ["row", "w"]
+    body = helper.make_graph(
+        [helper.make_node(op, body_inputs, ["out"], **attrs)],
+        "body",
+        [helper.make_empty_tensor_value_info("row")],
+        [helper.make_empty_tensor_value_info("out")],
+    )
+    weight = np.arange(12).reshape(3, 4).astype(dtype) / (1 if np.dtype(dtype).kind == "i" else 7)
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["x"], ["y"], body=body, num_scan_inputs=1)],
+        "scan",
+        [helper.make_tensor_value_info("x", element, [5, 2, 3])],
+        [helper.make_tensor_value_info("y", element, None)],
+        [numpy_helper.from_array(weight, "w")],
+    )
+    return (
+        helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+        weight,
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+@pytest.mark.parametrize(
+    "op, attrs", [("Gemm", {"alpha": 2.0}), ("Einsum", {"equation": "kn,mk->mn"})]
+)
+def test_exact_gemm_and_einsum_of_operands_of_unknown_type(op, attrs, dtype) -> None:
+    """As MatMul above: Gemm and Einsum in a body whose types the compiler does not know call
+    their exact kernels (not np.einsum's or the @ of BLAS), which take integers the fast way;
+    results against float64 (floats: one rounding of the exact value) and integers exactly."""
+    from onemodel_compile import load_compiled
+    from onemodel_compile.compiler import generate
+
+    model, weight = _scan_of(op, dtype, **attrs)
+    source = generate(model, "exact").source
+    assert f"rt.exact_{op.lower()}(" in source
+    x = (np.arange(30).reshape(5, 2, 3) % 7 - 3).astype(dtype)
+    got = load_compiled(model, "exact").run(x).y
+    scale = 2 if op == "Gemm" else 1
+    wide = np.float64 if np.dtype(dtype).kind == "f" else np.int64
+    expected = (scale * (x.astype(wide) @ weight.astype(wide))).astype(dtype)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, expected)

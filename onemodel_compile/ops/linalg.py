@@ -10,7 +10,7 @@ import numpy as np
 
 from onemodel_compile.ops import pyir
 from onemodel_compile.ops.common import exact_for_integers, is_float
-from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.node import NodeView, Operand
 from onemodel_compile.ops.pyir import attr, binop, call, index, method, scalar
 from onemodel_compile.ops.registry import emitter
 
@@ -38,9 +38,15 @@ def matmul(view: NodeView) -> pyir.Expr:
             n = B.shape[1] if isinstance(B.shape[1], int) else index(attr(B, "shape"), 1)
             leading = index(attr(A, "shape"), pyir.Slice(None, pyir.Lit(-1)))
             shape = binop("+", leading, pyir.tuple_of([n]))
-        product = method(call("np.matmul", method(A, "reshape", -1, k), B), "reshape", shape)
-    if A.dtype is not None and A.dtype.name == "bfloat16":  # numpy multiplies bfloat16 in float32
-        return method(product, "astype", A.dtype)
+        flat = call("np.matmul", method(A, "reshape", -1, k), B)
+        return _in_type(method(flat, "reshape", shape), A.dtype)
+    return _in_type(product, A.dtype)
+
+
+def _in_type(product: pyir.Expr, dtype) -> pyir.Expr:
+    """The product in the operands' type: numpy multiplies bfloat16 in float32."""
+    if dtype is not None and dtype.name == "bfloat16":
+        return method(product, "astype", dtype)
     return product
 
 
@@ -87,9 +93,10 @@ def _float32(value) -> float:
 @emitter("Gemm", since=7, variant="exact", exact=True)
 def gemm_exact(view: NodeView) -> pyir.Expr:
     """Floats through rt.exact_gemm (one rounding of alpha * A'B' + beta * C); integers as in the
-    fast variant."""
+    fast variant. An operand of unknown type (a Scan body's) goes to rt.exact_gemm, which takes
+    integers the fast way: the fast rule's BLAS float product would not be exact."""
     A, B, C = view.inputs[0], view.inputs[1], view.input(2)
-    if not is_float(A.dtype):
+    if A.dtype is not None and not is_float(A.dtype):
         return gemm(view)
     operands = [A, B] + ([C] if C is not None else [])
     keywords = {
@@ -112,7 +119,7 @@ def einsum(view: NodeView) -> pyir.Expr:
     bfloat16 operands are computed in float32 and rounded back."""
     equation = view.attr("equation").replace(" ", "")
     dtype = view.inputs[0].dtype
-    operands = list(view.inputs)
+    operands: list[Operand | pyir.Expr] = list(view.inputs)
     if _half(dtype):
         operands = [method(x, "astype", np.float32) for x in operands]
     result = call("np.einsum", equation, *operands, optimize=True)
@@ -122,8 +129,10 @@ def einsum(view: NodeView) -> pyir.Expr:
 @emitter("Einsum", since=12, variant="exact", exact=True)
 def einsum_exact(view: NodeView) -> pyir.Expr:
     """Floats through rt.exact_einsum (operands folded in from the left, each contraction an
-    exact matrix product rounded to the type); integers as in the fast variant."""
-    if not is_float(view.inputs[0].dtype):
+    exact matrix product rounded to the type); integers as in the fast variant, also when the type
+    is unknown at compile time (rt.exact_einsum takes them so)."""
+    dtype = view.inputs[0].dtype
+    if dtype is not None and not is_float(dtype):
         return einsum(view)
     return call("rt.exact_einsum", view.attr("equation").replace(" ", ""), *view.inputs)
 

@@ -26,20 +26,20 @@ def _window(view: NodeView) -> dict:
 def max_pool(view: NodeView) -> pyir.Expr:
     keywords = _window(view)
     if view.output(1) is not None:
-        keywords.update(storage_order=view.attr("storage_order", 0), with_indices=True)
+        keywords.update(storage_order=view.attr("storage_order"), with_indices=True)
     return call("rt.max_pool", view.inputs[0], **keywords)
 
 
 @emitter("AveragePool", since=1, exact=True)
 def average_pool(view: NodeView) -> pyir.Expr:
-    count_include_pad = view.attr("count_include_pad", 0)
+    count_include_pad = view.attr("count_include_pad")
     return call(
         "rt.average_pool", view.inputs[0], **_window(view), count_include_pad=count_include_pad
     )
 
 
 def _p(view: NodeView) -> float | int:
-    return view.attr("p", 2)  # a float attribute in LpPool-1, an int from LpPool-2
+    return view.attr("p")  # a float attribute in LpPool-1, an int from LpPool-2
 
 
 # Exact through the kernel's twin rt.exact_lp_pool: |x| ** p and the root by |x|, x * x, sqrt or
@@ -55,6 +55,7 @@ def _global_rule(function: str):
 
     def emit(view: NodeView) -> pyir.Expr:
         X = view.inputs[0]
+        axes: pyir.Expr | tuple[int, ...]
         if X.rank is None:
             axes = call("tuple", call("range", 2, attr(X, "ndim")))
         else:
@@ -86,7 +87,7 @@ def global_lp_pool(view: NodeView) -> pyir.Expr:
 @emitter("MaxUnpool", since=9, exact=True)
 def max_unpool(view: NodeView) -> pyir.Expr:
     X, I, output_shape = view.inputs[0], view.inputs[1], view.input(2)
-    operands = [X, I]
+    operands: list[object] = [X, I]
     if output_shape is not None:
         value = output_shape.const
         operands.append(output_shape if value is None else tuple(int(v) for v in value.reshape(-1)))
@@ -109,5 +110,5 @@ def max_roi_pool(view: NodeView) -> pyir.Expr:
         X,
         rois,
         pooled_shape=tuple(view.attr("pooled_shape")),
-        spatial_scale=view.attr("spatial_scale", 1.0),
+        spatial_scale=view.attr("spatial_scale"),
     )

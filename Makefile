@@ -27,12 +27,13 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n auto -q -m "not slow"
 
-# ruff (pyflakes, import order, bugbear) and black --check on the whole tree; run by .ci/run.
+# ruff (pyflakes, import order, bugbear), black --check on the whole tree and mypy on the compiler
+# (pyproject's [tool.mypy]); run by .ci/run.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m black --check --quiet .
+	$(BIN)/mypy
 
-# mypy on the compiler (pyproject's [tool.mypy]); not yet clean, so not yet part of lint or CI.
 typecheck: $(STAMP)
 	$(BIN)/mypy
 

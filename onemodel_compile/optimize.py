@@ -341,7 +341,12 @@ class Match:
         table = getattr(self, kind)
         if key in table:
             return self if table[key] == item else None
-        return dataclasses.replace(self, **{kind: {**table, key: item}})
+        grown = {**table, key: item}
+        return (
+            Match(grown, self.nodes, self.steps)
+            if kind == "values"
+            else Match(self.values, grown, self.steps)
+        )
 
 
 class _Matcher:
@@ -407,7 +412,7 @@ class _Matcher:
                 if m.nodes[pattern.name] == index:
                     yield m
                 return
-            m = m.bind("nodes", pattern.name, index)
+            m = Match(m.values, {**m.nodes, pattern.name: index}, m.steps)
         m = dataclasses.replace(m, steps=m.steps | {index})
         inputs = list(node.inputs[:count])
         orders = [inputs]
@@ -461,7 +466,9 @@ class PatternRule:
                 if claimed & m.steps or not flow.closed(m.steps, root):
                     continue
                 moves = flow.moved_symbols(m, root)
-                built = None if moves is None else self.build(rewrite, flow, m, root)
+                if moves is None:
+                    continue
+                built = self.build(rewrite, flow, m, root)
                 if built is None:
                     continue
                 resolved.symbol_sources.update(moves)
@@ -522,20 +529,21 @@ def _fold_batch_norm(rewrite: _Rewrite) -> None:
         # here in float64, and a float64 factor would make every run compute in float64.
         dtype = np.result_type(X_type.dtype, np.float32)
         scale, shift = factor, bias - mean * factor
-        value, chain, absorbed, bounds = node.outputs[0], [], [], {}
+        value = node.outputs[0]
+        chain: list[int] = []
+        absorbed: list[str] = []
+        bounds: dict[str, object] = {}
         if factor.ndim == 1:  # per channel (axis 1); else per activation (opset 7, spatial=0)
             if X_type.rank is None:
                 continue
             shape = (-1,) + (1,) * (X_type.rank - 2)
             while flow.absorbable(value):
                 following = flow.next_reader(value)
-                later = steps[following].node if following is not None else None
-                affine = (
-                    None
-                    if later is None
-                    else _affine(later, value, resolved, X_type.rank, factor.shape[0])
-                )
-                rule = None if later is None else _SCALE_SHIFT_ACTIVATIONS.get(later.op_type)
+                if following is None:
+                    break
+                later = steps[following].node
+                affine = _affine(later, value, resolved, X_type.rank, factor.shape[0])
+                rule = _SCALE_SHIFT_ACTIVATIONS.get(later.op_type)
                 if affine is not None:
                     scale, shift = affine(scale, shift)
                 elif rule is not None and later.inputs[:1] == [value] and not later.domain:
@@ -658,15 +666,17 @@ def _trailing_axis(flow: _Flow, index: int, rank: int | None) -> int | None:
     node = flow.steps[index].node
     if rank is None or not node.attrs.get("keepdims", 1) or len(node.inputs) > 2:
         return None
+    axes: list[int] | None
     if len(node.inputs) > 1 and node.inputs[1]:
-        axes = flow.resolved.constants.get(node.inputs[1])
-        axes = None if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
+        given = flow.resolved.constants.get(node.inputs[1])
+        axes = None if given is None else [int(a) for a in np.asarray(given).reshape(-1)]
     else:
-        axes = node.attrs.get("axes")
+        attribute = node.attrs.get("axes")
+        axes = None if attribute is None else [int(a) for a in attribute]  # type: ignore[attr-defined]
     if not axes or any(not -rank <= a < rank for a in axes):
         return None
-    axes = sorted({a % rank for a in axes})
-    return axes[0] if axes == list(range(axes[0], rank)) else None
+    first, *_ = ordered = sorted({a % rank for a in axes})
+    return first if ordered == list(range(first, rank)) else None
 
 
 def _affine_constant(flow: _Flow, m: Match, kind: str, facts: _Normalized) -> str | None | bool:
@@ -677,10 +687,11 @@ def _affine_constant(flow: _Flow, m: Match, kind: str, facts: _Normalized) -> st
         return None
     c = flow.resolved.constants[name]
     x_type = facts.x_type
+    rank = x_type.rank
     step = m.nodes["scaled" if kind == "scale" else "shifted"]
-    if c.dtype != x_type.dtype or c.ndim > x_type.rank:
+    if rank is None or c.dtype != x_type.dtype or c.ndim > rank:
         return False
-    shape = (1,) * (x_type.rank - c.ndim) + c.shape
+    shape = (1,) * (rank - c.ndim) + c.shape
     if any(d != 1 for d in shape[: facts.axis]) or any(
         d not in (1, n) for d, n in zip(shape[facts.axis :], facts.normalized)
     ):
@@ -895,11 +906,9 @@ def _fold_conv_affine(rewrite: _Rewrite) -> None:
         absorbed = []  # the values the folded Conv no longer makes
         while flow.absorbable(value):
             following = flow.next_reader(value)
-            affine = (
-                None
-                if following is None
-                else _affine(steps[following].node, value, resolved, rank, channels)
-            )
+            if following is None:
+                break
+            affine = _affine(steps[following].node, value, resolved, rank, channels)
             if affine is None:
                 break
             new_scale, new_shift = affine(scale, shift)
@@ -968,33 +977,41 @@ def _fold_product_scale(rewrite: _Rewrite) -> None:
     steps[:] = [s for i, s in enumerate(steps) if i not in removed]
 
 
+def _producer_through_layout(flow: _Flow, value: str) -> tuple[int, ir.Node] | None:
+    """(index, node) of the step that makes `value` through Reshape/Transpose steps, every value
+    on the way read once and not a graph output; None if there is none (or another domain's)."""
+    while True:
+        index = flow.producer.get(value)
+        if index is None or not flow.inner(value):
+            return None
+        node = flow.steps[index].node
+        if node.domain:
+            return None
+        if node.op_type not in ("Reshape", "Transpose"):
+            return index, node
+        value = node.inputs[0]
+
+
 def _scale_linear(rewrite: _Rewrite, value, factor, flow: _Flow, dtype) -> bool:
     """Multiply by `factor` the constant weights of the MatMul (and the constant bias of the
     Add after it) that `value` comes from through Reshape/Transpose steps, every value on the
     way read once and not a graph output; False (nothing changed) if there is no such layer."""
     resolved = rewrite.resolved
     steps = resolved.steps
-    while True:
-        index = flow.producer.get(value)
-        if index is None or not flow.inner(value):
-            return False
-        node = steps[index].node
-        if node.domain:
-            return False
-        if node.op_type in ("Reshape", "Transpose"):
-            value = node.inputs[0]
-            continue
-        break
+    producer = _producer_through_layout(flow, value)
+    if producer is None:
+        return False
+    index, node = producer
     bias = None
     if node.op_type == "Add" and len(node.inputs) == 2:
         constant = [n for n in node.inputs if n in resolved.constants]
         if len(constant) != 1:
             return False
         bias, value = index, next(n for n in node.inputs if n not in resolved.constants)
-        index = flow.producer.get(value)
-        if index is None or not flow.inner(value):
+        matmul = flow.producer.get(value)
+        if matmul is None or not flow.inner(value):
             return False
-        node = steps[index].node
+        index, node = matmul, steps[matmul].node
     if node.op_type != "MatMul" or node.domain:
         return False
     W = resolved.constants.get(node.inputs[1])
@@ -1086,18 +1103,18 @@ def _conv_activation(flow: _Flow, value: str):
 def _clip_bounds(node: ir.Node, resolved: ResolvedGraph) -> dict | None:
     """Clip's bounds as floats (absent ones left out): attributes before opset 11, single-element
     constant inputs after; None when a bound is known only at run time."""
+    bounds: dict[str, float] = {}
     if node.opset < 11:
-        low, high = node.attrs.get("min"), node.attrs.get("max")
-        bounds = {"low": low, "high": high}
+        for name, attribute in (("low", "min"), ("high", "max")):
+            if node.attrs.get(attribute) is not None:
+                bounds[name] = float(node.attrs[attribute])  # type: ignore[arg-type]
     else:
-        bounds = {}
         for name, position in (("low", 1), ("high", 2)):
             if len(node.inputs) > position and node.inputs[position]:
                 c = resolved.constants.get(node.inputs[position])
                 if c is None or c.size != 1:
                     return None
                 bounds[name] = float(c.reshape(()))
-    bounds = {name: float(v) for name, v in bounds.items() if v is not None}
     return {"activation": "clip", **bounds}
 
 
@@ -1137,11 +1154,15 @@ def _batch_norm_terms(node: ir.Node, resolved: ResolvedGraph):
     BatchNormalization with constant statistics (y = (x - mean) * factor + bias), else None."""
     if node.attrs.get("training_mode", 0) or any(node.outputs[1:]):
         return None
-    values = [resolved.constants.get(name) for name in node.inputs[1:5]]
-    if any(v is None or v.dtype not in FLOAT_TYPES or v.shape != values[0].shape for v in values):
+    found = [resolved.constants.get(name) for name in node.inputs[1:5]]
+    values = [v for v in found if v is not None]
+    if len(values) < 4 or any(
+        v.dtype not in FLOAT_TYPES or v.shape != values[0].shape for v in values
+    ):
         return None
     scale, bias, mean, var = (v.astype(np.float64) for v in values)
-    return scale / np.sqrt(var + node.attrs["epsilon"]), bias, mean
+    epsilon = float(node.attrs["epsilon"])  # type: ignore[arg-type]
+    return scale / np.sqrt(var + epsilon), bias, mean
 
 
 def _affine(node: ir.Node, value: str, resolved: ResolvedGraph, rank: int, channels: int):

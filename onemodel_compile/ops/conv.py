@@ -51,7 +51,7 @@ def _ints(values) -> tuple[int, ...]:
 def _conv_transpose_keywords(view: NodeView) -> dict:
     """The ONNX attributes as given (the kernel settles the geometry, so spatial dims may be
     known only at run time); pads only where they count (no output_shape, no auto_pad)."""
-    keywords = {}
+    keywords: dict[str, object] = {}
     auto_pad = auto_pad_of(view)
     output_shape = view.attr("output_shape")
     if output_shape is not None:

@@ -16,7 +16,7 @@ import runtime_support
 from onemodel_compile.errors import CompileError
 from onemodel_compile.ops import pyir
 from onemodel_compile.ops.common import is_float
-from onemodel_compile.ops.node import NodeView
+from onemodel_compile.ops.node import NodeView, Operand
 from onemodel_compile.ops.pyir import binop, call, method, scalar
 from onemodel_compile.ops.registry import emitter
 from runtime_support._kernels import properties
@@ -256,15 +256,17 @@ def _type_limit(dtype, upper: bool):
     if is_float(dtype):
         import ml_dtypes  # knows bfloat16 as well as numpy's float types
 
-        info = ml_dtypes.finfo(dtype)
-    else:
-        info = np.iinfo(dtype)
-    return info.max if upper else info.min
+        floats = ml_dtypes.finfo(dtype)
+        return floats.max if upper else floats.min
+    integers = np.iinfo(dtype)
+    return integers.max if upper else integers.min
 
 
 @emitter("Clip", since=11, exact=True)
 def clip(view: NodeView) -> pyir.Expr:
-    X, low, high = view.inputs[0], view.input(1), view.input(2)
+    X = view.inputs[0]
+    low: Operand | pyir.Expr | None = view.input(1)
+    high: Operand | pyir.Expr | None = view.input(2)
     if (low is None or high is None) and X.dtype is not None:
         # An absent bound is the type's lowest()/max() (finite), not infinity: -inf clips to
         # lowest(). As onnxruntime; the backend data never clip an infinity.

@@ -60,7 +60,7 @@ def gelu(view: NodeView) -> Expr:
 @emitter("Attention", since=1, domain=DOMAIN, exact=False)
 def attention(view: NodeView) -> Expr:
     scale = view.attr("scale")
-    keywords = {} if scale is None else {"scale": float(scale)}
+    keywords: dict[str, object] = {} if scale is None else {"scale": float(scale)}
     Q, K, V = view.inputs[:3]
     for position, name in ((3, "mask"), (4, "keep"), (5, "fill")):
         if view.input(position) is not None:

@@ -6,6 +6,7 @@ the operator schema filled in, so emitters never type a default by hand.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -147,6 +148,27 @@ class Graph:
     # an operator resolves the domains its own imports leave out against them, as onnx does
     # (FlexAttention's body uses default-domain operators but imports only ai.onnx.preview).
     opsets: dict[str, int] = field(default_factory=dict)
+
+
+def with_own_types(graph: Graph) -> Graph:
+    """A copy of `graph` whose type maps (its own and its bodies') are new dicts, so that a stage
+    refining types works on it and leaves the graph it was given as it was. Nodes without bodies,
+    initializers and protos are shared (nothing edits them)."""
+
+    def copied(value):
+        if isinstance(value, Graph):
+            return with_own_types(value)
+        if isinstance(value, list) and value and all(isinstance(g, Graph) for g in value):
+            return [with_own_types(g) for g in value]
+        return value
+
+    nodes = []
+    for node in graph.nodes:
+        attrs = {key: copied(value) for key, value in node.attrs.items()}
+        if any(attrs[key] is not value for key, value in node.attrs.items()):
+            node = dataclasses.replace(node, attrs=attrs)
+        nodes.append(node)
+    return dataclasses.replace(graph, nodes=nodes, types=dict(graph.types))
 
 
 @dataclass

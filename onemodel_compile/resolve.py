@@ -105,11 +105,13 @@ def body_reads(node: ir.Node) -> set[str]:
 
 
 def resolve(model: ir.Model, variant: Variant) -> ResolvedGraph:
-    _merge_inferred_types(model)
+    """The resolved main graph. Types are refined in a copy of the graph's type maps (the
+    ResolvedGraph's graph): `model` is left as it was."""
+    graph = ir.with_own_types(model.graph)
+    _merge_inferred_types(model, graph)
     invented: set[str] = set()
-    _name_unknown_input_dims(model.graph, invented)
-    resolved = resolve_graph(model.graph, variant, {}, main=True, invented=invented)
-    return resolved
+    _name_unknown_input_dims(graph, invented)
+    return resolve_graph(graph, variant, {}, main=True, invented=invented)
 
 
 def _name_unknown_input_dims(graph: ir.Graph, invented: set) -> None:
@@ -658,8 +660,9 @@ def is_uniform(value: np.ndarray) -> bool:
     return value.size > 1 and not any(value.strides)
 
 
-def _merge_inferred_types(model: ir.Model) -> None:
-    """Fill types onnx's shape inference knows and the model does not declare. Without onnx's data
+def _merge_inferred_types(model: ir.Model, graph: ir.Graph) -> None:
+    """Fill into `graph` (the model's, copied) the types onnx's shape inference knows and the
+    model does not declare. Without onnx's data
     propagation: it materializes the values it propagates, so a Shape output declared [10**12]
     (or a Range of a huge constant) made it build a vector of that many dims; shapes.py follows
     shape values instead (docs/robustness.md)."""
@@ -672,7 +675,7 @@ def _merge_inferred_types(model: ir.Model) -> None:
         )
     except Exception:  # inference is a help, not a requirement: keep the declared types
         return
-    _merge_graph(model.graph, inferred.graph)
+    _merge_graph(graph, inferred.graph)
 
 
 def _without_negative_dims(proto: onnx.ModelProto) -> onnx.ModelProto:

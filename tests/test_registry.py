@@ -92,3 +92,30 @@ def test_unknown_operator_names_itself() -> None:
 def test_uncovered_opset_names_op_version_and_variant() -> None:
     with pytest.raises(UnsupportedError, match=r"Gelu.*opset 19.*fast"):
         lookup("Gelu", "", 19, "fast", "Gelu node 'g'")
+
+
+def test_resolve_leaves_the_ir_it_is_given_as_it_was():
+    """resolve refines types in a copy (its ResolvedGraph's graph), bodies included: the ir.Model
+    it reads keeps the types load and ir gave it."""
+    import copy
+
+    from onemodel_compile import ir
+    from onemodel_compile.load import load
+    from onemodel_compile.resolve import resolve
+    from onemodel_compile.variants import FAST
+    from tests.harness import backend_cases
+
+    def types_of(graph):
+        found = [dict(graph.types)]
+        for node in graph.nodes:
+            for value in node.attrs.values():
+                if isinstance(value, ir.Graph):
+                    found += types_of(value)
+        return found
+
+    for name in ("test_loop11", "test_if_seq", "test_reshape_reordered_all_dims"):
+        model = ir.from_onnx(load(backend_cases.case(name).model))
+        before = copy.deepcopy(types_of(model.graph))
+        resolved = resolve(model, FAST)
+        assert types_of(model.graph) == before, name
+        assert resolved.graph is not model.graph

@@ -301,10 +301,11 @@ def _apply_default() -> None:
 # A product OpenBLAS splits over two threads waits for the second thread at every call: on a quiet
 # machine that costs microseconds and gains at most half of the product, but when the other core is
 # taken (a shared machine, another process's spinning threads) the wait is a scheduler slice,
-# milliseconds. Below SMALL_BLAS_WORK multiply-adds for a whole kernel call (about a millisecond
-# of one thread's work at these sizes) the gain is smaller than that risk, so kernels that run
-# many small products run them with one BLAS thread (docs/performance.md, session 6).
-SMALL_BLAS_WORK = 32_000_000
+# milliseconds. Below SMALL_BLAS_WORK multiply-adds for a whole kernel call (about 0.1 ms of one
+# thread's work at these sizes) the gain is smaller than that risk, so kernels that run
+# many small products run them with one BLAS thread (docs/decisions.md: 4 M measured best on a
+# quiet machine; 32 M, first chosen under load, held a ResNet-18 at its one-thread time).
+SMALL_BLAS_WORK = 4_000_000
 _UNCHANGED = contextlib.nullcontext()
 
 

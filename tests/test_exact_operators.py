@@ -204,14 +204,13 @@ def _scan_of(op: str, dtype, **attrs):
     )
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float32])
 @pytest.mark.parametrize(
     "op, attrs", [("Gemm", {"alpha": 2.0}), ("Einsum", {"equation": "kn,mk->mn"})]
 )
 def test_exact_gemm_and_einsum_of_operands_of_unknown_type(op, attrs, dtype) -> None:
-    """As MatMul above: Gemm and Einsum in a body whose types the compiler does not know call
-    their exact kernels (not np.einsum's or the @ of BLAS), which take integers the fast way;
-    results against float64 (floats: one rounding of the exact value) and integers exactly."""
+    """As MatMul above: Gemm and Einsum in a Scan body call their exact kernels (not np.einsum's
+    or the @ of BLAS); results against float64 (one rounding of the exact value)."""
     from onemodel_compile import load_compiled
     from onemodel_compile.compiler import generate
 
@@ -225,3 +224,22 @@ def test_exact_gemm_and_einsum_of_operands_of_unknown_type(op, attrs, dtype) -> 
     expected = (scale * (x.astype(wide) @ weight.astype(wide))).astype(dtype)
     assert got.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(got, expected)
+
+
+def test_exact_gemm_and_einsum_take_integers_the_fast_way() -> None:
+    """An operand whose type the compiler did not know reaches rt.exact_gemm / rt.exact_einsum
+    even when it holds integers: they compute integers as the fast variant does (exact already),
+    not through the float slices."""
+    import runtime_support as rt
+
+    r = np.random.default_rng(3)
+    A = r.integers(-50, 50, (4, 3)).astype(np.int64)
+    B = r.integers(-50, 50, (5, 3)).astype(np.int64)
+    C = r.integers(-50, 50, (5,)).astype(np.int64)
+    got = rt.exact_gemm(A, B, C, alpha=2.0, beta=3.0, transB=1)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, 2 * (A @ B.T) + 3 * C)
+    np.testing.assert_array_equal(rt.exact_gemm(A, B, transB=1), A @ B.T)
+    einsum = rt.exact_einsum("ik,jk->ij", A, B)
+    assert einsum.dtype == np.int64
+    np.testing.assert_array_equal(einsum, A @ B.T)

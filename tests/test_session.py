@@ -128,8 +128,9 @@ def test_metadata_of_a_module_beside_its_model(tmp_path):
 
 
 def test_compile_errors_are_invalid_graph(tmp_path, cache):
-    path = models.save(models.single_op_model("Multinomial", node_name="coin"), tmp_path / "c.onnx")
-    with pytest.raises(runtime_support.InvalidGraph, match="Multinomial"):
+    model = models.single_op_model("Frob", "com.example", "frob1", [("com.example", 1)])
+    path = models.save(model, tmp_path / "c.onnx")
+    with pytest.raises(runtime_support.InvalidGraph, match="Frob"):
         runtime_support.InferenceSession(path)
     with pytest.raises(ValueError, match="unknown variant"):
         runtime_support.InferenceSession(path, variant="slow")

@@ -48,6 +48,7 @@ movement, so its bits depend on nothing but the inputs. Every NaN in its outputs
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import numpy as np
@@ -574,6 +575,20 @@ def _gru_together(layer, H0, lbr):
 # --- the layers ------------------------------------------------------------------------------------
 
 
+def _small_products_at_one_blas_thread(layer_function):
+    """`layer_function(m, X, W, R, ...)` with its products at one BLAS thread when the whole call
+    is small work (_threads.blas_threads_for): for every caller, com.microsoft's
+    DynamicQuantizeLSTM too."""
+
+    @functools.wraps(layer_function)
+    def run(m, X, W, R, *rest):
+        with blas_threads_for(_multiply_adds(X, W, R)):
+            return layer_function(m, X, W, R, *rest)
+
+    return run
+
+
+@_small_products_at_one_blas_thread
 def _rnn(
     m, X, W, R, B, sequence_lens, initial_h, activations, alpha, beta, clip, direction, layout
 ):
@@ -596,6 +611,7 @@ def _rnn(
     return layer.outputs(Y_h)
 
 
+@_small_products_at_one_blas_thread
 def _gru(
     m, X, W, R, B, sequence_lens, initial_h, activations, alpha, beta, clip, direction, layout, lbr
 ):
@@ -640,6 +656,7 @@ def _gru(
     return layer.outputs(Y_h)
 
 
+@_small_products_at_one_blas_thread
 def _lstm(
     m,
     X,
@@ -743,22 +760,21 @@ def rnn(
     _arithmetic=_Fast,
 ):
     """H_t = f(clip((XW_t + (Wb + Rb)) + R @ H_{t-1})); returns (Y, Y_h)."""
-    with blas_threads_for(_multiply_adds(X, W, R)):
-        return _rnn(
-            _arithmetic,
-            X,
-            W,
-            R,
-            B,
-            sequence_lens,
-            initial_h,
-            activations,
-            activation_alpha,
-            activation_beta,
-            clip,
-            direction,
-            layout,
-        )
+    return _rnn(
+        _arithmetic,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        layout,
+    )
 
 
 @kernel(exact=False, exact_twin="rt.exact_gru")
@@ -783,23 +799,22 @@ def gru(
     h = g(clip((XW_t + (Wbh + Rbh)) + Rh @ (r * H))), or with linear_before_reset
     h = g(clip((XW_t + Wbh) + ((Rh @ H + Rbh) * r))); H_t = (h * (1 - z)) + (z * H).
     Returns (Y, Y_h)."""
-    with blas_threads_for(_multiply_adds(X, W, R)):
-        return _gru(
-            _arithmetic,
-            X,
-            W,
-            R,
-            B,
-            sequence_lens,
-            initial_h,
-            activations,
-            activation_alpha,
-            activation_beta,
-            clip,
-            direction,
-            layout,
-            linear_before_reset,
-        )
+    return _gru(
+        _arithmetic,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        layout,
+        linear_before_reset,
+    )
 
 
 @kernel(exact=False, exact_twin="rt.exact_lstm")
@@ -826,25 +841,24 @@ def lstm(
     ones are skipped): i = f(clip(a_i + (Pi * C))), f = f(clip(a_f + (Pf * C))) (or 1 - i with
     input_forget), c = g(clip(a_c)), C_t = (f * C) + (c * i), o = f(clip(a_o + (Po * C_t))),
     H_t = h(C_t) * o. Returns (Y, Y_h, Y_c)."""
-    with blas_threads_for(_multiply_adds(X, W, R)):
-        return _lstm(
-            _arithmetic,
-            X,
-            W,
-            R,
-            B,
-            sequence_lens,
-            initial_h,
-            initial_c,
-            P,
-            activations,
-            activation_alpha,
-            activation_beta,
-            clip,
-            direction,
-            layout,
-            input_forget,
-        )
+    return _lstm(
+        _arithmetic,
+        X,
+        W,
+        R,
+        B,
+        sequence_lens,
+        initial_h,
+        initial_c,
+        P,
+        activations,
+        activation_alpha,
+        activation_beta,
+        clip,
+        direction,
+        layout,
+        input_forget,
+    )
 
 
 # The exact twins: the same arguments, the same arithmetic in the same order, with _Exact's

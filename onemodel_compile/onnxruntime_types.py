@@ -276,7 +276,27 @@ def _qlinear_where_type(view: _View):
     return [_typed(None if Z is None else Z.dtype, None)]
 
 
+def _sequences_type(view: _View):
+    """GreedySearch's and Sampling's sequences: int32 (batch, max_length)."""
+    shape = view.operand(0).shape
+    return [_typed(np.int32, None if shape is None else (shape[0], None))]
+
+
+def _beam_types(view: _View):
+    """BeamSearch's sequences int32 (batch, num_return_sequences, max_length), sequences_scores
+    float32 (batch, num_return_sequences), scores float32 (steps, batch, beams, vocab)."""
+    shape = view.operand(0).shape
+    batch = None if shape is None else shape[0]
+    return [
+        _typed(np.int32, (batch, None, None)),
+        _typed(np.float32, (batch, None)),
+        _typed(np.float32, (None, batch, None, None)),
+    ]
+
+
 RULES = {
+    (DOMAIN, "GreedySearch"): _sequences_type,
+    (DOMAIN, "BeamSearch"): _beam_types,
     (DOMAIN, "ConvTransposeWithDynamicPads"): _conv_type,
     (DOMAIN, "DynamicTimeWarping"): lambda view: [_typed(np.int32, (2, None))],
     (DOMAIN, "NGramRepeatBlock"): _like(1),

@@ -12,6 +12,7 @@ order, and exact as they are.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -19,11 +20,18 @@ import numpy as np
 
 from runtime_support import recurrent
 from runtime_support._kernels import kernel
-from runtime_support.activation import exact_gelu, softmax
+from runtime_support.activation import exact_gelu, log_softmax, softmax
 from runtime_support.attention import rotary_embedding
 from runtime_support.conv import conv
-from runtime_support.exact import exact_conv, exact_matmul, exact_mean, exact_softmax, exact_sum
-from runtime_support.exact_math import exact_exp, exact_sigmoid, exact_tanh
+from runtime_support.exact import (
+    exact_conv,
+    exact_log_softmax,
+    exact_matmul,
+    exact_mean,
+    exact_softmax,
+    exact_sum,
+)
+from runtime_support.exact_math import exact_exp, exact_pow, exact_sigmoid, exact_tanh
 from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
 from runtime_support.pool import average_pool, max_pool
@@ -82,6 +90,10 @@ __all__ = [
     "dynamic_quantize_lstm",
     "exact_dynamic_quantize_lstm",
     "murmur_hash3",
+    "greedy_search",
+    "exact_greedy_search",
+    "beam_search",
+    "exact_beam_search",
 ]
 
 
@@ -98,6 +110,8 @@ class _Primitives:
     mean: Callable  # mean(x, axis) with kept dims
     layer_normalization: Callable
     conv: Callable
+    log_softmax: Callable  # along the last axis
+    power: Callable
 
 
 FAST = _Primitives(
@@ -110,6 +124,8 @@ FAST = _Primitives(
     lambda x, axis: np.mean(x, axis=axis, keepdims=True),
     layer_normalization,
     conv,
+    log_softmax,
+    np.power,
 )
 EXACT = _Primitives(
     exact_matmul,
@@ -121,6 +137,8 @@ EXACT = _Primitives(
     lambda x, axis: exact_mean(x, axis, keepdims=True),
     exact_layer_normalization,
     exact_conv,
+    exact_log_softmax,
+    exact_pow,
 )
 
 
@@ -1375,3 +1393,304 @@ def _murmur_bytes(data: bytes, seed: int) -> int:
             h = h ^ (_rotl32(k * c1, 15) * c2)
         h = h ^ np.uint32(len(data))
         return int(_fmix32(h)[0])
+
+
+# --- the generation loops: GreedySearch, BeamSearch (GPT-style decoders) ---------------------------
+# onnxruntime's CPU implementation is the definition (docs/com-microsoft.md "Generation"). The
+# decoder is the node's subgraph compiled to a nested function: decoder(input_ids, position_ids,
+# attention_mask, past_0, ...) -> (logits, present_0, ...), past and present (2, batch, heads,
+# length, head size).
+
+
+def _scalar_input(value, default, dtype):
+    """An optional one-element input (max_length, num_beams, ...) as a Python number."""
+    if value is None:
+        return default
+    return dtype(np.asarray(value).reshape(-1)[0])
+
+
+def _max_length(max_length, length: int) -> int:
+    limit = _scalar_input(max_length, None, int)
+    if limit is None or limit <= length:
+        raise ValueError(f"max_length ({limit}) must be larger than the input's length ({length})")
+    return limit
+
+
+def _lowest(dtype) -> np.generic:
+    """What onnxruntime writes over a blocked token's score: the type's lowest finite value."""
+    return np.finfo(dtype).min
+
+
+@dataclass
+class _LogitsProcessors:
+    """onnxruntime's logits processors, in its order: repetition penalty, no-repeat n-gram, vocab
+    mask, prefix vocab mask (first step only), min length, temperature. `sequences` holds each
+    row's tokens so far (batch * beams rows, `length` columns)."""
+
+    eos_token_id: int
+    min_length: int = 0
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
+    vocab_mask: np.ndarray | None = None
+    prefix_vocab_mask: np.ndarray | None = None
+    temperature: float = 1.0
+    beams: int = 1
+
+    def __call__(self, scores: np.ndarray, sequences: np.ndarray, step: int) -> np.ndarray:
+        rows, length = sequences.shape
+        lowest = _lowest(scores.dtype)
+        if self.repetition_penalty != 1.0:
+            penalty = scores.dtype.type(self.repetition_penalty)
+            for row in range(rows):
+                tokens = np.unique(sequences[row])
+                seen = scores[row, tokens]
+                scores[row, tokens] = np.where(seen < 0, seen * penalty, seen / penalty)
+        n = self.no_repeat_ngram_size
+        if 0 < n <= length:
+            for row in range(rows):
+                ids = sequences[row]
+                tail = ids[length - n + 1 :]
+                blocked = [
+                    int(ids[start + n - 1])
+                    for start in range(length - n + 1)
+                    if n == 1 or np.array_equal(ids[start : start + n - 1], tail)
+                ]
+                scores[row, blocked] = lowest
+        if self.vocab_mask is not None:
+            scores[:, self.vocab_mask.reshape(-1) == 0] = lowest
+        if self.prefix_vocab_mask is not None and step == 1:
+            blocked = np.repeat(self.prefix_vocab_mask == 0, self.beams, axis=0)
+            scores[blocked] = lowest
+        if self.min_length > 0 and length < self.min_length:
+            scores[:, self.eos_token_id] = lowest
+        if self.temperature > 0 and self.temperature != 1.0:
+            scores /= scores.dtype.type(self.temperature)
+        return scores
+
+
+def _gpt_inputs(input_ids, attention_mask, pad_token_id: int, beams: int):
+    """The first step's (input_ids, position_ids, attention_mask), each row repeated `beams`
+    times, and the positions of the next tokens: as onnxruntime's CreateGptInputs, a pad token
+    has mask 0 and position 0, the others count 0, 1, ... (the given attention_mask, when there
+    is one, is the decoder's as given, positions still counted over the non-pad tokens)."""
+    ids = np.asarray(input_ids, np.int32)
+    real = ids != pad_token_id
+    positions = np.where(real, np.cumsum(real, axis=1) - 1, 0).astype(np.int32)
+    mask = real.astype(np.int32) if attention_mask is None else np.asarray(attention_mask, np.int32)
+    following = real.sum(axis=1).astype(np.int32)
+    expand = lambda a: np.repeat(a, beams, axis=0)  # noqa: E731
+    return expand(ids), expand(positions), expand(mask), expand(following)
+
+
+def _empty_past(layers: int, rows: int, heads: int, head_size: int, dtype) -> list[np.ndarray]:
+    return [np.zeros((2, rows, heads, 0, head_size), dtype) for _ in range(layers)]
+
+
+def _greedy_search(
+    P: _Primitives,
+    decoder,
+    input_ids,
+    max_length,
+    min_length=None,
+    repetition_penalty=None,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    attention_mask=None,
+    *,
+    eos_token_id: int,
+    pad_token_id: int,
+    layers: int,
+    heads: int,
+    head_size: int,
+    dtype: str = "float32",
+    no_repeat_ngram_size: int = 0,
+    init_decoder=None,
+):
+    """GreedySearch: each step runs the decoder, takes the last position's logits through the
+    logits processors and picks the first largest; a row that produced eos_token_id is done: it
+    gets pad_token_id for that step and every later one. Stops at max_length or when every row is
+    done. Returns sequences int32 (batch, max_length), the prompt first, pad_token_id after."""
+    del P  # no float arithmetic of its own beyond the processors' IEEE steps
+    ids, positions, mask, following = _gpt_inputs(input_ids, attention_mask, pad_token_id, 1)
+    batch, length = ids.shape
+    limit = _max_length(max_length, length)
+    sequences = np.full((batch, limit), pad_token_id, np.int32)
+    sequences[:, :length] = ids
+    processors = _LogitsProcessors(
+        eos_token_id,
+        _scalar_input(min_length, 0, int),
+        _scalar_input(repetition_penalty, 1.0, float),
+        no_repeat_ngram_size,
+        None if vocab_mask is None else np.asarray(vocab_mask),
+        None if prefix_vocab_mask is None else np.asarray(prefix_vocab_mask),
+    )
+    past = _empty_past(layers, batch, heads, head_size, np.dtype(dtype))
+    done = np.zeros(batch, bool)
+    step = 0
+    while length < limit:
+        step += 1
+        run = init_decoder if step == 1 and init_decoder is not None else decoder
+        logits, *past = run(ids, positions, mask, *past)
+        scores = np.array(logits[:, -1, :], copy=True)
+        scores = processors(scores, sequences[:, :length], step)
+        tokens = np.argmax(scores, axis=1).astype(np.int32)
+        done |= tokens == eos_token_id
+        tokens[done] = pad_token_id
+        sequences[:, length] = tokens
+        length += 1
+        if done.all():
+            break
+        ids = tokens[:, None]
+        positions = following[:, None].copy()
+        following = following + 1
+        mask = np.concatenate([mask, np.ones((batch, 1), np.int32)], axis=1)
+    return sequences
+
+
+@dataclass
+class _Hypotheses:
+    """One batch entry's finished beams, at most `beams` of them, each scored sum of log
+    probabilities / length ** length_penalty (float32, as onnxruntime's BeamHypotheses)."""
+
+    P: _Primitives
+    beams: int
+    length_penalty: np.float32
+    early_stopping: bool
+    found: list = dataclasses.field(default_factory=list)  # (score, tokens), best first
+
+    def _score(self, total: np.float32, length: int) -> np.float32:
+        scale = self.P.power(np.float32(length), self.length_penalty)
+        return np.float32(np.float32(total) / np.float32(scale))
+
+    def add(self, tokens: np.ndarray, total: np.float32) -> None:
+        score = self._score(total, len(tokens))
+        if len(self.found) < self.beams or score > self.found[-1][0]:
+            at = next((i for i, (s, _) in enumerate(self.found) if score > s), len(self.found))
+            self.found.insert(at, (score, tokens.copy()))
+            del self.found[self.beams :]
+
+    def done(self, best: np.float32, length: int) -> bool:
+        if len(self.found) < self.beams:
+            return False
+        return self.early_stopping or self.found[-1][0] >= self._score(best, length)
+
+
+def _beam_search(
+    P: _Primitives,
+    decoder,
+    input_ids,
+    max_length,
+    min_length=None,
+    num_beams=None,
+    num_return_sequences=None,
+    length_penalty=None,
+    repetition_penalty=None,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    attention_mask=None,
+    *,
+    eos_token_id: int,
+    pad_token_id: int,
+    layers: int,
+    heads: int,
+    head_size: int,
+    dtype: str = "float32",
+    no_repeat_ngram_size: int = 0,
+    early_stopping: int = 0,
+    init_decoder=None,
+    outputs: int = 1,
+):
+    """BeamSearch: num_beams rows per batch entry (the first scored 0, the others -1e9 so that
+    the first step expands one); each step the last position's logits -> log_softmax -> the
+    logits processors -> + the row's score; of the batch entry's beams * vocab candidates the
+    2 beams best (ties: the lower index) are taken in order: an eos_token_id among the first
+    `beams` finishes that row's sequence (its hypothesis, without the eos), the others continue
+    until `beams` rows are filled. An entry is done when it has `beams` hypotheses and (with
+    early_stopping) always, or else when its worst is at least the best candidate's score / the
+    current length ** length_penalty. At max_length (or when every entry is done) the open beams
+    become hypotheses; the num_return_sequences best are returned, padded with pad_token_id, and
+    their scores."""
+    beams = _scalar_input(num_beams, 1, int)
+    returned = _scalar_input(num_return_sequences, 1, int)
+    if not 1 <= returned <= beams:
+        raise ValueError(f"num_return_sequences ({returned}) must be in [1, num_beams={beams}]")
+    penalty = np.float32(_scalar_input(length_penalty, 1.0, float))
+    ids, positions, mask, following = _gpt_inputs(input_ids, attention_mask, pad_token_id, beams)
+    rows, length = ids.shape
+    batch = rows // beams
+    limit = _max_length(max_length, length)
+    sequences = np.full((rows, limit), pad_token_id, np.int32)
+    sequences[:, :length] = ids
+    processors = _LogitsProcessors(
+        eos_token_id,
+        _scalar_input(min_length, 0, int),
+        _scalar_input(repetition_penalty, 1.0, float),
+        no_repeat_ngram_size,
+        None if vocab_mask is None else np.asarray(vocab_mask),
+        None if prefix_vocab_mask is None else np.asarray(prefix_vocab_mask),
+        beams=beams,
+    )
+    scores_of_rows = np.zeros((batch, beams), np.float32)
+    scores_of_rows[:, 1:] = np.float32(-1e9)
+    scores_of_rows = scores_of_rows.reshape(-1)
+    hypotheses = [_Hypotheses(P, beams, penalty, bool(early_stopping)) for _ in range(batch)]
+    done = np.zeros(batch, bool)
+    past = _empty_past(layers, rows, heads, head_size, np.dtype(dtype))
+    step = 0
+    while length < limit:
+        step += 1
+        run = init_decoder if step == 1 and init_decoder is not None else decoder
+        logits, *present = run(ids, positions, mask, *past)
+        vocab = logits.shape[-1]
+        scores = np.array(P.log_softmax(np.ascontiguousarray(logits[:, -1, :])), copy=True)
+        scores = processors(scores, sequences[:, :length], step)
+        scores += scores_of_rows[:, None]
+        flat = scores.reshape(batch, beams * vocab)
+        order = np.argsort(-flat, axis=1, kind="stable")[:, : 2 * beams]
+        best = np.take_along_axis(flat, order, axis=1)
+        next_scores = np.zeros(rows, np.float32)
+        next_tokens = np.full(rows, pad_token_id, np.int32)
+        next_rows = np.repeat(np.arange(batch) * beams, beams)
+        for b in range(batch):
+            if done[b]:
+                continue
+            filled = 0
+            for j in range(2 * beams):
+                token, row = int(order[b, j] % vocab), b * beams + int(order[b, j] // vocab)
+                if token == eos_token_id:
+                    if j < beams:
+                        hypotheses[b].add(sequences[row, :length], best[b, j])
+                else:
+                    at = b * beams + filled
+                    next_scores[at], next_tokens[at], next_rows[at] = best[b, j], token, row
+                    filled += 1
+                if filled == beams:
+                    break
+            done[b] = hypotheses[b].done(best[b].max(), length)
+        sequences = sequences[next_rows]
+        sequences[:, length] = next_tokens
+        length += 1
+        scores_of_rows = next_scores
+        if done.all():
+            break
+        ids = next_tokens[:, None]
+        positions = following[:, None].copy()
+        following = following + 1
+        mask = np.concatenate([mask, np.ones((rows, 1), np.int32)], axis=1)
+        past = [np.ascontiguousarray(p[:, next_rows]) for p in present]
+    result = np.full((batch, returned, limit), pad_token_id, np.int32)
+    result_scores = np.zeros((batch, returned), np.float32)
+    for b in range(batch):
+        if not done[b]:
+            for row in range(b * beams, (b + 1) * beams):
+                hypotheses[b].add(sequences[row, :length], scores_of_rows[row])
+        for k, (score, tokens) in enumerate(hypotheses[b].found[:returned]):
+            result[b, k, : len(tokens)] = tokens
+            result_scores[b, k] = score
+    return (result, result_scores)[:outputs] if outputs > 1 else result
+
+
+greedy_search, exact_greedy_search = _twins(
+    _greedy_search, "greedy_search", _greedy_search.__doc__ or ""
+)
+beam_search, exact_beam_search = _twins(_beam_search, "beam_search", _beam_search.__doc__ or "")

@@ -24,7 +24,7 @@ import dataclasses
 import numpy as np
 
 import runtime_support
-from onemodel_compile import onnxruntime_types
+from onemodel_compile import ir, onnxruntime_types
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops import conv, linalg, pool, pyir, quantization, recurrent
 from onemodel_compile.ops.common import optional_arguments, span
@@ -981,3 +981,117 @@ def conv_transpose_with_dynamic_pads(view: NodeView):
             keywords["pads"] = call("tuple", pyir.method(pads, "tolist"))
     operands = [view.inputs[0], view.inputs[1]] + ([view.input(3)] if view.input(3) else [])
     return call("rt.conv_transpose", *operands, **keywords)
+
+
+# --- the generation loops -------------------------------------------------------------------------
+
+
+_GENERATION = {
+    "model_type": 0,
+    "no_repeat_ngram_size": 0,
+    "vocab_size": -1,
+    "decoder_start_token_id": -1,
+}
+_GENERATION_REQUIRED = ("decoder", "eos_token_id", "pad_token_id")
+
+
+def _decoder_geometry(view: NodeView, attr: str) -> dict:
+    """(layers, heads, head_size, dtype) of a GPT-style decoder subgraph, read from its inputs
+    as onnxruntime reads them: input_ids, position_ids, attention_mask, past_0, ... with past
+    (2, batch, heads, past length, head size); outputs logits, present_0, ..."""
+    graph = view.node.attrs.get(attr)
+    label = view.node.label
+    if not isinstance(graph, ir.Graph):
+        raise CompileError(f"{label}: {view.op_type} needs its {attr!r} subgraph")
+    if len(graph.inputs) < 4 or len(graph.inputs) != len(graph.outputs) + 2:
+        raise UnsupportedError(
+            f"{label}: {view.op_type}'s {attr} subgraph must take (input_ids, position_ids, "
+            f"attention_mask, past_0, ...) and return (logits, present_0, ...): it has "
+            f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs (a shared past/present "
+            f"buffer is not supported)"
+        )
+    past = graph.types.get(graph.inputs[3])
+    shape = getattr(past, "shape", None)
+    if shape is None or len(shape) != 5 or not all(isinstance(shape[i], int) for i in (2, 4)):
+        raise CompileError(
+            f"{label}: {view.op_type}'s {attr} subgraph must declare its past_0 input as "
+            f"(2, batch, heads, length, head size) with the heads and head size as numbers"
+        )
+    dtype = getattr(past, "dtype", None)
+    return {
+        "layers": len(graph.outputs) - 1,
+        "heads": int(shape[2]),
+        "head_size": int(shape[4]),
+        "dtype": np.dtype(dtype if dtype is not None else np.float32).name,
+    }
+
+
+def _generation_keywords(view: NodeView) -> dict:
+    """The decoder's geometry, the special tokens, no_repeat_ngram_size and an init_decoder (a
+    GPT export's first-step decoder) when the node has one; what the compiler does not run
+    (model_type 1 and 2: encoder-decoder and Whisper) refused naming the node."""
+    label = view.node.label
+    if view.attr("model_type") != 0:
+        raise UnsupportedError(
+            f"{label}: {view.op_type} with model_type {view.attr('model_type')} is not supported "
+            f"(GPT-style decoders, model_type 0)"
+        )
+    keywords = _decoder_geometry(view, "decoder")
+    keywords.update(
+        eos_token_id=int(view.attr("eos_token_id")),
+        pad_token_id=int(view.attr("pad_token_id")),
+    )
+    if view.attr("no_repeat_ngram_size"):
+        keywords["no_repeat_ngram_size"] = int(view.attr("no_repeat_ngram_size"))
+    if isinstance(view.node.attrs.get("init_decoder"), ir.Graph):
+        if _decoder_geometry(view, "init_decoder") != _decoder_geometry(view, "decoder"):
+            raise UnsupportedError(f"{label}: init_decoder and decoder differ in their past")
+        keywords["init_decoder"] = pyir.Ref(view.body("init_decoder"))
+    return keywords
+
+
+@microsoft(
+    "GreedySearch",
+    defaults=_GENERATION,
+    required=_GENERATION_REQUIRED,
+    exact=True,
+    foldable=False,
+)
+def greedy_search(view: NodeView):
+    """The decoder becomes a nested function the loop (rt.greedy_search) calls at every step."""
+    keywords = _generation_keywords(view)
+    decoder = pyir.Ref(view.body("decoder"))
+    optional = {2: "min_length", 3: "repetition_penalty", 4: "vocab_mask", 5: "prefix_vocab_mask"}
+    optional[6] = "attention_mask"
+    args, named = optional_arguments(view, optional)
+    return call("rt.greedy_search", decoder, *args, **named, **keywords)
+
+
+@microsoft(
+    "BeamSearch",
+    defaults={**_GENERATION, "early_stopping": 0},
+    required=_GENERATION_REQUIRED,
+    exact=True,
+    foldable=False,
+)
+def beam_search(view: NodeView):
+    """rt.beam_search over the decoder's nested function; outputs sequences and
+    sequences_scores (the per-step scores output is refused)."""
+    if len(view.outputs) > 2 and view.outputs[2] is not None:
+        raise UnsupportedError(f"{view.node.label}: BeamSearch's scores output is not supported")
+    for index, name in ((10, "decoder_input_ids"), (11, "logits_processor")):
+        if view.input(index) is not None:
+            raise UnsupportedError(f"{view.node.label}: BeamSearch's {name} input is not supported")
+    keywords = _generation_keywords(view)
+    if view.attr("early_stopping"):
+        keywords["early_stopping"] = 1
+    decoder = pyir.Ref(view.body("decoder"))
+    names = "min_length num_beams num_return_sequences length_penalty repetition_penalty"
+    names += " vocab_mask prefix_vocab_mask attention_mask"
+    optional = dict(enumerate(names.split(), start=2))
+    optional.update({10: "decoder_input_ids", 11: "logits_processor"})  # absent (refused above)
+    args, named = optional_arguments(view, optional)
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call("rt.beam_search", decoder, *args, **named, **keywords)

@@ -48,6 +48,119 @@ QUANT = (
 )
 
 
+# --- the generation loops' decoder ---------------------------------------------------------------
+
+
+def gpt_decoder(
+    vocab: int = 17, hidden: int = 8, heads: int = 2, layers: int = 1, seed: int = 0
+) -> onnx.GraphProto:
+    """A tiny GPT-style decoder in the form onnxruntime's generation loops take (its
+    convert_generation.py exports GPT-2 so): inputs input_ids, position_ids, attention_mask
+    (int32) and past_0.. (2, batch, heads, past, head size); outputs logits (batch, sequence,
+    vocab) and present_0.. (past and the new keys and values). Token and position embeddings,
+    `layers` causal self-attention layers with a residual, an LM head; random weights."""
+    rng = np.random.default_rng(seed)
+    size = hidden // heads
+    inits = []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def weight(name, *shape):
+        return const(name, rng.standard_normal(shape).astype(np.float32))
+
+    weight("wte", vocab, hidden)
+    weight("wpe", 64, hidden)
+    for name, value in (
+        ("i0", np.array(0, np.int64)), ("i1", np.array(1, np.int64)),
+        ("axis0", np.array([0], np.int64)), ("axes12", np.array([1, 2], np.int64)),
+        ("one", np.array(1.0, np.float32)), ("blocked_bias", np.array(-10000.0, np.float32)),
+        ("scale", np.array(1 / np.sqrt(size), np.float32)),
+        ("split3", np.array([hidden] * 3, np.int64)),
+        ("heads_shape", np.array([0, 0, heads, size], np.int64)),
+        ("hidden_shape", np.array([0, 0, hidden], np.int64)),
+    ):  # fmt: skip
+        const(name, value)
+    N = helper.make_node
+    ones = helper.make_tensor("one", onnx.TensorProto.FLOAT, [1], [1.0])
+    nodes = [
+        N("Gather", ["wte", "input_ids"], ["tokens"]),
+        N("Gather", ["wpe", "position_ids"], ["positions"]),
+        N("Add", ["tokens", "positions"], ["h"]),
+        # causal mask over (past + new) keys: query i sees keys j <= past + i, and the mask's
+        N("Shape", ["input_ids"], ["ids_shape"]),
+        N("Gather", ["ids_shape", "i1"], ["new"]),
+        N("Shape", ["attention_mask"], ["mask_shape"]),
+        N("Gather", ["mask_shape", "i1"], ["total"]),
+        N("Sub", ["total", "new"], ["past"]),
+        N("Unsqueeze", ["new", "axis0"], ["new1"]),
+        N("Unsqueeze", ["total", "axis0"], ["total1"]),
+        N("Concat", ["new1", "total1"], ["grid"], axis=0),
+        N("ConstantOfShape", ["grid"], ["ones"], value=ones),
+        N("Trilu", ["ones", "past"], ["causal"], upper=0),
+        N("Cast", ["attention_mask"], ["mask_f"], to=onnx.TensorProto.FLOAT),
+        N("Unsqueeze", ["mask_f", "axes12"], ["mask4"]),
+        N("Mul", ["causal", "mask4"], ["allowed"]),
+        N("Sub", ["one", "allowed"], ["blocked"]),
+        N("Mul", ["blocked", "blocked_bias"], ["bias"]),
+    ]
+    h = "h"
+    for layer in range(layers):
+        p = f"l{layer}_"
+        weight(p + "wqkv", hidden, 3 * hidden)
+        weight(p + "bqkv", 3 * hidden)
+        weight(p + "wo", hidden, hidden)
+        nodes += [
+            N("MatMul", [h, p + "wqkv"], [p + "qkv0"]),
+            N("Add", [p + "qkv0", p + "bqkv"], [p + "qkv"]),
+            N("Split", [p + "qkv", "split3"], [p + "q", p + "k", p + "v"], axis=2),
+        ]
+        for t in "qkv":
+            nodes += [
+                N("Reshape", [p + t, "heads_shape"], [p + t + "4"]),
+                N("Transpose", [p + t + "4"], [p + t + "h"], perm=[0, 2, 1, 3]),
+            ]
+        nodes += [
+            N("Gather", [f"past_{layer}", "i0"], [p + "past_k"], axis=0),
+            N("Gather", [f"past_{layer}", "i1"], [p + "past_v"], axis=0),
+            N("Concat", [p + "past_k", p + "kh"], [p + "K"], axis=2),
+            N("Concat", [p + "past_v", p + "vh"], [p + "V"], axis=2),
+            N("Unsqueeze", [p + "K", "axis0"], [p + "K5"]),
+            N("Unsqueeze", [p + "V", "axis0"], [p + "V5"]),
+            N("Concat", [p + "K5", p + "V5"], [f"present_{layer}"], axis=0),
+            N("Transpose", [p + "K"], [p + "Kt"], perm=[0, 1, 3, 2]),
+            N("MatMul", [p + "qh", p + "Kt"], [p + "s0"]),
+            N("Mul", [p + "s0", "scale"], [p + "s1"]),
+            N("Add", [p + "s1", "bias"], [p + "s2"]),
+            N("Softmax", [p + "s2"], [p + "a"], axis=-1),
+            N("MatMul", [p + "a", p + "V"], [p + "o4"]),
+            N("Transpose", [p + "o4"], [p + "o3"], perm=[0, 2, 1, 3]),
+            N("Reshape", [p + "o3", "hidden_shape"], [p + "o"]),
+            N("MatMul", [p + "o", p + "wo"], [p + "proj"]),
+            N("Add", [h, p + "proj"], [p + "out"]),
+        ]
+        h = p + "out"
+    weight("lm_head", hidden, vocab)
+    nodes.append(N("MatMul", [h, "lm_head"], ["logits"]))
+    INT32, FLOAT = onnx.TensorProto.INT32, onnx.TensorProto.FLOAT
+    info = helper.make_tensor_value_info
+    inputs = [
+        info("input_ids", INT32, ["batch", "sequence"]),
+        info("position_ids", INT32, ["batch", "sequence"]),
+        info("attention_mask", INT32, ["batch", "total"]),
+    ] + [info(f"past_{i}", FLOAT, [2, "batch", heads, "past", size]) for i in range(layers)]
+    outputs = [info("logits", FLOAT, ["batch", "sequence", vocab])] + [
+        info(f"present_{i}", FLOAT, [2, "batch", heads, "total", size]) for i in range(layers)
+    ]
+    return helper.make_graph(nodes, "gpt_decoder", inputs, outputs, initializer=inits)
+
+
+# Cases whose decoder's weights live in the main graph (read from the enclosing scope), as
+# convert_generation.py moves them.
+OUTER_WEIGHTS = {"ms_greedy_search_outer_weights", "ms_beam_search_outer_weights"}
+
+
 def _domain(case: Case) -> str:
     return "" if case.op in DEFAULT_DOMAIN else DOMAIN
 
@@ -76,8 +189,15 @@ def build(case: Case, seed_offset: int = 0) -> tuple[onnx.ModelProto, dict[str, 
         graph_inputs.append(helper.make_tensor_value_info(name, elem, declared))
         feeds[name] = array
     out_names = ["" if i in case.skip_outputs else f"out{i}" for i in range(case.outputs)]
+    attrs = dict(case.attrs)
+    if case.name in OUTER_WEIGHTS:
+        decoder = onnx.GraphProto()
+        decoder.CopyFrom(attrs["decoder"])
+        initializers.extend(decoder.initializer)
+        del decoder.initializer[:]
+        attrs["decoder"] = decoder
     node = helper.make_node(
-        case.op, node_inputs, out_names, name=case.name, domain=_domain(case), **case.attrs
+        case.op, node_inputs, out_names, name=case.name, domain=_domain(case), **attrs
     )
     graph = helper.make_graph(
         [node],
@@ -131,10 +251,20 @@ OPERATORS = tuple("""
     MatMulInteger16 NhwcMaxPool DynamicQuantizeLSTM MurmurHash3 CropAndResize NGramRepeatBlock
     GridSample UnfoldTensor Trilu Range GatherND Pad ExpandDims Unique Affine Scale ImageScaler
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
-    DynamicTimeWarping ConvTransposeWithDynamicPads
+    DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
+
+
+# The generation cases' special tokens, prompts and masks (vocabulary of 17).
+_TOKENS = {"eos_token_id": 3, "pad_token_id": 2}
+_VOCAB_MASK = np.array([1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1], np.int32)
+_PREFIX_MASK = np.array([[1] * 8 + [0] * 9, [0] * 8 + [1] * 9], np.int32)
+
+
+def _ids(*shape):
+    return x(*shape, dtype="int32", gen="int", low=0, high=16)
 
 
 def _u8(*shape, init=False, low=0, high=255):
@@ -576,6 +706,36 @@ CASES = [
          high=10**12),), attrs={"positive": 0}),  # fmt: skip
     Case("ms_murmur_string", "MurmurHash3", 17, (v(np.array(["", "a", "ab", "abc", "abcd",
          "hello world", "héllo"], object), object),), attrs={"seed": 7}),  # fmt: skip
+    # generation loops over a tiny GPT-style decoder (gpt_decoder); the prompts' random ids
+    # include the pad token (mask 0, position 0)
+    Case("ms_greedy_search", "GreedySearch", 17, (_ids(3, 4), c(np.array([12], np.int32),
+         "int32")), attrs={"decoder": gpt_decoder(seed=19), "eos_token_id": 11, "pad_token_id": 2}),
+    Case("ms_greedy_search_processors", "GreedySearch", 17, (_ids(2, 5), c(np.array([14],
+         np.int32), "int32"), c(np.array([9], np.int32), "int32"), c(np.array([1.4], np.float32),
+         "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32")),
+         attrs={"decoder": gpt_decoder(seed=2, layers=2), "no_repeat_ngram_size": 2, **_TOKENS}),
+    Case("ms_greedy_search_outer_weights", "GreedySearch", 17, (_ids(2, 3), v(np.array([9],
+         np.int32), "int32"), None, None, None, None, v(np.array([[1, 1, 1], [0, 1, 1]],
+         np.int32), "int32")), attrs={"decoder": gpt_decoder(seed=3), **_TOKENS}),
+    Case("ms_beam_search", "BeamSearch", 17, (_ids(3, 4), c(np.array([11], np.int32), "int32"),
+         c(np.array([0], np.int32), "int32"), c(np.array([3], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
+         c(np.array([1.0], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=4),
+         **_TOKENS}, outputs=2, atol=1e-5, note=DOT),
+    Case("ms_beam_search_penalties", "BeamSearch", 17, (_ids(2, 4), c(np.array([12], np.int32),
+         "int32"), c(np.array([7], np.int32), "int32"), c(np.array([4], np.int32), "int32"),
+         c(np.array([4], np.int32), "int32"), c(np.array([0.7], np.float32), "float32"),
+         c(np.array([1.3], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=5),
+         "no_repeat_ngram_size": 3, **_TOKENS}, outputs=2, atol=1e-5, note=DOT),
+    Case("ms_beam_search_early_stopping", "BeamSearch", 17, (_ids(2, 4), c(np.array([10],
+         np.int32), "int32"), c(np.array([4], np.int32), "int32"), c(np.array([2], np.int32), "int32"), c(np.array([1],
+         np.int32), "int32"), c(np.array([1.5], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=6),
+         "early_stopping": 1, **_TOKENS}, outputs=2, atol=1e-5, note=DOT),
+    Case("ms_beam_search_outer_weights", "BeamSearch", 17, (_ids(2, 3), v(np.array([9],
+         np.int32), "int32"), v(np.array([0], np.int32), "int32"), v(np.array([3], np.int32),
+         "int32"), v(np.array([2],
+         np.int32), "int32"), v(np.array([1.0], np.float32), "float32"), v(np.array([1.0],
+         np.float32), "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32")),
+         attrs={"decoder": gpt_decoder(seed=7, layers=2), **_TOKENS}, atol=1e-5, note=DOT),
 ]
 
 

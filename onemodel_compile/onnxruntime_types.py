@@ -296,6 +296,7 @@ def _beam_types(view: _View):
 
 RULES = {
     (DOMAIN, "GreedySearch"): _sequences_type,
+    (DOMAIN, "Sampling"): _sequences_type,
     (DOMAIN, "BeamSearch"): _beam_types,
     (DOMAIN, "ConvTransposeWithDynamicPads"): _conv_type,
     (DOMAIN, "DynamicTimeWarping"): lambda view: [_typed(np.int32, (2, None))],

@@ -94,6 +94,8 @@ __all__ = [
     "exact_greedy_search",
     "beam_search",
     "exact_beam_search",
+    "top_p_sampling",
+    "exact_top_p_sampling",
 ]
 
 
@@ -1486,6 +1488,68 @@ def _empty_past(layers: int, rows: int, heads: int, head_size: int, dtype) -> li
     return [np.zeros((2, rows, heads, 0, head_size), dtype) for _ in range(layers)]
 
 
+def _one_row_loop(
+    decoder,
+    input_ids,
+    max_length,
+    processors: "_LogitsProcessors",
+    choose,
+    attention_mask,
+    *,
+    pad_token_id: int,
+    layers: int,
+    heads: int,
+    head_size: int,
+    dtype: str,
+    init_decoder,
+):
+    """The loop of GreedySearch and Sampling (one row per batch entry): each step runs the
+    decoder, takes the last position's logits through the logits processors and `choose`s each
+    row's next token; a row that produced eos_token_id is done: it gets pad_token_id for that
+    step and every later one. Stops at max_length or when every row is done (onnxruntime leaves
+    the rest of its output uninitialized then; here it is pad_token_id). Returns sequences int32
+    (batch, max_length), the prompt first."""
+    ids, positions, mask, following = _gpt_inputs(input_ids, attention_mask, pad_token_id, 1)
+    batch, length = ids.shape
+    limit = _max_length(max_length, length)
+    sequences = np.full((batch, limit), pad_token_id, np.int32)
+    sequences[:, :length] = ids
+    past = _empty_past(layers, batch, heads, head_size, np.dtype(dtype))
+    done = np.zeros(batch, bool)
+    step = 0
+    while length < limit:
+        step += 1
+        run = init_decoder if step == 1 and init_decoder is not None else decoder
+        logits, *past = run(ids, positions, mask, *past)
+        scores = np.array(logits[:, -1, :], copy=True)
+        scores = processors(scores, sequences[:, :length], step)
+        tokens = choose(scores).astype(np.int32)
+        done |= tokens == processors.eos_token_id
+        tokens[done] = pad_token_id
+        sequences[:, length] = tokens
+        length += 1
+        if done.all():
+            break
+        ids = tokens[:, None]
+        positions = following[:, None].copy()
+        following = following + 1
+        mask = np.concatenate([mask, np.ones((batch, 1), np.int32)], axis=1)
+    return sequences
+
+
+def _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size, vocab_mask,
+                prefix_vocab_mask, **options) -> "_LogitsProcessors":  # fmt: skip
+    return _LogitsProcessors(
+        eos_token_id,
+        _scalar_input(min_length, 0, int),
+        _scalar_input(repetition_penalty, 1.0, float),
+        no_repeat_ngram_size,
+        None if vocab_mask is None else np.asarray(vocab_mask),
+        None if prefix_vocab_mask is None else np.asarray(prefix_vocab_mask),
+        **options,
+    )
+
+
 def _greedy_search(
     P: _Primitives,
     decoder,
@@ -1499,52 +1563,117 @@ def _greedy_search(
     *,
     eos_token_id: int,
     pad_token_id: int,
-    layers: int,
-    heads: int,
-    head_size: int,
-    dtype: str = "float32",
     no_repeat_ngram_size: int = 0,
     init_decoder=None,
+    **geometry,
 ):
-    """GreedySearch: each step runs the decoder, takes the last position's logits through the
-    logits processors and picks the first largest; a row that produced eos_token_id is done: it
-    gets pad_token_id for that step and every later one. Stops at max_length or when every row is
-    done. Returns sequences int32 (batch, max_length), the prompt first, pad_token_id after."""
-    del P  # no float arithmetic of its own beyond the processors' IEEE steps
-    ids, positions, mask, following = _gpt_inputs(input_ids, attention_mask, pad_token_id, 1)
-    batch, length = ids.shape
-    limit = _max_length(max_length, length)
-    sequences = np.full((batch, limit), pad_token_id, np.int32)
-    sequences[:, :length] = ids
-    processors = _LogitsProcessors(
-        eos_token_id,
-        _scalar_input(min_length, 0, int),
-        _scalar_input(repetition_penalty, 1.0, float),
-        no_repeat_ngram_size,
-        None if vocab_mask is None else np.asarray(vocab_mask),
-        None if prefix_vocab_mask is None else np.asarray(prefix_vocab_mask),
+    """GreedySearch: the one-row loop (_one_row_loop) choosing each row's first largest score.
+    Only comparisons and the processors' IEEE steps: exact as it is."""
+    del P
+    processors = _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size,
+                             vocab_mask, prefix_vocab_mask)  # fmt: skip
+    return _one_row_loop(
+        decoder,
+        input_ids,
+        max_length,
+        processors,
+        lambda scores: np.argmax(scores, axis=1),
+        attention_mask,
+        pad_token_id=pad_token_id,
+        init_decoder=init_decoder,
+        **geometry,
     )
-    past = _empty_past(layers, batch, heads, head_size, np.dtype(dtype))
-    done = np.zeros(batch, bool)
-    step = 0
-    while length < limit:
-        step += 1
-        run = init_decoder if step == 1 and init_decoder is not None else decoder
-        logits, *past = run(ids, positions, mask, *past)
-        scores = np.array(logits[:, -1, :], copy=True)
-        scores = processors(scores, sequences[:, :length], step)
-        tokens = np.argmax(scores, axis=1).astype(np.int32)
-        done |= tokens == eos_token_id
-        tokens[done] = pad_token_id
-        sequences[:, length] = tokens
-        length += 1
-        if done.all():
-            break
-        ids = tokens[:, None]
-        positions = following[:, None].copy()
-        following = following + 1
-        mask = np.concatenate([mask, np.ones((batch, 1), np.int32)], axis=1)
-    return sequences
+
+
+_MINSTD_MODULUS = 2**31 - 1
+
+
+class _MinstdRand0:
+    """std::default_random_engine of libstdc++ (minstd_rand0: x <- 16807 x mod 2**31 - 1), the
+    generator onnxruntime's Sampling draws from, and std::uniform_real_distribution<double>(0, 1)
+    over it (generate_canonical: two draws, ((g1 - 1) + (g2 - 1) r) / r**2 in double with
+    r = 2**31 - 2, below 1)."""
+
+    def __init__(self, seed: int):
+        self.state = seed % _MINSTD_MODULUS or 1
+
+    def _next(self) -> int:
+        self.state = self.state * 16807 % _MINSTD_MODULUS
+        return self.state
+
+    def uniform(self) -> float:
+        r = float(_MINSTD_MODULUS - 1)
+        first, second = self._next(), self._next()
+        u = (float(first - 1) + float(second - 1) * r) / (r * r)
+        return u if u < 1.0 else float(np.nextafter(1.0, 0.0))
+
+
+def _sample_tokens(P: _Primitives, scores, generator, top_p, filter_value, min_tokens_to_keep):
+    """onnxruntime's top-p sampling of each row: the row's scores sorted ascending, their float32
+    softmax accumulated in float32 from the smallest; the tokens whose running sum is at most
+    1 - top_p (all but the last min_tokens_to_keep) get filter_value; then its Multinomial: exp
+    of (score - the largest finite score) in float64, accumulated, and the first token whose
+    running sum passes uniform * total (one uniform draw per row, rows in order)."""
+    rows, vocab = scores.shape
+    threshold = np.float32(1) - np.float32(top_p)
+    tokens = np.empty(rows, np.int64)
+    for row in range(rows):
+        order = np.argsort(scores[row], kind="stable")
+        running = np.cumsum(P.softmax(scores[row][order], -1), dtype=np.float32)
+        last = vocab - int(min_tokens_to_keep)
+        blocked = order[: max(last, 1)][running[: max(last, 1)] <= threshold]
+        scores[row, blocked] = np.float32(filter_value)
+        values = scores[row].astype(np.float64)
+        finite = np.isfinite(values)
+        largest = values[finite].max() if finite.any() else np.finfo(np.float32).min
+        totals = np.cumsum(np.where(finite, P.exp(values - largest), 0.0))
+        target = generator.uniform() * totals[-1]
+        tokens[row] = min(int(np.searchsorted(totals, target, side="right")), vocab - 1)
+    return tokens
+
+
+def _sampling(
+    P: _Primitives,
+    decoder,
+    input_ids,
+    max_length,
+    min_length=None,
+    repetition_penalty=None,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    attention_mask=None,
+    seed=None,
+    *,
+    eos_token_id: int,
+    pad_token_id: int,
+    no_repeat_ngram_size: int = 0,
+    temperature: float = 1.0,
+    top_p: float = 0.0,
+    filter_value: float = -1e20,
+    min_tokens_to_keep: int = 0,
+    init_decoder=None,
+    **geometry,
+):
+    """Sampling (custom=0): the one-row loop whose processors end with the temperature, each
+    row's token drawn by _sample_tokens from onnxruntime's own generator seeded with `seed`
+    (the same draws as onnxruntime's; without a seed, or seed 0, a fresh one each run)."""
+    value = _scalar_input(seed, 0, int)
+    generator = _MinstdRand0(value if value else int(np.random.SeedSequence().entropy % 2**31))
+    processors = _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size,
+                             vocab_mask, prefix_vocab_mask, temperature=temperature)  # fmt: skip
+    return _one_row_loop(
+        decoder,
+        input_ids,
+        max_length,
+        processors,
+        lambda scores: _sample_tokens(
+            P, scores, generator, top_p, filter_value, min_tokens_to_keep
+        ),
+        attention_mask,
+        pad_token_id=pad_token_id,
+        init_decoder=init_decoder,
+        **geometry,
+    )
 
 
 @dataclass
@@ -1621,15 +1750,8 @@ def _beam_search(
     limit = _max_length(max_length, length)
     sequences = np.full((rows, limit), pad_token_id, np.int32)
     sequences[:, :length] = ids
-    processors = _LogitsProcessors(
-        eos_token_id,
-        _scalar_input(min_length, 0, int),
-        _scalar_input(repetition_penalty, 1.0, float),
-        no_repeat_ngram_size,
-        None if vocab_mask is None else np.asarray(vocab_mask),
-        None if prefix_vocab_mask is None else np.asarray(prefix_vocab_mask),
-        beams=beams,
-    )
+    processors = _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size,
+                             vocab_mask, prefix_vocab_mask, beams=beams)  # fmt: skip
     scores_of_rows = np.zeros((batch, beams), np.float32)
     scores_of_rows[:, 1:] = np.float32(-1e9)
     scores_of_rows = scores_of_rows.reshape(-1)
@@ -1694,3 +1816,5 @@ greedy_search, exact_greedy_search = _twins(
     _greedy_search, "greedy_search", _greedy_search.__doc__ or ""
 )
 beam_search, exact_beam_search = _twins(_beam_search, "beam_search", _beam_search.__doc__ or "")
+# (not `sampling`: runtime_support.sampling is the module of Resize and GridSample)
+top_p_sampling, exact_top_p_sampling = _twins(_sampling, "top_p_sampling", _sampling.__doc__ or "")

@@ -217,8 +217,62 @@ def test_the_domain_is_opset_one_only():
 
 
 def test_unsupported_operator_names_itself():
-    with pytest.raises(UnsupportedError, match=r"BeamSearch \(domain 'com.microsoft'\)"):
-        lookup("BeamSearch", microsoft.DOMAIN, 1, "fast", "BeamSearch node 'b'")
+    with pytest.raises(UnsupportedError, match=r"SparseToDenseMatMul \(domain 'com.microsoft'\)"):
+        lookup("SparseToDenseMatMul", microsoft.DOMAIN, 1, "fast", "SparseToDenseMatMul node 's'")
+
+
+# --- the generation loops -------------------------------------------------------------------------
+
+
+def _generation_case(name: str, **changes):
+    case = next(c for c in oracle.CASES if c.name == name)
+    return dataclasses.replace(case, **changes)
+
+
+def test_minstd_rand0_is_the_standard_s():
+    """Sampling draws from libstdc++'s std::default_random_engine (minstd_rand0): the C++
+    standard fixes its 10000th value from the default seed (1) at 1043618065."""
+    generator = rt.microsoft._MinstdRand0(1)
+    for _ in range(9999):
+        generator._next()
+    assert generator._next() == 1043618065
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_unseeded_sampling_draws_tokens_of_the_vocabulary(variant, tmp_path):
+    """Without a seed onnxruntime draws from a fresh generator: the values cannot be compared,
+    their form can: int32 (batch, max_length), the prompt first, tokens of the vocabulary, and
+    never eos (a row's eos becomes pad_token_id)."""
+    case = _generation_case("ms_sampling_top_p")
+    case = dataclasses.replace(case, inputs=case.inputs[:8])
+    model, feeds = oracle.build(case)
+    module = models.import_generated(compile_model(model, tmp_path / "m.py", variant))
+    (ids,) = [a for a in feeds.values() if a.shape == (3, 4)]
+    for _ in range(3):
+        (sequences,) = module.run(*feeds.values())
+        assert sequences.dtype == np.int32 and sequences.shape == (3, 12)
+        assert np.array_equal(sequences[:, :4], ids)
+        assert sequences.min() >= 0 and sequences.max() < 17
+        assert not (sequences[:, 4:] == case.attrs["eos_token_id"]).any()
+
+
+@pytest.mark.parametrize(
+    "name, changes, message",
+    [
+        ("ms_greedy_search", {"model_type": 1}, "model_type 1 is not supported"),
+        ("ms_beam_search", {"model_type": 2}, "model_type 2 is not supported"),
+        ("ms_sampling_top_p", {"custom": 1}, "custom=1 is not supported"),
+    ],
+)
+def test_generation_refuses_what_it_does_not_run(name, changes, message):
+    case = _generation_case(name)
+    model, _ = oracle.build(case)
+    node = model.graph.node[0]
+    kept = [a for a in node.attribute if a.name not in changes]
+    del node.attribute[:]
+    node.attribute.extend(kept + [helper.make_attribute(k, v) for k, v in changes.items()])
+    with pytest.raises(UnsupportedError, match=f"{case.op} node '{name}'.*{message}"):
+        generate(model)
 
 
 def test_layer_normalization_before_17_is_onnxruntime_s_only():

@@ -1079,8 +1079,8 @@ def beam_search(view: NodeView):
     sequences_scores (the per-step scores output is refused)."""
     if len(view.outputs) > 2 and view.outputs[2] is not None:
         raise UnsupportedError(f"{view.node.label}: BeamSearch's scores output is not supported")
-    for index, name in ((10, "decoder_input_ids"), (11, "logits_processor")):
-        if view.input(index) is not None:
+    for position, name in ((10, "decoder_input_ids"), (11, "logits_processor")):
+        if view.input(position) is not None:
             raise UnsupportedError(f"{view.node.label}: BeamSearch's {name} input is not supported")
     keywords = _generation_keywords(view)
     if view.attr("early_stopping"):
@@ -1095,3 +1095,43 @@ def beam_search(view: NodeView):
     if outputs > 1:
         keywords["outputs"] = outputs
     return call("rt.beam_search", decoder, *args, **named, **keywords)
+
+
+_SAMPLING = {
+    **_GENERATION,
+    "temperature": 1.0,
+    "top_p": 0.0,
+    "filter_value": float(np.float32(-1e20)),
+    "min_tokens_to_keep": 0,
+    "custom": 0,
+    "presence_penalty": 0.0,
+}
+
+
+@microsoft(
+    "Sampling", defaults=_SAMPLING, required=_GENERATION_REQUIRED, exact=True, foldable=False
+)
+def sampling(view: NodeView):
+    """rt.top_p_sampling over the decoder's nested function: onnxruntime's top-p sampling and its
+    random generator (the same tokens for the same seed); custom sampling, presence_mask and
+    the filtered_logits output are refused."""
+    label = view.node.label
+    if view.attr("custom"):
+        raise UnsupportedError(f"{label}: Sampling with custom=1 is not supported")
+    if view.input(7) is not None:
+        raise UnsupportedError(f"{label}: Sampling's presence_mask input is not supported")
+    if len(view.outputs) > 1 and view.outputs[1] is not None:
+        raise UnsupportedError(f"{label}: Sampling's filtered_logits output is not supported")
+    keywords = _generation_keywords(view)
+    keywords.update(
+        temperature=float(np.float32(view.attr("temperature"))),
+        top_p=float(np.float32(view.attr("top_p"))),
+        filter_value=float(np.float32(view.attr("filter_value"))),
+        min_tokens_to_keep=int(view.attr("min_tokens_to_keep")),
+    )
+    decoder = pyir.Ref(view.body("decoder"))
+    names = "min_length repetition_penalty vocab_mask prefix_vocab_mask attention_mask"
+    optional = dict(enumerate(names.split(), start=2))
+    optional.update({7: "presence_mask", 8: "seed"})
+    args, named = optional_arguments(view, optional)
+    return call("rt.top_p_sampling", decoder, *args, **named, **keywords)

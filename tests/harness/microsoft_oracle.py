@@ -72,15 +72,19 @@ def gpt_decoder(
 
     weight("wte", vocab, hidden)
     weight("wpe", 64, hidden)
-    for name, value in (
-        ("i0", np.array(0, np.int64)), ("i1", np.array(1, np.int64)),
-        ("axis0", np.array([0], np.int64)), ("axes12", np.array([1, 2], np.int64)),
-        ("one", np.array(1.0, np.float32)), ("blocked_bias", np.array(-10000.0, np.float32)),
-        ("scale", np.array(1 / np.sqrt(size), np.float32)),
-        ("split3", np.array([hidden] * 3, np.int64)),
-        ("heads_shape", np.array([0, 0, heads, size], np.int64)),
-        ("hidden_shape", np.array([0, 0, hidden], np.int64)),
-    ):  # fmt: skip
+    constants = {
+        "i0": np.array(0, np.int64),
+        "i1": np.array(1, np.int64),
+        "axis0": np.array([0], np.int64),
+        "axes12": np.array([1, 2], np.int64),
+        "one": np.array(1.0, np.float32),
+        "blocked_bias": np.array(-10000.0, np.float32),
+        "scale": np.array(1 / np.sqrt(size), np.float32),
+        "split3": np.array([hidden] * 3, np.int64),
+        "heads_shape": np.array([0, 0, heads, size], np.int64),
+        "hidden_shape": np.array([0, 0, hidden], np.int64),
+    }
+    for name, value in constants.items():
         const(name, value)
     N = helper.make_node
     ones = helper.make_tensor("one", onnx.TensorProto.FLOAT, [1], [1.0])
@@ -251,7 +255,7 @@ OPERATORS = tuple("""
     MatMulInteger16 NhwcMaxPool DynamicQuantizeLSTM MurmurHash3 CropAndResize NGramRepeatBlock
     GridSample UnfoldTensor Trilu Range GatherND Pad ExpandDims Unique Affine Scale ImageScaler
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
-    DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch
+    DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -709,33 +713,47 @@ CASES = [
     # generation loops over a tiny GPT-style decoder (gpt_decoder); the prompts' random ids
     # include the pad token (mask 0, position 0)
     Case("ms_greedy_search", "GreedySearch", 17, (_ids(3, 4), c(np.array([12], np.int32),
-         "int32")), attrs={"decoder": gpt_decoder(seed=19), "eos_token_id": 11, "pad_token_id": 2}),
+         "int32")), attrs={"decoder": gpt_decoder(seed=19), "eos_token_id": 11, "pad_token_id": 2}),  # fmt: skip
     Case("ms_greedy_search_processors", "GreedySearch", 17, (_ids(2, 5), c(np.array([14],
          np.int32), "int32"), c(np.array([9], np.int32), "int32"), c(np.array([1.4], np.float32),
          "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32")),
-         attrs={"decoder": gpt_decoder(seed=2, layers=2), "no_repeat_ngram_size": 2, **_TOKENS}),
+         attrs={"decoder": gpt_decoder(seed=2, layers=2), "no_repeat_ngram_size": 2, **_TOKENS}),  # fmt: skip
     Case("ms_greedy_search_outer_weights", "GreedySearch", 17, (_ids(2, 3), v(np.array([9],
          np.int32), "int32"), None, None, None, None, v(np.array([[1, 1, 1], [0, 1, 1]],
-         np.int32), "int32")), attrs={"decoder": gpt_decoder(seed=3), **_TOKENS}),
+         np.int32), "int32")), attrs={"decoder": gpt_decoder(seed=3), **_TOKENS}),  # fmt: skip
     Case("ms_beam_search", "BeamSearch", 17, (_ids(3, 4), c(np.array([11], np.int32), "int32"),
          c(np.array([0], np.int32), "int32"), c(np.array([3], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
          c(np.array([1.0], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=4),
-         **_TOKENS}, outputs=2, atol=1e-5, note=DOT),
+         **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
     Case("ms_beam_search_penalties", "BeamSearch", 17, (_ids(2, 4), c(np.array([12], np.int32),
          "int32"), c(np.array([7], np.int32), "int32"), c(np.array([4], np.int32), "int32"),
          c(np.array([4], np.int32), "int32"), c(np.array([0.7], np.float32), "float32"),
          c(np.array([1.3], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=5),
-         "no_repeat_ngram_size": 3, **_TOKENS}, outputs=2, atol=1e-5, note=DOT),
+         "no_repeat_ngram_size": 3, **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
     Case("ms_beam_search_early_stopping", "BeamSearch", 17, (_ids(2, 4), c(np.array([10],
          np.int32), "int32"), c(np.array([4], np.int32), "int32"), c(np.array([2], np.int32), "int32"), c(np.array([1],
          np.int32), "int32"), c(np.array([1.5], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=6),
-         "early_stopping": 1, **_TOKENS}, outputs=2, atol=1e-5, note=DOT),
+         "early_stopping": 1, **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
     Case("ms_beam_search_outer_weights", "BeamSearch", 17, (_ids(2, 3), v(np.array([9],
          np.int32), "int32"), v(np.array([0], np.int32), "int32"), v(np.array([3], np.int32),
          "int32"), v(np.array([2],
          np.int32), "int32"), v(np.array([1.0], np.float32), "float32"), v(np.array([1.0],
          np.float32), "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32")),
-         attrs={"decoder": gpt_decoder(seed=7, layers=2), **_TOKENS}, atol=1e-5, note=DOT),
+         attrs={"decoder": gpt_decoder(seed=7, layers=2), **_TOKENS}, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_sampling_top_p", "Sampling", 17, (_ids(3, 4), c(np.array([12], np.int32), "int32"),
+         c(np.array([0], np.int32), "int32"), c(np.array([1.0], np.float32), "float32"), None,
+         None, None, None, v(np.array([42], np.int32), "int32")), attrs={"decoder":
+         gpt_decoder(seed=8), "top_p": 0.8, "temperature": 0.7, **_TOKENS}),  # fmt: skip
+    Case("ms_sampling_processors", "Sampling", 17, (_ids(2, 5), c(np.array([13], np.int32),
+         "int32"), c(np.array([9], np.int32), "int32"), c(np.array([1.2], np.float32),
+         "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32"), None, None,
+         c(np.array([7], np.int32), "int32")), attrs={"decoder": gpt_decoder(seed=9),
+         "top_p": 1.0, "no_repeat_ngram_size": 2, **_TOKENS}),  # fmt: skip
+    Case("ms_sampling_min_tokens", "Sampling", 17, (_ids(2, 3), c(np.array([10], np.int32),
+         "int32"), c(np.array([0], np.int32), "int32"), c(np.array([1.0], np.float32),
+         "float32"), None, None, None, None, v(np.array([1234567], np.int32), "int32")),
+         attrs={"decoder": gpt_decoder(seed=10, layers=2), "top_p": 0.3, "temperature": 1.5,
+         "min_tokens_to_keep": 2, **_TOKENS}),  # fmt: skip
 ]
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "cdist",
     "exact_cdist",
     "inverse",
+    "exact_inverse",
     "group_query_attention",
     "exact_group_query_attention",
     "qattention",
@@ -355,12 +356,43 @@ cdist, exact_cdist = _twins(
 )
 
 
-@kernel(exact=False)
+@kernel(exact=False, exact_twin="rt.exact_inverse")
 def inverse(X):
     """Inverse: the inverse of each (..., n, n) matrix (LAPACK; float16 through float32)."""
     if X.dtype == np.float16:
         return np.linalg.inv(X.astype(np.float32)).astype(np.float16)
     return np.linalg.inv(X)
+
+
+@kernel(exact=True)
+def exact_inverse(X):
+    """Inverse by Gauss-Jordan elimination with partial pivoting, in float64 (float16 and
+    float32 widen to it exactly), rounded once to X's type. Column k's pivot is the first row
+    from k down of largest |value| (exact comparisons); every other row r then takes
+    row_r - (a_rk / pivot) * row_k, the quotient, the product and the difference each one IEEE
+    operation, and the pivot row is divided by the pivot: a fixed order of correctly rounded
+    + - * /, the same bits on every machine. A singular matrix gives inf or NaN, as LAPACK's
+    division by a zero pivot does."""
+    X = np.asarray(X)
+    n = X.shape[-1]
+    a = X.astype(np.float64).reshape(-1, n, n).copy()
+    inv = np.broadcast_to(np.eye(n), a.shape).copy()
+    rows = np.arange(a.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in range(n):
+            pivot_row = k + np.argmax(np.abs(a[:, k:, k]), axis=1)
+            for m in (a, inv):  # swap rows k and pivot_row
+                row_k = m[rows, k].copy()
+                m[rows, k] = m[rows, pivot_row]
+                m[rows, pivot_row] = row_k
+            pivot = a[:, k, k][:, None].copy()
+            factors = a[:, :, k] / pivot  # (batch, n): each row's multiple of row k
+            factors[:, k] = 0.0
+            a -= factors[:, :, None] * a[:, k, None, :]
+            inv -= factors[:, :, None] * inv[:, k, None, :]
+            a[:, k] /= pivot
+            inv[:, k] /= pivot
+    return inv.reshape(X.shape).astype(X.dtype)
 
 
 # --- attention --------------------------------------------------------------------------------

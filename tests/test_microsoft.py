@@ -3,7 +3,7 @@
 shapes hidden; the table's coverage; the registrations against onnxruntime's own schemas.
 
 No expected value is written here: onnxruntime computes it. In the exact variant a refusal is an
-expected outcome, provided it names the operator (Inverse is the one refused).
+expected outcome, provided it names the operator (none of the table's cases is refused now).
 """
 
 from __future__ import annotations
@@ -356,3 +356,22 @@ def test_a_malformed_node_of_onnxruntimes_own_operators_is_no_internal_error(tmp
     module = models.import_generated(compile_model(models.finish(graph, 13), tmp_path / "m.py"))
     with pytest.raises(rt.NodeError, match="LayerNormalization 'ln'"):
         module.run(np.float32(2.0), np.float32(1.0))
+
+
+# --- Inverse in the exact variant -----------------------------------------------------------------
+
+
+def test_exact_inverse_pivots_and_is_exact_where_the_inverse_is():
+    """Gauss-Jordan with partial pivoting: a zero on the diagonal needs a row swap; a unimodular
+    integer matrix has an integer inverse every step of which is exact; a random batch agrees
+    with LAPACK's (numpy.linalg.inv); a singular matrix gives inf or NaN, not an exception."""
+    swap = np.array([[0.0, 2.0], [4.0, 0.0]], np.float32)
+    assert np.array_equal(rt.exact_inverse(swap), np.array([[0, 0.25], [0.5, 0]], np.float32))
+    unimodular = np.array([[2, 1, 0], [1, 1, 0], [0, 3, 1]], np.float64)
+    expected = np.array([[1, -1, 0], [-1, 2, 0], [3, -6, 1]], np.float64)
+    assert np.array_equal(rt.exact_inverse(unimodular), expected)
+    batch = np.random.default_rng(5).standard_normal((4, 5, 5))
+    np.testing.assert_allclose(rt.exact_inverse(batch), np.linalg.inv(batch), rtol=1e-9, atol=1e-12)
+    half = rt.exact_inverse(batch[0].astype(np.float16))
+    assert half.dtype == np.float16
+    assert not np.isfinite(rt.exact_inverse(np.ones((2, 2), np.float32))).all()

@@ -13,8 +13,10 @@ Operators of the same semantics as a default-domain one compile through that one
 
 Exactness: every float kernel has a declared exact twin (the same steps through exact_matmul,
 exact_softmax, exact_gelu, exact_tanh, exact_sigmoid, exact_exp, exact_mean); quantized arithmetic
-is integer arithmetic or IEEE arithmetic in a fixed order. Inverse (LAPACK) and GridSample are
-refused.
+is integer arithmetic or IEEE arithmetic in a fixed order. Inverse's twin is Gauss-Jordan
+elimination in a fixed order; GridSample is the default domain's (exact); the generation loops
+(GreedySearch, BeamSearch, Sampling) are exact when their decoder is (it is checked node by
+node). The exact variant refuses none of the family.
 """
 
 from __future__ import annotations
@@ -337,8 +339,10 @@ def fused_conv(view: NodeView):
     return call("rt.fused_conv", *args, **named, **geometry, group=view.attr("group"), **activation)
 
 
-@microsoft("Inverse", exact=False)
+@microsoft("Inverse", exact=True)
 def inverse(view: NodeView):
+    """rt.inverse (LAPACK); the exact variant's twin is Gauss-Jordan elimination in a fixed
+    order (rt.exact_inverse)."""
     return call("rt.inverse", view.inputs[0])
 
 

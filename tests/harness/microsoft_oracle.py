@@ -380,6 +380,10 @@ CASES = [
          attrs={"activation": "Sigmoid", "group": 2, "strides": [2]}, note=DOT),  # fmt: skip
     Case("ms_inverse", "Inverse", 17, (x(3, 3),), note=DOT, rtol=1e-3, atol=1e-4),
     Case("ms_inverse_batch", "Inverse", 17, (x(2, 4, 4, dtype="float64"),), rtol=1e-7, note=DOT),
+    Case("ms_inverse_pivoting", "Inverse", 17, (v(np.array([[0, 2, 1], [3, 0, 1], [1, 1, 0]],
+         np.float32), "float32"),), rtol=1e-6, note=DOT),  # fmt: skip
+    Case("ms_inverse_f16", "Inverse", 17, (x(3, 3, dtype="float16"),), rtol=1e-2, atol=1e-2,
+         note=DOT),  # fmt: skip
     Case("ms_cdist", "CDist", 17, (x(4, 3), x(5, 3)), note=DOT),
     Case("ms_cdist_euclidean", "CDist", 17, (x(3, 6, dtype="float64"), x(2, 6, dtype="float64")),
          attrs={"metric": "euclidean"}),  # fmt: skip
@@ -645,6 +649,9 @@ CASES = [
     Case("ms_grid_sample_nearest_border", "GridSample", 17, (x(2, 1, 3, 3), x(2, 2, 4, 2,
          gen="uniform", low=-1.2, high=1.2)), attrs={"mode": "nearest", "padding_mode": "border",
          "align_corners": 1}),
+    Case("ms_grid_sample_bicubic_reflection", "GridSample", 17, (x(1, 2, 5, 4), x(1, 3, 4, 2,
+         gen="uniform", low=-1.3, high=1.3)), attrs={"mode": "bicubic",
+         "padding_mode": "reflection"}, note=DOT),  # fmt: skip
     Case("ms_qsoftmax", "QLinearSoftmax", 17, (_u8(3, 10), _scale(0.1), c(np.uint8(128), "uint8"),
          _scale(1 / 256), c(np.uint8(0), "uint8")), attrs={"opset": 13}),
     Case("ms_qsoftmax_s8_axis", "QLinearSoftmax", 17, (_i8(2, 5, 3), _scale(0.05),

@@ -294,7 +294,19 @@ def _beam_types(view: _View):
     ]
 
 
+def _tokenizer_type(view: _View):
+    shape = view.operand(0).shape
+    return [_typed(object, None if shape is None else (*shape, None))]
+
+
 RULES = {
+    (DOMAIN, "MaxpoolWithMask"): lambda view: [_typed(view.operand(0).dtype, None)],
+    (DOMAIN, "WordConvEmbedding"): lambda view: [_typed(np.float32, None)],
+    (DOMAIN, "BifurcationDetector"): lambda view: [
+        _typed(np.int64, (None,)),
+        view.operand(2).type,
+    ],
+    (DOMAIN, "Tokenizer"): _tokenizer_type,
     (DOMAIN, "GreedySearch"): _sequences_type,
     (DOMAIN, "Sampling"): _sequences_type,
     (DOMAIN, "BeamSearch"): _beam_types,

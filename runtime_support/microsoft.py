@@ -97,6 +97,11 @@ __all__ = [
     "exact_beam_search",
     "top_p_sampling",
     "exact_top_p_sampling",
+    "maxpool_with_mask",
+    "word_conv_embedding",
+    "exact_word_conv_embedding",
+    "bifurcation_detector",
+    "tokenizer",
 ]
 
 
@@ -1850,3 +1855,196 @@ greedy_search, exact_greedy_search = _twins(
 beam_search, exact_beam_search = _twins(_beam_search, "beam_search", _beam_search.__doc__ or "")
 # (not `sampling`: runtime_support.sampling is the module of Resize and GridSample)
 top_p_sampling, exact_top_p_sampling = _twins(_sampling, "top_p_sampling", _sampling.__doc__ or "")
+
+
+# --- the small ones: MaxpoolWithMask, WordConvEmbedding, BifurcationDetector, Tokenizer ----------
+
+
+@kernel(exact=True)
+def maxpool_with_mask(X, M, *, kernel_shape, strides, pads):
+    """MaxpoolWithMask as onnxruntime's CPU kernel computes it (1 to 3 spatial axes): a window
+    starts at the type's lowest value and reads its elements in row order; along the innermost
+    axis the scan stops at the first element whose mask is 0, except the channel's very first
+    element (2-D and 3-D), and goes on with the next row. Channel c reads the mask at flat offset
+    (c * spatial size) mod (the mask's batch * channels), as the kernel does (a mask of one
+    channel: the same mask for every channel). Returns float32 windows."""
+    X = np.asarray(X)
+    spatial = X.shape[2:]
+    rank = len(spatial)
+    size = int(np.prod(spatial))
+    channels = X.shape[0] * X.shape[1]
+    flat_mask = np.asarray(M, np.int32).reshape(-1)
+    total = int(np.prod(np.asarray(M).shape[:2]))
+    offsets = (np.arange(channels) * size) % total
+    masks = flat_mask[offsets[:, None] + np.arange(size)] != 0
+    if rank > 1:
+        masks[:, 0] = True  # the kernel's `input_index > 0`
+    masks = masks.reshape((channels,) + spatial)
+    values = X.reshape((channels,) + spatial)
+    out_shape = [
+        (spatial[i] + pads[i] + pads[i + rank] - kernel_shape[i]) // strides[i] + 1
+        for i in range(rank)
+    ]
+    lowest = np.finfo(X.dtype).min
+    result = np.empty((channels, *out_shape), X.dtype)
+    for position in np.ndindex(*out_shape):
+        window = []
+        for axis, p in enumerate(position):
+            start = p * strides[axis] - pads[axis]
+            window.append(slice(max(start, 0), min(start + kernel_shape[axis], spatial[axis])))
+        kept = np.cumprod(masks[(slice(None), *window)], axis=-1).astype(bool)
+        inside = values[(slice(None), *window)].reshape(channels, -1)
+        picked = np.where(kept.reshape(channels, -1), inside, lowest)
+        result[(slice(None), *position)] = np.maximum(picked.max(axis=1, initial=lowest), lowest)
+    return result.reshape(X.shape[:2] + tuple(out_shape))
+
+
+def _word_conv_embedding(P: _Primitives, sequence, W, B, C):
+    """WordConvEmbedding: a word's length is its count of positive character ids (0 when its
+    first id is not positive); its first max(length, window) characters are looked up in C,
+    each window of them (window = W's third axis) flattened and multiplied by the filters W,
+    + B, tanh, and the largest over the word's windows per filter (starting from -1e12). A
+    word of length 0 gives zeros (onnxruntime leaves its row uninitialized)."""
+    ids = np.asarray(sequence)
+    words, word_length = ids.shape
+    filters, _, window, width = W.shape
+    lengths = np.where(ids[:, 0] > 0, (ids > 0).sum(axis=1), 0)
+    weights = np.ascontiguousarray(W.reshape(filters, window * width).T)
+    result = np.zeros((words, filters), np.float32)
+    for word in np.flatnonzero(lengths > 0):
+        count = max(int(lengths[word]), window)
+        chars = C[ids[word, :count]].reshape(-1)
+        starts = np.arange(count - window + 1)[:, None] * width + np.arange(window * width)
+        unfolded = chars[starts]
+        activations = P.tanh(P.matmul(unfolded, weights) + B)
+        result[word] = np.maximum(activations.max(axis=0), np.float32(-1e12))
+    return result
+
+
+word_conv_embedding, exact_word_conv_embedding = _twins(
+    _word_conv_embedding, "word_conv_embedding", _word_conv_embedding.__doc__ or ""
+)
+
+
+@kernel(exact=True)
+def bifurcation_detector(src_tokens, cur_tokens, prev_suffix_match_idx, pred_tokens=None, *,
+                         min_ngram_size, max_ngram_size, outputs=2):  # fmt: skip
+    """BifurcationDetector (speculative decoding): with pred_tokens, the first index where
+    they leave src_tokens (from prev_suffix_match_idx on) and cur_tokens + pred_tokens up to and
+    including it; then the suffix match: for n from min to max n-gram size, the output's last n
+    tokens searched in src_tokens: none found ends the search, a second occurrence after the
+    first (from the first's start + 1) resets the match to -1 and tries the next n, else the
+    index after the first occurrence (kept when the next n ends the search)."""
+    src = np.asarray(src_tokens).reshape(-1)
+    cur = np.asarray(cur_tokens).reshape(-1)
+    if pred_tokens is None:
+        tokens = cur.copy()
+    else:
+        pred = np.asarray(pred_tokens).reshape(-1)
+        start = int(np.asarray(prev_suffix_match_idx).reshape(-1)[0])
+        if not 0 <= start <= len(src) or len(pred) != len(src) + 1 - start:
+            raise ValueError(
+                f"BifurcationDetector: pred_tokens has {len(pred)} tokens, expected "
+                f"{len(src) + 1 - start} (src_tokens' {len(src)} + 1 - prev_suffix_match_idx)"
+            )
+        split = 0
+        while split < len(src) - start and pred[split] == src[split + start]:
+            split += 1
+        tokens = np.concatenate([cur, pred[: split + 1]])
+
+    def find(pattern, begin):
+        n = len(pattern)
+        for i in range(begin, len(src) - n + 1):
+            if np.array_equal(src[i : i + n], pattern):
+                return i
+        return len(src)
+
+    suffix = -1
+    for n in range(int(min_ngram_size), int(max_ngram_size) + 1):
+        if n > len(tokens):
+            break
+        tail = tokens[len(tokens) - n :]
+        found = find(tail, 0)
+        if found == len(src):
+            break
+        suffix = found + n
+        if suffix >= len(src):
+            break
+        if find(tail, suffix - n + 1) != len(src):
+            suffix = -1
+    index = np.full(np.shape(prev_suffix_match_idx), suffix, np.int64)
+    return (tokens, index)[:outputs] if outputs > 1 else tokens
+
+
+class _SeparatorTree:
+    """The separators as onnxruntime 1.31.1's Tokenizer searches them at one position of the
+    text: the longest separator the text starts with (earlier separators win overlaps, see
+    _tokenize_separators)."""
+
+    def __init__(self, separators: list[str]):
+        self.priority = {s: i for i, s in enumerate(separators)}
+        self.prefixes = {s[:k] for s in separators for k in range(1, len(s) + 1)}
+
+    def match(self, text: str) -> str | None:
+        found, k = None, 0
+        while k < len(text) and text[: k + 1] in self.prefixes:
+            k += 1
+            if text[:k] in self.priority:
+                found = text[:k]
+        return found
+
+
+def _tokenize_separators(text: str, tree: _SeparatorTree, mincharnum: int) -> list[str]:
+    """The matches of every position in order, an overlapping later one kept only when its
+    separator comes earlier in the list (replacing the one it overlaps); the pieces of text
+    between them (and after the last) of at least mincharnum characters."""
+    matches: list[tuple[int, int, int]] = []  # (offset, size, priority), by offset
+    for offset in range(len(text)):
+        found = tree.match(text[offset:])
+        if found is None:
+            continue
+        new = (offset, len(found), tree.priority[found])
+        while True:
+            clash = next((m for m in matches if not (m[0] + m[1] <= offset
+                          or offset + new[1] <= m[0])), None)  # fmt: skip
+            if clash is None:
+                matches.append(new)
+                matches.sort()
+                break
+            if new[2] < clash[2]:
+                matches.remove(clash)
+                continue
+            break
+    tokens, position = [], 0
+    for offset, size, _ in matches:
+        if offset - position > 0 and offset - position >= mincharnum:
+            tokens.append(text[position:offset])
+        position = offset + size
+    if len(text) - position >= max(mincharnum, 1):
+        tokens.append(text[position:])
+    return tokens
+
+
+@kernel(exact=True)
+def tokenizer(X, *, mark, pad_value, mincharnum, separators):
+    """Tokenizer (strings [C] or [N, C]): each string's tokens (characters when the one
+    separator is ""; else the pieces between separators, _tokenize_separators), between the
+    marks STX and ETX (chr(2), chr(3)) when `mark`, then pad_value up to the longest row (after
+    the end mark, as onnxruntime 1.31.1 writes them); the output gains that axis (length 0 when
+    no string has a token)."""
+    X = np.asarray(X, dtype=object)
+    chars = len(separators) == 1 and separators[0] == ""
+    tree = None if chars else _SeparatorTree(list(separators))
+    rows = [
+        list(str(s)) if chars else _tokenize_separators(str(s), tree, int(mincharnum))
+        for s in X.reshape(-1)
+    ]
+    longest = max((len(r) for r in rows), default=0)
+    if longest == 0:
+        return np.empty(X.shape + (0,), dtype=object)
+    width = longest + 2 * bool(mark)
+    out = np.empty((len(rows), width), dtype=object)
+    for i, row in enumerate(rows):
+        marked = ["\x02", *row, "\x03"] if mark else row
+        out[i] = marked + [pad_value] * (width - len(marked))
+    return out.reshape(X.shape + (width,))

@@ -1139,3 +1139,68 @@ def sampling(view: NodeView):
     optional.update({7: "presence_mask", 8: "seed"})
     args, named = optional_arguments(view, optional)
     return call("rt.top_p_sampling", decoder, *args, **named, **keywords)
+
+
+# --- the small ones -------------------------------------------------------------------------------
+
+
+@microsoft("MaxpoolWithMask", defaults={"auto_pad": "NOTSET", "storage_order": 0}, exact=True)
+def maxpool_with_mask(view: NodeView):
+    """The window geometry passed explicitly (no ceil_mode: the schema has none); auto_pad
+    VALID is pads of 0, SAME_* is refused."""
+    kernel_shape = view.attr("kernel_shape")
+    if not kernel_shape:
+        raise CompileError(f"{view.node.label}: MaxpoolWithMask needs its attribute 'kernel_shape'")
+    count = len(kernel_shape)
+    auto_pad = view.attr("auto_pad")
+    if auto_pad not in ("NOTSET", "", "VALID"):
+        raise UnsupportedError(f"{view.node.label}: MaxpoolWithMask auto_pad {auto_pad!r}")
+    pads = view.attr("pads") if auto_pad in ("NOTSET", "") else None
+    return call(
+        "rt.maxpool_with_mask",
+        *view.inputs[:2],
+        kernel_shape=tuple(int(k) for k in kernel_shape),
+        strides=tuple(int(s) for s in view.attr("strides") or (1,) * count),
+        pads=tuple(int(p) for p in pads or (0,) * (2 * count)),
+    )
+
+
+@microsoft("WordConvEmbedding", exact=True)
+def word_conv_embedding(view: NodeView):
+    return call("rt.word_conv_embedding", *view.inputs[:4])
+
+
+@microsoft("BifurcationDetector", defaults={"min_ngram_size": 1, "max_ngram_size": 3}, exact=True)
+def bifurcation_detector(view: NodeView):
+    return _kernel_call(
+        view,
+        "bifurcation_detector",
+        {3: "pred_tokens"},
+        min_ngram_size=int(view.attr("min_ngram_size")),
+        max_ngram_size=int(view.attr("max_ngram_size")),
+    )
+
+
+@microsoft("Tokenizer", required=("mark", "pad_value", "mincharnum"), exact=True)
+def tokenizer(view: NodeView):
+    """Separators or characters (one empty separator); the regular-expression form (tokenexp)
+    is refused."""
+    label = view.node.label
+    if view.attr("tokenexp"):
+        raise UnsupportedError(f"{label}: Tokenizer with tokenexp is not supported (separators)")
+    separators = [
+        s.decode() if isinstance(s, bytes) else str(s) for s in view.attr("separators") or ()
+    ]
+    if not separators or ("" in separators and len(separators) > 1):
+        raise CompileError(
+            f"{label}: Tokenizer needs non-empty separators, or the one separator ''"
+        )
+    pad = view.attr("pad_value")
+    return call(
+        "rt.tokenizer",
+        view.inputs[0],
+        mark=int(view.attr("mark")),
+        pad_value=pad.decode() if isinstance(pad, bytes) else str(pad),
+        mincharnum=int(view.attr("mincharnum")),
+        separators=tuple(separators),
+    )

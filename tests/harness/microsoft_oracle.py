@@ -256,6 +256,7 @@ OPERATORS = tuple("""
     GridSample UnfoldTensor Trilu Range GatherND Pad ExpandDims Unique Affine Scale ImageScaler
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
     DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
+    MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -761,6 +762,39 @@ CASES = [
          "float32"), None, None, None, None, v(np.array([1234567], np.int32), "int32")),
          attrs={"decoder": gpt_decoder(seed=10, layers=2), "top_p": 0.3, "temperature": 1.5,
          "min_tokens_to_keep": 2, **_TOKENS}),  # fmt: skip
+    # the small ones
+    Case("ms_maxpool_with_mask", "MaxpoolWithMask", 17, (x(2, 3, 5, 6), x(1, 1, 5, 6, dtype="int32",
+         gen="int", low=0, high=1)), attrs={"kernel_shape": [2, 3], "strides": [2, 2],
+         "pads": [1, 0, 0, 1]}),  # fmt: skip
+    Case("ms_maxpool_with_mask_channels", "MaxpoolWithMask", 17, (x(2, 2, 4, 4), x(2, 2, 4, 4,
+         dtype="int32", gen="int", low=0, high=1)), attrs={"kernel_shape": [3, 3]}),  # fmt: skip
+    Case("ms_maxpool_with_mask_1d", "MaxpoolWithMask", 17, (x(1, 2, 9), x(1, 1, 9, dtype="int32",
+         gen="int", low=0, high=1)), attrs={"kernel_shape": [3], "strides": [2]}),  # fmt: skip
+    Case("ms_word_conv_embedding", "WordConvEmbedding", 17, (v(np.array([[3, 1, 4, 0, 0],
+         [2, 7, 1, 8, 2], [5, 0, 0, 0, 0], [9, 9, 0, 6, 0]], np.int32), "int32"), w(6, 1, 2, 4),
+         w(6), w(10, 4)), note=GELU),  # fmt: skip
+    Case("ms_word_conv_embedding_window", "WordConvEmbedding", 17, (x(3, 6, dtype="int32",
+         gen="int", low=1, high=11), w(5, 1, 3, 2), w(5), w(12, 2)), note=GELU),  # fmt: skip
+    Case("ms_bifurcation_detector", "BifurcationDetector", 17, (v(np.array([1, 2, 3, 4, 5, 2, 3,
+         6])), v(np.array([7, 1, 2])), v(np.array(1)), v(np.array([2, 3, 4, 9, 9, 9, 9, 9]))),
+         outputs=2),  # fmt: skip
+    Case("ms_bifurcation_detector_no_prediction", "BifurcationDetector", 17, (v(np.array([4, 5, 6,
+         4, 5, 7])), v(np.array([1, 4, 5])), v(np.array(0))), attrs={"min_ngram_size": 1,
+         "max_ngram_size": 2}, outputs=2),  # fmt: skip
+    Case("ms_bifurcation_detector_random", "BifurcationDetector", 17, (x(12, dtype="int64",
+         gen="int", low=0, high=3), x(4, dtype="int64", gen="int", low=0, high=3), v(np.array(3)),
+         x(10, dtype="int64", gen="int", low=0, high=3)), outputs=2),  # fmt: skip
+    Case("ms_tokenizer_separators", "Tokenizer", 17, (v(np.array([["Hello, world", "a;b;;c"],
+         ["no separators", ", edge ;"]], object), object),), attrs={"mark": 1, "pad_value": "#",
+         "mincharnum": 2, "separators": [",", ";", " "]}),  # fmt: skip
+    Case("ms_tokenizer_chars", "Tokenizer", 17, (v(np.array(["abc", "héllo", ""], object),
+         object),), attrs={"mark": 0, "pad_value": "_", "mincharnum": 1, "separators": [""]}),  # fmt: skip
+    Case("ms_tokenizer_chars_marked", "Tokenizer", 17, (v(np.array([["ab", ""], ["xyz", "q"]],
+         object), object),), attrs={"mark": 1, "pad_value": "#", "mincharnum": 1,
+         "separators": [""]}),  # fmt: skip
+    Case("ms_tokenizer_overlapping", "Tokenizer", 17, (v(np.array(["aabaxbab", "abab ab"],
+         object), object),), attrs={"mark": 0, "pad_value": "!", "mincharnum": 1,
+         "separators": ["ba", "ab", "b"]}),  # fmt: skip
 ]
 
 

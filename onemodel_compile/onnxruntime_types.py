@@ -299,7 +299,18 @@ def _tokenizer_type(view: _View):
     return [_typed(object, None if shape is None else (*shape, None))]
 
 
+def _dmmha_types(view: _View):
+    query = view.operand(0)
+    past_key, past_value = view.input(5), view.input(6)
+    return [
+        query.type,
+        past_key.type if past_key else ir.UNKNOWN,
+        past_value.type if past_value else ir.UNKNOWN,
+    ]
+
+
 RULES = {
+    (DOMAIN, "DecoderMaskedMultiHeadAttention"): _dmmha_types,
     (DOMAIN, "MaxpoolWithMask"): lambda view: [_typed(view.operand(0).dtype, None)],
     (DOMAIN, "WordConvEmbedding"): lambda view: [_typed(np.float32, None)],
     (DOMAIN, "BifurcationDetector"): lambda view: [

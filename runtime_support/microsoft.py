@@ -97,6 +97,8 @@ __all__ = [
     "exact_beam_search",
     "top_p_sampling",
     "exact_top_p_sampling",
+    "decoder_masked_multi_head_attention",
+    "exact_decoder_masked_multi_head_attention",
     "maxpool_with_mask",
     "word_conv_embedding",
     "exact_word_conv_embedding",
@@ -2048,3 +2050,67 @@ def tokenizer(X, *, mark, pad_value, mincharnum, separators):
         marked = ["\x02", *row, "\x03"] if mark else row
         out[i] = marked + [pad_value] * (width - len(marked))
     return out.reshape(X.shape + (width,))
+
+
+def _decoder_masked_mha(
+    P: _Primitives,
+    query,
+    key=None,
+    value=None,
+    mask_index=None,
+    attention_bias=None,
+    past_key=None,
+    past_value=None,
+    past_sequence_length=None,
+    bias=None,
+    *,
+    num_heads: int,
+    scale: float = 0.0,
+    mask_filter_value: float = -10000.0,
+    outputs: int = 1,
+):
+    """DecoderMaskedMultiHeadAttention, one decoding step (query (batch, 1, hidden)). Self-
+    attention: key and value (batch, 1, hidden) (+ bias's thirds), written into a copy of the
+    shared past/present cache (batch, heads, max length, size) at past_sequence_length, and
+    attended up to it. Cross-attention: key and value (batch, heads, length, size) attended
+    whole. mask_index (batch, keys) 0/1 adds mask_filter_value where 0; attention_bias is added;
+    scale 0 means 1/sqrt(size). Returns output (and present_key, present_value)."""
+    batch, _, hidden = query.shape
+    size = hidden // num_heads
+    q = query.astype(np.float32)
+    if bias is not None:
+        q = q + bias[:hidden]
+
+    def heads(t):
+        return t.reshape(batch, 1, num_heads, size).transpose(0, 2, 1, 3)
+
+    presents = []
+    if key is not None and key.ndim == 4:
+        keys, values = key, value
+    else:
+        k, v = key.astype(np.float32), value.astype(np.float32)
+        if bias is not None:
+            k, v = k + bias[hidden : 2 * hidden], v + bias[2 * hidden :]
+        at = _scalar_input(past_sequence_length, 0, int)
+        present_key, present_value = np.array(past_key, copy=True), np.array(past_value, copy=True)
+        present_key[:, :, at] = heads(k)[:, :, 0]
+        present_value[:, :, at] = heads(v)[:, :, 0]
+        keys, values = present_key[:, :, : at + 1], present_value[:, :, : at + 1]
+        presents = [present_key, present_value]
+    count = keys.shape[2]
+    additive = np.zeros((batch, 1, 1, count), np.float32)
+    if mask_index is not None:
+        hidden_keys = np.asarray(mask_index)[:, :count] == 0
+        additive = np.where(hidden_keys[:, None, None, :], np.float32(mask_filter_value), additive)
+    if attention_bias is not None:
+        additive = additive + attention_bias[..., :count].astype(np.float32)
+    factor = scale if scale else 1.0 / np.sqrt(size)
+    out = _scaled_attention(P, heads(q), keys, values, np.float32(factor), additive)
+    result = out.transpose(0, 2, 1, 3).reshape(batch, 1, hidden).astype(query.dtype)
+    found = (result, *presents)
+    return found[:outputs] if outputs > 1 else result
+
+
+decoder_masked_multi_head_attention, exact_decoder_masked_multi_head_attention = _twins(
+    _decoder_masked_mha, "decoder_masked_multi_head_attention", _decoder_masked_mha.__doc__ or ""
+)

@@ -1204,3 +1204,38 @@ def tokenizer(view: NodeView):
         mincharnum=int(view.attr("mincharnum")),
         separators=tuple(separators),
     )
+
+
+@microsoft(
+    "DecoderMaskedMultiHeadAttention",
+    defaults={"scale": 0.0, "mask_filter_value": -10000.0, "past_present_share_buffer": 0},
+    required=("num_heads",),
+    exact=True,
+)
+def decoder_masked_multi_head_attention(view: NodeView):
+    """One step over the shared past/present cache, or cross-attention over 4-D key and value;
+    beam search's cache_indirection and the qk output are refused."""
+    label = view.node.label
+    if view.input(8) is not None or view.input(9) is not None:
+        raise UnsupportedError(f"{label}: DecoderMaskedMultiHeadAttention with beam_width / "
+                               "cache_indirection is not supported")  # fmt: skip
+    if view.attr("output_qk") or (len(view.outputs) > 3 and view.outputs[3] is not None):
+        raise UnsupportedError(f"{label}: DecoderMaskedMultiHeadAttention's qk output")
+    key = view.input(1)
+    if view.input(5) is not None and not view.attr("past_present_share_buffer"):
+        raise UnsupportedError(
+            f"{label}: DecoderMaskedMultiHeadAttention with a past needs "
+            "past_present_share_buffer=1 (as onnxruntime's kernel does)"
+        )
+    if key is None:
+        raise UnsupportedError(f"{label}: DecoderMaskedMultiHeadAttention without key")
+    return _kernel_call(
+        view,
+        "decoder_masked_multi_head_attention",
+        {1: "key", 2: "value", 3: "mask_index", 4: "attention_bias", 5: "past_key",
+         6: "past_value", 7: "past_sequence_length", 8: "beam_width", 9: "cache_indirection",
+         10: "bias"},  # fmt: skip
+        num_heads=int(view.attr("num_heads")),
+        scale=float(np.float32(view.attr("scale"))),
+        mask_filter_value=float(np.float32(view.attr("mask_filter_value"))),
+    )

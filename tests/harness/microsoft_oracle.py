@@ -256,7 +256,7 @@ OPERATORS = tuple("""
     GridSample UnfoldTensor Trilu Range GatherND Pad ExpandDims Unique Affine Scale ImageScaler
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
     DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
-    MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer
+    MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -795,6 +795,16 @@ CASES = [
     Case("ms_tokenizer_overlapping", "Tokenizer", 17, (v(np.array(["aabaxbab", "abab ab"],
          object), object),), attrs={"mark": 0, "pad_value": "!", "mincharnum": 1,
          "separators": ["ba", "ab", "b"]}),  # fmt: skip
+    Case("ms_dmmha_cache", "DecoderMaskedMultiHeadAttention", 17, (x(2, 1, 8), x(2, 1, 8),
+         x(2, 1, 8), v(np.array([[1, 1, 0, 1], [0, 1, 1, 1]], np.int32), "int32"),
+         None, x(2, 2, 6, 4), x(2, 2, 6, 4), v(np.array([3], np.int32), "int32")), outputs=3,
+         attrs={"num_heads": 2, "past_present_share_buffer": 1}, note=DOT),  # fmt: skip
+    Case("ms_dmmha_cache_bias", "DecoderMaskedMultiHeadAttention", 17, (x(1, 1, 16), x(1, 1, 16),
+         x(1, 1, 16), None, x(1, 4, 1, 5), x(1, 4, 5, 4), x(1, 4, 5, 4), v(np.array([4],
+         np.int32), "int32"), None, None, w(48)), outputs=3, attrs={"num_heads": 4,
+         "past_present_share_buffer": 1, "scale": 0.3}, note=DOT),  # fmt: skip
+    Case("ms_dmmha_cross", "DecoderMaskedMultiHeadAttention", 17, (x(3, 1, 8), x(3, 2, 5, 4),
+         x(3, 2, 5, 4)), attrs={"num_heads": 2}, note=DOT),  # fmt: skip
 ]
 
 

@@ -805,6 +805,14 @@ CASES = [
          "past_present_share_buffer": 1, "scale": 0.3}, note=DOT),  # fmt: skip
     Case("ms_dmmha_cross", "DecoderMaskedMultiHeadAttention", 17, (x(3, 1, 8), x(3, 2, 5, 4),
          x(3, 2, 5, 4)), attrs={"num_heads": 2}, note=DOT),  # fmt: skip
+    Case("ms_greedy_search_init_decoder", "GreedySearch", 17, (_ids(2, 4), c(np.array([10],
+         np.int32), "int32")), attrs={"decoder": gpt_decoder(seed=11), "init_decoder":
+         gpt_decoder(seed=12), **_TOKENS}),  # fmt: skip
+    Case("ms_beam_search_init_decoder", "BeamSearch", 17, (_ids(2, 3), c(np.array([9], np.int32),
+         "int32"), c(np.array([0], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
+         c(np.array([2], np.int32), "int32"), c(np.array([1.0], np.float32), "float32")),
+         attrs={"decoder": gpt_decoder(seed=13), "init_decoder": gpt_decoder(seed=14),
+         **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
 ]
 
 

@@ -1539,8 +1539,8 @@ def _one_row_loop(
     layers: int,
     heads: int,
     head_size: int,
-    dtype: str,
-    init_decoder,
+    dtype: str = "float32",
+    init_decoder=None,
 ):
     """The loop of GreedySearch and Sampling (one row per batch entry): each step runs the
     decoder, takes the last position's logits through the logits processors and `choose`s each
@@ -1694,10 +1694,9 @@ def _sampling(
     **geometry,
 ):
     """Sampling (custom=0): the one-row loop whose processors end with the temperature, each
-    row's token drawn by _sample_tokens from onnxruntime's own generator seeded with `seed`
-    (the same draws as onnxruntime's; without a seed, or seed 0, a fresh one each run)."""
-    value = _scalar_input(seed, 0, int)
-    generator = _MinstdRand0(value if value else int(np.random.SeedSequence().entropy % 2**31))
+    row's token drawn by _sample_tokens from onnxruntime's own generator seeded with `seed`, 0
+    when absent (as onnxruntime's: the same draws; minstd_rand0 takes seed 0 as 1)."""
+    generator = _MinstdRand0(_scalar_input(seed, 0, int))
     processors = _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size,
                              vocab_mask, prefix_vocab_mask, temperature=temperature)  # fmt: skip
     return _one_row_loop(

@@ -752,6 +752,9 @@ CASES = [
          c(np.array([0], np.int32), "int32"), c(np.array([1.0], np.float32), "float32"), None,
          None, None, None, v(np.array([42], np.int32), "int32")), attrs={"decoder":
          gpt_decoder(seed=8), "top_p": 0.8, "temperature": 0.7, **_TOKENS}),  # fmt: skip
+    Case("ms_sampling_unseeded", "Sampling", 17, (_ids(2, 4), c(np.array([11], np.int32),
+         "int32"), c(np.array([0], np.int32), "int32"), c(np.array([1.0], np.float32),
+         "float32")), attrs={"decoder": gpt_decoder(seed=16), "top_p": 0.9, **_TOKENS}),  # fmt: skip
     Case("ms_sampling_processors", "Sampling", 17, (_ids(2, 5), c(np.array([13], np.int32),
          "int32"), c(np.array([9], np.int32), "int32"), c(np.array([1.2], np.float32),
          "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32"), None, None,

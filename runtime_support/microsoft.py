@@ -1775,8 +1775,9 @@ def _beam_search(
     until `beams` rows are filled. An entry is done when it has `beams` hypotheses and (with
     early_stopping) always, or else when its worst is at least the best candidate's score / the
     current length ** length_penalty. At max_length (or when every entry is done) the open beams
-    become hypotheses; the num_return_sequences best are returned, padded with pad_token_id, and
-    their scores."""
+    become hypotheses; the num_return_sequences best are returned, padded with pad_token_id,
+    their scores, and (outputs=3) every step's candidate scores (batch, beams, vocab) stacked,
+    zeros for the steps an early stop leaves out."""
     beams = _scalar_input(num_beams, 1, int)
     returned = _scalar_input(num_return_sequences, 1, int)
     if not 1 <= returned <= beams:
@@ -1784,6 +1785,7 @@ def _beam_search(
     penalty = np.float32(_scalar_input(length_penalty, 1.0, float))
     ids, positions, mask, following = _gpt_inputs(input_ids, attention_mask, pad_token_id, beams)
     rows, length = ids.shape
+    ids_length = length
     batch = rows // beams
     limit = _max_length(max_length, length)
     sequences = np.full((rows, limit), pad_token_id, np.int32)
@@ -1796,7 +1798,7 @@ def _beam_search(
     hypotheses = [_Hypotheses(P, beams, penalty, bool(early_stopping)) for _ in range(batch)]
     done = np.zeros(batch, bool)
     past = _empty_past(layers, rows, heads, head_size, np.dtype(dtype))
-    step = 0
+    step, steps = 0, []
     while length < limit:
         step += 1
         run = init_decoder if step == 1 and init_decoder is not None else decoder
@@ -1805,6 +1807,7 @@ def _beam_search(
         scores = np.array(P.log_softmax(np.ascontiguousarray(logits[:, -1, :])), copy=True)
         scores = processors(scores, sequences[:, :length], step)
         scores += scores_of_rows[:, None]
+        steps.append(scores.copy())
         flat = scores.reshape(batch, beams * vocab)
         order = np.argsort(-flat, axis=1, kind="stable")[:, : 2 * beams]
         best = np.take_along_axis(flat, order, axis=1)
@@ -1847,6 +1850,10 @@ def _beam_search(
         for k, (score, tokens) in enumerate(hypotheses[b].found[:returned]):
             result[b, k, : len(tokens)] = tokens
             result_scores[b, k] = score
+    if outputs > 2:  # scores: every step's (batch, beams, vocab); zeros after an early stop
+        everything = np.zeros((limit - ids_length, batch, beams, vocab), np.float32)
+        everything[: len(steps)] = np.stack(steps).reshape(len(steps), batch, beams, vocab)
+        return result, result_scores, everything
     return (result, result_scores)[:outputs] if outputs > 1 else result
 
 

@@ -1079,10 +1079,8 @@ def greedy_search(view: NodeView):
     foldable=False,
 )
 def beam_search(view: NodeView):
-    """rt.beam_search over the decoder's nested function; outputs sequences and
-    sequences_scores (the per-step scores output is refused)."""
-    if len(view.outputs) > 2 and view.outputs[2] is not None:
-        raise UnsupportedError(f"{view.node.label}: BeamSearch's scores output is not supported")
+    """rt.beam_search over the decoder's nested function; outputs sequences, sequences_scores
+    and scores (each step's candidate scores)."""
     for position, name in ((10, "decoder_input_ids"), (11, "logits_processor")):
         if view.input(position) is not None:
             raise UnsupportedError(f"{view.node.label}: BeamSearch's {name} input is not supported")

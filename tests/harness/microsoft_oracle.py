@@ -732,7 +732,7 @@ CASES = [
     Case("ms_beam_search", "BeamSearch", 17, (_ids(3, 4), c(np.array([11], np.int32), "int32"),
          c(np.array([0], np.int32), "int32"), c(np.array([3], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
          c(np.array([1.0], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=4),
-         **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
+         **_TOKENS}, outputs=3, atol=1e-5, note=DOT),  # fmt: skip
     Case("ms_beam_search_penalties", "BeamSearch", 17, (_ids(2, 4), c(np.array([12], np.int32),
          "int32"), c(np.array([7], np.int32), "int32"), c(np.array([4], np.int32), "int32"),
          c(np.array([4], np.int32), "int32"), c(np.array([0.7], np.float32), "float32"),
@@ -741,7 +741,7 @@ CASES = [
     Case("ms_beam_search_early_stopping", "BeamSearch", 17, (_ids(2, 4), c(np.array([10],
          np.int32), "int32"), c(np.array([4], np.int32), "int32"), c(np.array([2], np.int32), "int32"), c(np.array([1],
          np.int32), "int32"), c(np.array([1.5], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=6),
-         "early_stopping": 1, **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
+         "early_stopping": 1, **_TOKENS}, outputs=3, atol=1e-5, note=DOT),  # fmt: skip
     Case("ms_beam_search_outer_weights", "BeamSearch", 17, (_ids(2, 3), v(np.array([9],
          np.int32), "int32"), v(np.array([0], np.int32), "int32"), v(np.array([3], np.int32),
          "int32"), v(np.array([2],

@@ -736,6 +736,9 @@ _POW_EXPONENT_LIMIT = math.ldexp(1.0, 900)
 _HYPERBOLIC_LARGE = float(2**28)  # beyond: asinh(x) = log(2x), acosh(x) = log(2x) to 2**-58
 _ERF_LAST = 6.0  # erf rounds to 1 in float64 from about 5.92 on
 _ERF_SCALE = 4.0  # intervals of width 1/4
+# Per interval (row): its centre, then the polynomial's coefficients from degree 0 up. One gather
+# of whole rows per element costs about a third of thirteen gathers of one value each.
+_ERF_TABLE = np.ascontiguousarray(np.stack((_ERF_CENTRES,) + tuple(_ERF_COEFFS), axis=1))
 
 
 # --- the cores: float64 blocks in, float64 blocks out ---------------------------------------------
@@ -1104,13 +1107,14 @@ def _erf_block(x: np.ndarray, wide: bool) -> np.ndarray:
     """
     a = np.abs(x)
     index = np.floor(np.where(a < _ERF_LAST, a, _ERF_LAST) * _ERF_SCALE).astype(np.intp)
+    row = np.take(_ERF_TABLE, index, axis=0)  # (n, 13): centre, coefficients 0..11
     t = np.minimum(a, _ERF_LAST)
-    t -= np.take(_ERF_CENTRES, index)
-    p = t * np.take(_ERF_COEFFS[-1], index)
-    for column in _ERF_COEFFS[-2:0:-1]:
-        p += np.take(column, index)
+    t -= row[:, 0]
+    p = t * row[:, -1]
+    for degree in range(_ERF_TABLE.shape[1] - 3, 0, -1):
+        p += row[:, 1 + degree]
         p *= t
-    p += np.take(_ERF_COEFFS[0], index)
+    p += row[:, 1]
     return np.copysign(p, x, out=p)
 
 

@@ -82,7 +82,7 @@ def _rounded(values: np.ndarray, dtype) -> np.ndarray:
         return values.astype(dtype)
     # One reduction finds whether any NaN is there (max propagates NaN) without a mask the size
     # of the values; only then the mask.
-    if values.size and np.isnan(np.max(values)):
+    if values.size and np.isnan(np.maximum.reduce(values, axis=None)):
         values = np.where(np.isnan(values), np.nan, values)
     if dtype == np.float64:
         return values
@@ -627,11 +627,17 @@ def _inner_block(x: np.ndarray, axis: int, start: int) -> np.ndarray:
     return x[..., block] if axis == -1 else x[..., block, :]
 
 
+# Operands up to this many elements find their line scales through an array of magnitudes (two
+# numpy calls, where _tops makes four): the calls' fixed cost is what small products pay.
+_SMALL_OPERAND = 1 << 16
+
+
 def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
-    """(per-line exponents, whether x is all finite, the slices of each inner block) of one
-    operand of a product: axis=-1 for the left-hand one (its rows, exponents e_i), axis=-2 for the
-    right-hand one (its columns, f_j). Non-finite values are zeroed before splitting. Cached when
-    x's memory can never change (_immutable_root)."""
+    """(per-line exponents, whether x is all finite, the slices of each inner block, and for one
+    slice the per-line scales 2**(exponent - width) as float64) of one operand of a product:
+    axis=-1 for the left-hand one (its rows, exponents e_i), axis=-2 for the right-hand one (its
+    columns, f_j). Non-finite values are zeroed before splitting. Cached when x's memory can never
+    change (_immutable_root)."""
     root = _immutable_root(x)
     key = None
     if root is not None:
@@ -640,8 +646,11 @@ def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
         entry = _PREPARED.get(id(root))
         if entry is not None and entry[0]() is root and key in entry[1]:
             return entry[1][key]
-    top = _tops(x, axis)
-    finite = bool(np.isfinite(top).all())
+    if x.size <= _SMALL_OPERAND:  # the same largest magnitude (NaN if any), up to a zero's sign
+        top = np.maximum.reduce(np.abs(x), axis=axis, keepdims=True, initial=0)
+    else:
+        top = _tops(x, axis)
+    finite = math.isfinite(np.maximum.reduce(top, axis=None, initial=0))  # NaN, inf: False
     if not finite:
         x = np.where(np.isfinite(x), x, 0)
         top = _tops(x, axis)
@@ -650,7 +659,8 @@ def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
         _slices(_inner_block(x, axis, start), width - exponent, width, count, axis == -1)
         for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
     ]
-    prepared = (exponent, finite, blocks)
+    scale = np.ldexp(1.0, exponent - width) if count == 1 else None
+    prepared = (exponent, finite, blocks, scale)
     if key is not None:
         root_id = id(root)
         entry = _PREPARED.get(root_id)
@@ -677,12 +687,18 @@ def _matmul64(A, B) -> np.ndarray:
     inner = a.shape[-1]
     width = _slice_width(min(inner, MATMUL_BLOCK))
     count = _slice_count(np.result_type(A.dtype, B.dtype))
-    row_exp, finite_a, a_blocks = _prepared_slices(a, -1, width, count)
-    col_exp, finite_b, b_blocks = _prepared_slices(b, -2, width, count)
+    row_exp, finite_a, a_blocks, row_scale = _prepared_slices(a, -1, width, count)
+    col_exp, finite_b, b_blocks, col_scale = _prepared_slices(b, -2, width, count)
     finite = finite_a and finite_b
     total = None
     rows = a.shape[-2]
     for a_stack, b_slices in zip(a_blocks, b_blocks):
+        if count == 1:  # float32 and narrower: the block's one exact product
+            if total is None:
+                total = a_stack[..., 0, :, :] @ b_slices[0]
+            else:
+                total += a_stack[..., 0, :, :] @ b_slices[0]
+            continue
         # P[t][..., s, :, :] = A_s @ B_t for s + t < count: one BLAS product per slice of B, with
         # A's slices stacked as rows (B_t is read once; every entry is exact either way).
         P = []
@@ -711,8 +727,8 @@ def _matmul64(A, B) -> np.ndarray:
         # far below 2**900, the line exponents lie in [-148, 129], so both products by powers of
         # two stay normal: exact, the bits of the single ldexp, without an (M, N) array of
         # exponents.
-        total *= np.ldexp(1.0, row_exp - width)
-        total *= np.ldexp(1.0, col_exp - width)
+        total *= row_scale
+        total *= col_scale
         C = total
     else:  # float64 exponents reach +-1074: one ldexp, which rounds only a subnormal result
         C = np.ldexp(total, row_exp + col_exp - 2 * width)
@@ -781,9 +797,11 @@ def exact_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
         if C is None or beta == 0.0:
             return product
         return product + (C if beta == 1.0 else A.dtype.type(beta) * C)
-    result = _matmul64(a, b) * float(np.float32(alpha))
-    if C is not None:
-        result = result + _float64(C) * float(np.float32(beta))
+    result = _matmul64(a, b)
+    if alpha != 1.0:  # a product by 1.0 changes no bit (NaNs are made np.nan at the end)
+        result *= float(np.float32(alpha))
+    if C is not None:  # C broadcasts to the product's (M, N): in place into the fresh product
+        result += _float64(C) if beta == 1.0 else _float64(C) * float(np.float32(beta))
     return _rounded(result, A.dtype)
 
 

@@ -659,7 +659,7 @@ def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
         _slices(_inner_block(x, axis, start), width - exponent, width, count, axis == -1)
         for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
     ]
-    scale = np.ldexp(1.0, exponent - width) if count == 1 else None
+    scale = np.ldexp(2.0**-width, exponent) if count == 1 else None  # 2**(exponent - width)
     prepared = (exponent, finite, blocks, scale)
     if key is not None:
         root_id = id(root)

@@ -10,7 +10,9 @@ Candidates, each an exact computation in float64 (every BLAS partial sum an inte
 Times: median CPU time of the BLAS work alone against a float32 product, alternating, one thread.
 Accuracy: on sampled entries against a long-double reference (float32 products are exact in long
 double's 64 bits; the sum adds a few 2**-64), as |C - ref| / sum_k |a_ik b_kj| in units of
-2**-24, for random and real-model weights, K from 16 to 25088; float32 BLAS for comparison.
+2**-24, for random and real-model weights, K from 16 to 25088 (normal; log-normal "wide-range"
+with sigma 2 on both operands; transformer-like activations with 1% outlier features); float32
+BLAS for comparison.
 """
 
 from __future__ import annotations
@@ -126,6 +128,11 @@ def accuracy_rows(samples: int = 300):
             np.float32
         )
         cases.append((f"wide-range K={k}", a, b))
+    for k in (768, 3072):  # transformer-like activations: 1% of the features 50 times larger
+        a = rng.standard_normal((64, k))
+        a[:, rng.choice(k, k // 100, replace=False)] *= 50
+        b = rng.standard_normal((k, 64)) / np.sqrt(k)
+        cases.append((f"outlier features K={k}", a.astype(np.float32), b.astype(np.float32)))
     for label, w in real_weights():
         k = w.shape[0]
         x = np.maximum(rng.standard_normal((32, k)), 0).astype(np.float32)  # ReLU-like input
@@ -214,8 +221,10 @@ def main() -> None:
             )
     if not args.skip_accuracy:
         names = list(METHODS)
-        print("\nerror / sum|a b| in units of 2**-24: max, median; share of entries equal to "
-              "the correctly rounded float32 product")
+        print(
+            "\nerror / sum|a b| in units of 2**-24: max, median; share of entries equal to "
+            "the correctly rounded float32 product"
+        )
         print("| case | K | " + " | ".join(names) + " |")
         print("| --- | ---: | " + " | ".join("---" for _ in names) + " |")
         for row in accuracy_rows():

@@ -170,6 +170,16 @@ SHAPES = (
 )
 
 
+def _sides(m, a32, b32, a_stacked, a0, b0, b1, b24, a_two) -> dict:
+    """The BLAS work of each definition, on integer-valued operands of its slice widths."""
+    return {
+        "float32": lambda: a32 @ b32,
+        "three": lambda: (a_stacked @ b0, a_stacked[:m] @ b1),
+        "two": lambda: a_two @ b24,
+        "one": lambda: a0 @ b0,
+    }
+
+
 def cost_rows(budget: float):
     rng = np.random.default_rng(0)
     rows = []
@@ -184,12 +194,7 @@ def cost_rows(budget: float):
             ints((k, n), 24),
         )
         a_two = ints((2 * m, k), 18)
-        sides = {
-            "float32": lambda: a32 @ b32,
-            "three": lambda: (a_stacked @ b0, a_stacked[:m] @ b1),
-            "two": lambda: a_two @ b24,
-            "one": lambda: a0 @ b0,
-        }
+        sides = _sides(m, a32, b32, a_stacked, a0, b0, b1, b24, a_two)
         times = {side: [] for side in sides}
         end = CLOCK() + budget
         while CLOCK() < end or min(len(t) for t in times.values()) < 5:

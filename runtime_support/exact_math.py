@@ -1724,7 +1724,7 @@ def _gelu_far(x: np.ndarray) -> np.ndarray:
     z**2 double-length, exp(-z**2) = e_hi + e_lo (exp_double_length), R(z) = erfc(z) exp(z**2)
     by _erfc_scaled at z's head; g = (0.5 x) R(z), the result g e_hi + g e_lo (g first, so that
     a subnormal exponential rounds once)."""
-    a = -x
+    a = np.minimum(-x, 40.0)  # beyond, exp(-z**2) is 0 anyway; keeps Veltkamp's split finite
     z_hi, z_lo = _two_product(a, np.full_like(a, _INV_SQRT2[0]))
     z_lo += a * _INV_SQRT2[1]
     z_hi, z_lo = _fast_two_sum(z_hi, z_lo)

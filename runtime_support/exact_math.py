@@ -1317,9 +1317,6 @@ _ERF_SCALE = 4.0  # intervals of width 1/4
 _ERFC_START, _ERFC_END = 0.5, 28.0  # R's intervals; erfc(28) < 2**-1130 (Gelu rounds to -0)
 _GELU_ERFC_FROM = 0.75  # Gelu takes the erfc form for x <= -3/4 (z = -x / sqrt 2 >= 0.53)
 _ERFC_ROWS = np.ascontiguousarray(np.stack(_ERFC_TABLE, axis=1))  # (42, 13): centre, coefficients
-# Per interval (row): its centre, then the polynomial's coefficients from degree 0 up. One gather
-# of whole rows per element costs about a third of thirteen gathers of one value each.
-_ERF_TABLE = np.ascontiguousarray(np.stack((_ERF_CENTRES,) + tuple(_ERF_COEFFS), axis=1))
 
 
 # --- the cores: float64 blocks in, float64 blocks out ---------------------------------------------
@@ -1688,14 +1685,13 @@ def _erf_block(x: np.ndarray, wide: bool) -> np.ndarray:
     """
     a = np.abs(x)
     index = np.floor(np.where(a < _ERF_LAST, a, _ERF_LAST) * _ERF_SCALE).astype(np.intp)
-    row = np.take(_ERF_TABLE, index, axis=0)  # (n, 13): centre, coefficients 0..11
     t = np.minimum(a, _ERF_LAST)
-    t -= row[:, 0]
-    p = t * row[:, -1]
-    for degree in range(_ERF_TABLE.shape[1] - 3, 0, -1):
-        p += row[:, 1 + degree]
+    t -= np.take(_ERF_CENTRES, index)
+    p = t * np.take(_ERF_COEFFS[-1], index)
+    for column in _ERF_COEFFS[-2:0:-1]:
+        p += np.take(column, index)
         p *= t
-    p += row[:, 1]
+    p += np.take(_ERF_COEFFS[0], index)
     return np.copysign(p, x, out=p)
 
 

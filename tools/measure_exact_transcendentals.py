@@ -141,6 +141,13 @@ def _mp_elu(v):
     return v if v > 0 else mp.expm1(v)
 
 
+def _mp_gelu(v):
+    """x/2 erfc(-x/sqrt 2); beyond |x| = 1e6 its limits, x or -0 (mpmath's erfc overflows there)."""
+    if abs(v) > 10**6:
+        return v if v > 0 else mp.mpf(0)
+    return v / 2 * mp.erfc(-v / mp.sqrt(2))
+
+
 def _mp_gelu_tanh(v):
     inner = mp.sqrt(2 / mp.pi) * (v + mp.mpf(_GELU_TANH[0]) * v**3)
     return v / 2 * (1 + mp.tanh(inner))
@@ -154,7 +161,7 @@ MPMATH = {
     "swish": lambda v: v / (1 + mp.exp(-v)),
     # erfc, not 1 + erf: the same value, without the cancellation that left no correct digit of
     # the reference for x below about -11 (a result near 1e-61 against 1 at 40 digits)
-    "gelu": lambda v: v / 2 * mp.erfc(-v / mp.sqrt(2)),
+    "gelu": _mp_gelu,
     "gelu_tanh": _mp_gelu_tanh,
     "exp": mp.exp,
     "log": mp.log,

@@ -142,7 +142,10 @@ def _mp_elu(v):
 
 
 def _mp_gelu(v):
-    """x/2 erfc(-x/sqrt 2); beyond |x| = 1e6 its limits, x or -0 (mpmath's erfc overflows there)."""
+    """x/2 erfc(-x/sqrt 2); beyond |x| = 1e6 its limits, x or -0 (mpmath's erfc overflows there);
+    at the infinities the ONNX formula's values (-inf * 0 is NaN), as the kernels give them."""
+    if not mp.isfinite(v):
+        return v / 2 * (1 + mp.erf(v / mp.sqrt(2)))
     if abs(v) > 10**6:
         return v if v > 0 else mp.mpf(0)
     return v / 2 * mp.erfc(-v / mp.sqrt(2))

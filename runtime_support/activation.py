@@ -13,11 +13,11 @@ import numpy as np
 
 from runtime_support._kernels import kernel
 from runtime_support.exact_math import (
-    exact_erf,
     exact_expm1,
     exact_sigmoid,
     exact_softplus,
     exact_tanh,
+    gelu_erf64,
 )
 from runtime_support.math import sigmoid
 
@@ -267,12 +267,13 @@ def exact_swiglu(A: np.ndarray, B: np.ndarray, *, alpha: float = 1.0) -> np.ndar
 
 @kernel(exact=True)
 def exact_gelu(X: np.ndarray, *, approximate: str = "none") -> np.ndarray:
-    """(0.5 * x) * (1 + erf(x / sqrt(2))), or with approximate="tanh"
+    """(0.5 * x) * (1 + erf(x / sqrt(2))) (for x <= -3/4 as (0.5 * x) * erfc(-x / sqrt(2)), which
+    does not cancel: exact_math.gelu_erf64), or with approximate="tanh"
     (0.5 * x) * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * ((x * x) * x))))."""
     x = _float64(X)
     if approximate == "tanh":
         inner = np.float64(0.7978845608028654) * (x + np.float64(0.044715) * ((x * x) * x))
         y = (0.5 * x) * (1.0 + exact_tanh(inner))
     else:
-        y = (0.5 * x) * (1.0 + exact_erf(x / np.float64(1.4142135623730951)))
+        y = gelu_erf64(x)
     return y.astype(X.dtype)

@@ -219,9 +219,10 @@ def softmax_rows(rows: np.ndarray, shift, out: np.ndarray | None = None) -> np.n
     gets the same bits alone, in a run of rows or in the whole (fused attention splits its rows
     over threads). Rows that `shift` leaves with a sum under _LOW_SUM (their maximum far below
     it, or all -inf) take their own maximum; a shift that is not finite (a NaN or +inf in the
-    array), or a quarter of the rows low, every row. The sums are a BLAS matrix-vector product with a vector of ones (a quarter
-    of np.add.reduce's time on 128-element rows); a reciprocal and a product instead of a
-    division (two roundings instead of one, well within the fast variant's tolerance)."""
+    array), or a quarter of the rows low, every row. The sums are a BLAS matrix-vector product
+    with a vector of ones (a quarter of np.add.reduce's time on 128-element rows); a reciprocal
+    and a product instead of a division (two roundings instead of one, well within the fast
+    variant's tolerance)."""
     if not math.isfinite(shift):  # math's: np.isfinite of a scalar costs 1 us
         return _own_max_rows(rows, out)
     # e into a scratch array when out is rows: the rows with a low sum need them again

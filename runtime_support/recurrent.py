@@ -584,9 +584,13 @@ def _gru_together(layer, H0, lbr):
 def _layer(states: int, layout_at: int):
     """Decorator of the three layer functions `f(m, X, W, R, B, sequence_lens, <`states` initial
     states>, ..., layout (at `layout_at` from the end), ...)`, for every caller (com.microsoft's
-    DynamicQuantizeLSTM too): the products at one BLAS thread when the whole call is small work
-    (_threads.blas_threads_for); when it is large enough to split (_batch_parts), the batch in
-    parts over the threads instead, each part's products at one BLAS thread."""
+    DynamicQuantizeLSTM too): when the call is large enough to split (_batch_parts), the batch
+    in parts over the threads, each part's products at one BLAS thread; else the products at one
+    BLAS thread unless one of them (the projection, a step) has ONE_BLAS_THREAD_PRODUCT
+    multiply-adds or more. The rule went by the whole call's work against
+    _threads.SMALL_BLAS_WORK, and since that is 4 M the taggers' 3-4 M projections split over
+    OpenBLAS's two threads: under load 40-50 ms a run for 0.4 ms of work, where the split gained
+    about 20 us on a quiet machine (session 6)."""
 
     def wrap(layer_function):
         @functools.wraps(layer_function)
@@ -596,13 +600,19 @@ def _layer(states: int, layout_at: int):
             parts = _batch_parts(m, X, R, layout, work)
             if parts > 1:
                 return _by_batch(layer_function, parts, states, layout, (m, X, W, R, *rest))
-            with blas_threads_for(work):
+            small = _largest_product(X, W, R) < ONE_BLAS_THREAD_PRODUCT
+            with blas_threads_for(0 if small else work):  # 0: one BLAS thread at 2+ threads
                 return layer_function(m, X, W, R, *rest)
 
         return run
 
     return wrap
 
+
+# A recurrent layer that does not split its batch runs its products at one BLAS thread unless
+# one product has this many multiply-adds (about half a millisecond of one thread's work): the
+# recurrent rule of session 6, kept when _threads.SMALL_BLAS_WORK went to 4 M for the CNNs.
+ONE_BLAS_THREAD_PRODUCT = 32_000_000
 
 # Each step's product of a part must have this many multiply-adds for the batch to be split over
 # the threads: numpy holds the GIL for each call's setup (about 1 us), so two threads of small
@@ -809,6 +819,16 @@ def _multiply_adds(X, W, R) -> int:
     """The layer's products' multiply-adds: the input projection's and every step's."""
     steps_by_batch = X.shape[0] * X.shape[1] if X.ndim == 3 else 0
     return steps_by_batch * W.shape[0] * W.shape[1] * (W.shape[2] + R.shape[2])
+
+
+def _largest_product(X, W, R) -> int:
+    """The multiply-adds of the layer's largest single product: the input projection (every
+    step at once) or one step's."""
+    steps_by_batch = X.shape[0] * X.shape[1] if X.ndim == 3 else 0
+    rows = W.shape[0] * W.shape[1]
+    return rows * max(
+        steps_by_batch * W.shape[2], (steps_by_batch // max(X.shape[0], 1)) * R.shape[2]
+    )
 
 
 @kernel(exact=False, exact_twin="rt.exact_rnn")

@@ -419,3 +419,30 @@ def test_recurrent_layers_split_their_batch_over_the_threads(
     parts.clear()
     kernel(**_recurrent_case(op, 2, 8, layout, directions, seed=1))
     assert not parts
+
+
+def test_recurrent_layers_of_small_products_run_them_at_one_blas_thread(restore_count):
+    """A recurrent layer above SMALL_BLAS_WORK in all whose batch does not split (a tagger's:
+    32 steps x batch 4, hidden 128, a 3 M multiply-add projection) runs every product at one
+    BLAS thread at a count of 2 (the count itself unchanged), and the count comes back."""
+    from runtime_support import recurrent
+
+    blas_threads = _openblas_get()
+    rt.set_num_threads(2)
+    arguments = _recurrent_case("lstm", 4, 128, 0, 1, seed=3)
+    arguments["X"] = np.concatenate([arguments["X"]] * 4)  # 32 steps
+    arguments["sequence_lens"] = None
+    X, W, R = arguments["X"], arguments["W"], arguments["R"]
+    assert recurrent._multiply_adds(X, W, R) >= _threads.SMALL_BLAS_WORK
+    seen, tanh = [], np.tanh
+
+    def spy(*args, **kwargs):
+        seen.append((blas_threads(), rt.get_num_threads()))
+        return tanh(*args, **kwargs)
+
+    np.tanh = spy
+    try:
+        rt.lstm(**arguments)
+    finally:
+        np.tanh = tanh
+    assert seen and set(seen) == {(1, 2)} and blas_threads() == 2

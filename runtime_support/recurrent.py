@@ -600,7 +600,7 @@ def _layer(states: int, layout_at: int):
             parts = _batch_parts(m, X, R, layout, work)
             if parts > 1:
                 return _by_batch(layer_function, parts, states, layout, (m, X, W, R, *rest))
-            small = _largest_product(X, W, R) < ONE_BLAS_THREAD_PRODUCT
+            small = _largest_product(X, W, R, layout) < ONE_BLAS_THREAD_PRODUCT
             with blas_threads_for(0 if small else work):  # 0: one BLAS thread at 2+ threads
                 return layer_function(m, X, W, R, *rest)
 
@@ -821,14 +821,13 @@ def _multiply_adds(X, W, R) -> int:
     return steps_by_batch * W.shape[0] * W.shape[1] * (W.shape[2] + R.shape[2])
 
 
-def _largest_product(X, W, R) -> int:
+def _largest_product(X, W, R, layout) -> int:
     """The multiply-adds of the layer's largest single product: the input projection (every
     step at once) or one step's."""
-    steps_by_batch = X.shape[0] * X.shape[1] if X.ndim == 3 else 0
-    rows = W.shape[0] * W.shape[1]
-    return rows * max(
-        steps_by_batch * W.shape[2], (steps_by_batch // max(X.shape[0], 1)) * R.shape[2]
-    )
+    if X.ndim != 3:
+        return 0
+    steps, batch = X.shape[:2] if layout == 0 else X.shape[1::-1]
+    return W.shape[0] * W.shape[1] * batch * max(steps * W.shape[2], R.shape[2])
 
 
 @kernel(exact=False, exact_twin="rt.exact_rnn")

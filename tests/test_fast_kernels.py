@@ -307,7 +307,7 @@ def test_hard_swish_matches_its_definition_in_float64_and_writes_into_out(dtype)
     assert np.asarray(rt.hard_swish(np.asarray(dtype(1.5)))).item() == pytest.approx(1.125)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_relu_is_the_maximum_with_zero_and_writes_into_out(dtype):
     """rt.relu (the fast variant's Relu, a clip to [0, inf]) equals np.maximum(x, 0) on every
     value but -0, which it keeps (equal to +0 as a number); NaN stays NaN; `out` may be x."""

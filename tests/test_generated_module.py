@@ -662,6 +662,56 @@ def test_fast_variant_binds_single_element_constants_at_import(tmp_path):
     np.testing.assert_array_equal(module.run(x).y, exact.run(x).y)
 
 
+def test_fast_variant_binds_short_constants_at_import(tmp_path):
+    """Fast: a constant short enough to be written inline (here 3 biases and 3 labels) is a
+    read-only module name built at import, not an np.array built on every run; a longer one
+    stays in the weights file; the outputs are the caller's to modify (the next run is
+    unchanged) and the values onnxruntime gives."""
+    long = np.linspace(-1, 1, 16, dtype=np.float32) / 3
+    nodes = [
+        helper.make_node("Add", ["x", "bias"], ["y"], name="add"),
+        helper.make_node("Mul", ["x", "labels"], ["z"], name="mul"),
+        helper.make_node("Add", ["w", "long"], ["v"], name="add_long"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "short",
+        [models.tensor("x", [2, 3]), models.tensor("w", [2, 16])],
+        [models.tensor("y", [2, 3]), models.tensor("z", [2, 3]), models.tensor("v", [2, 16])],
+        [
+            models.init("bias", np.array([0.5, -1.0, 2.0], dtype=np.float32)),
+            models.init("labels", np.array([10, 20, 30], dtype=np.float32)),
+            models.init("long", long),
+        ],
+    )
+    model = models.finish(graph)
+    path, module = compile_and_import(model, tmp_path)
+    source = path.read_text()
+    run_source = source[source.index("def run(") :]
+    assert "bias = rt.read_only(np.array([0.5, -1.0, 2.0], dtype=np.float32))" in source
+    assert "np.array(" not in run_source and "np.add(x, bias)" in run_source
+    assert not module.bias.flags.writeable and not module.labels.flags.writeable
+    assert 'long = _WEIGHTS["long"]' in source
+    rng = models.rng(7)
+    feeds = {
+        "x": rng.standard_normal((2, 3)).astype(np.float32),
+        "w": rng.standard_normal((2, 16)).astype(np.float32),
+    }
+    expected = models.ort_run(model, feeds)
+    first = module.run(**feeds)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(getattr(first, name), value)
+        getattr(first, name)[...] = -7  # the caller's array
+    second = module.run(**feeds)
+    for name, value in expected.items():
+        np.testing.assert_array_equal(getattr(second, name), value)
+    exact_path, _ = compile_and_import(model, tmp_path, "exact", "exact")
+    assert (
+        "np.array([0.5, -1.0, 2.0], dtype=np.float32)"
+        in exact_path.read_text().split("def run(")[1]
+    )
+
+
 # --- InferenceSession -----------------------------------------------------------------------
 
 SESSION_MODELS = {

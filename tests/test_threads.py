@@ -352,3 +352,104 @@ def test_the_sessions_intra_op_num_threads_sets_the_count(tmp_path, restore_coun
     default = rt.InferenceSession(module)  # 0: the count in effect stays
     assert blas_threads() == 2
     default.run(None, feeds)
+
+
+def _recurrent_case(op, batch, hidden, layout, directions, seed):
+    """Arguments of rt.lstm / rt.gru / rt.rnn at 8 steps and input 64, with initial states and
+    uneven sequence lengths (layout 1: batch first)."""
+    rng = np.random.default_rng(seed)
+    gates = {"lstm": 4, "gru": 3, "rnn": 1}[op]
+    steps, size = 8, 64
+
+    def normal(*shape, scale=0.1):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    X = normal(steps, batch, size, scale=1.0)
+    states = [normal(directions, batch, hidden) for _ in range(2 if op == "lstm" else 1)]
+    if layout == 1:
+        X, states = X.swapaxes(0, 1).copy(), [s.swapaxes(0, 1).copy() for s in states]
+    arguments = dict(
+        X=X,
+        W=normal(directions, gates * hidden, size),
+        R=normal(directions, gates * hidden, hidden),
+        B=normal(directions, 2 * gates * hidden),
+        sequence_lens=rng.integers(1, steps + 1, batch).astype(np.int32),
+        initial_h=states[0],
+        layout=layout,
+        direction="bidirectional" if directions == 2 else "forward",
+    )
+    if op == "lstm":
+        arguments["initial_c"] = states[1]
+    if op == "gru":
+        arguments["linear_before_reset"] = 1
+    return arguments
+
+
+@pytest.mark.parametrize(
+    "op, batch, hidden, layout, directions",
+    [
+        ("lstm", 16, 128, 0, 1),
+        ("lstm", 16, 128, 1, 2),
+        ("gru", 24, 128, 0, 1),
+        ("rnn", 17, 256, 1, 1),
+    ],
+)
+def test_recurrent_layers_split_their_batch_over_the_threads(
+    op, batch, hidden, layout, directions, restore_count, monkeypatch
+):
+    """A fast recurrent layer of large work at 2 and 3 threads runs its batch in parts over the
+    threads (recurrent._by_batch over run_parts, BLAS at one thread) and gives what one call
+    gives at one thread, every output in its shape, to float32 rounding (OpenBLAS's products of
+    fewer columns may round the last bit differently: up to 2e-6 seen); at one thread, and
+    below the work threshold, it is one call."""
+    from runtime_support import recurrent
+
+    real_run_parts, parts = recurrent.run_parts, []
+
+    def recording(function, count):
+        parts.append(count)
+        return real_run_parts(function, count)
+
+    monkeypatch.setattr(recurrent, "run_parts", recording)
+    kernel = getattr(rt, op)
+    arguments = _recurrent_case(op, batch, hidden, layout, directions, seed=batch + layout)
+    rt.set_num_threads(1)
+    whole = kernel(**arguments)
+    assert not parts
+    for count in (2, 3):
+        rt.set_num_threads(count)
+        split = kernel(**arguments)
+        assert 2 <= parts[-1] <= count  # as many parts as the threads and the work allow
+        assert [(a.shape, a.dtype) for a in split] == [(a.shape, a.dtype) for a in whole]
+        for a, b in zip(split, whole):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    parts.clear()
+    kernel(**_recurrent_case(op, 2, 8, layout, directions, seed=1))
+    assert not parts
+
+
+def test_recurrent_layers_of_small_products_run_them_at_one_blas_thread(restore_count):
+    """A recurrent layer above SMALL_BLAS_WORK in all whose batch does not split (a tagger's:
+    32 steps x batch 4, hidden 128, a 3 M multiply-add projection) runs every product at one
+    BLAS thread at a count of 2 (the count itself unchanged), and the count comes back."""
+    from runtime_support import recurrent
+
+    blas_threads = _openblas_get()
+    rt.set_num_threads(2)
+    arguments = _recurrent_case("lstm", 4, 128, 0, 1, seed=3)
+    arguments["X"] = np.concatenate([arguments["X"]] * 4)  # 32 steps
+    arguments["sequence_lens"] = None
+    X, W, R = arguments["X"], arguments["W"], arguments["R"]
+    assert recurrent._multiply_adds(X, W, R) >= _threads.SMALL_BLAS_WORK
+    seen, tanh = [], np.tanh
+
+    def spy(*args, **kwargs):
+        seen.append((blas_threads(), rt.get_num_threads()))
+        return tanh(*args, **kwargs)
+
+    np.tanh = spy
+    try:
+        rt.lstm(**arguments)
+    finally:
+        np.tanh = tanh
+    assert seen and set(seen) == {(1, 2)} and blas_threads() == 2

@@ -201,6 +201,10 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
             and (
                 math.prod(out) <= _DEPTHWISE_LAST_POSITIONS
                 or math.prod(out) <= _DEPTHWISE_LAST_SHARE * grid
+                or (
+                    math.prod(out) <= _DEPTHWISE_LAST_WIDE_POSITIONS
+                    and batch * channels >= _DEPTHWISE_LAST_ROWS
+                )
             )
             and min(pads, default=0) >= 0
         ):
@@ -425,13 +429,24 @@ def _strided_path(plan, X, w, bias):
     return _columns_product(columns, w, bias, plan.group, X.shape[0], out, width)
 
 
-# Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 6x6) are
+# Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 8x8) are
 # computed channels last (`_depthwise_last_path`): rows of N * C values instead of one short row
-# per channel, the taps accumulated one by one. MobileNetV2's 960 channels at 3x3: 74 -> 45 us
-# (before: one gather and one product over all taps, columns K times the result); against the
-# per-channel products, 384 channels at 6x6 67 -> 58, EfficientNet's 672 at 6x6 with 5x5 taps
-# 253 -> 187; at 12x12 the products are faster (80 against 90 us on 192 channels).
-_DEPTHWISE_LAST_POSITIONS = 36
+# per channel. Session 5, taps accumulated one by one, the limit then 36: MobileNetV2's 960
+# channels at 3x3: 74 -> 45 us (before: one gather and one product over all taps, columns K times
+# the result); against the per-channel products, 384 channels at 6x6 67 -> 58, EfficientNet's 672
+# at 6x6 with 5x5 taps 253 -> 187. Session 7, with the einsum below (thread CPU time, the two
+# paths interleaved, channels last / per-channel products): 7x7 outputs 0.50 (576 channels), 0.53
+# (960), 0.53 (288 at 14x14, stride 2), 0.75 (64), 0.83 (32).
+_DEPTHWISE_LAST_POSITIONS = 64
+# ... and so are maps of at most _DEPTHWISE_LAST_WIDE_POSITIONS outputs with at least
+# _DEPTHWISE_LAST_ROWS rows (N * C): the per-channel products' fixed cost per channel then
+# outweighs the channels-last copies. Session 7, channels last / products: 14x14 outputs 0.99
+# (128 channels), 0.92 (160), 0.86 (200), 0.83 (240), 0.79 (480); 12x12 0.93 (128), 0.87 (192),
+# 0.88 (144 at 24x24, stride 2); fewer rows tie or lose: 1.06 (120 at 14x14), 1.24 (64), 0.95
+# (100 at 12x12), 0.84 (96 with 5x5 taps: more taps favour channels last, left unmeasured beyond
+# it); 24x24 outputs lose (1.37 for 144 channels).
+_DEPTHWISE_LAST_WIDE_POSITIONS = 196
+_DEPTHWISE_LAST_ROWS = 128
 # ... and so are maps whose outputs are at most this share of the padded grid the per-channel
 # products run over (short, wide maps with wide pads, as in OCR models: 200 channels of 2x96 with
 # 5x5 taps, 192 outputs on a 600-position grid: 1832 -> 517 us; 0.41 of the grid: 762 -> 325;

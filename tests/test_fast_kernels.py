@@ -431,14 +431,17 @@ def test_conv_with_many_taps_matches_onnxruntime(x_shape, w_shape, pads, strides
         ((1, 8, 5, 5), (3, 3), (2, 2, 2, 2), (1, 1), (2, 2), True),  # dilated
         ((3, 5, 4), (3,), (1, 1), (1,), (1,), True),  # one spatial axis
         ((2, 16, 2, 20), (5, 5), (2, 2, 2, 2), (1, 1), (1, 1), True),  # an OCR model's 2 x 20
+        ((1, 24, 8, 8), (3, 3), (1, 1, 1, 1), (1, 1), (1, 1), True),  # 64 positions
+        ((1, 160, 14, 14), (3, 3), (1, 1, 1, 1), (1, 1), (1, 1), True),  # 196, 160 channels
+        ((2, 72, 24, 24), (5, 5), (2, 2, 2, 2), (2, 2), (1, 1), False),  # 144, 2 x 72 rows
     ],
 )
 def test_depthwise_conv_on_small_maps_matches_onnxruntime(
     x_shape, kernel, pads, strides, dilations, bias
 ):
-    """Depthwise Convs with at most 36 output positions, or outputs at most 0.6 of the padded
-    grid, run channels last, the taps accumulated one by one
-    (runtime_support.conv._depthwise_last_path); onnxruntime is the reference."""
+    """Depthwise Convs with at most 64 output positions, or outputs at most 0.6 of the padded
+    grid, or at most 196 positions and 128 rows of N * C, run channels last, the taps summed by
+    one einsum (runtime_support.conv._depthwise_last_path); onnxruntime is the reference."""
     import onnx
     import onnxruntime
     from onnx import helper, numpy_helper

@@ -16,7 +16,9 @@
   an accumulating pass over Y.) Depthwise (group == C, any channel multiplier): see
   `_depthwise`. Float16 and bfloat16 run in float32.
 - Below _SERIAL_TERMS multiply-adds, Conv and ConvTranspose run their products with BLAS at one
-  thread whatever the thread count (`_threads.serially`).
+  thread whatever the thread count (`_threads.serially`). With runtime_support's own kernels set
+  to split (`_threads.SPLIT_MIN`, off by default), large depthwise and 1x1 Convs run in one part
+  per thread over ranges of their channels (`_run_split`).
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
@@ -186,11 +188,12 @@ def _run_split(plan, X, w, bias, finish):
     """The convolution in one part per thread, each over a range of the channels (`plan.split`:
     (depthwise, out shape); a depthwise part takes its input channels, any other part all of X
     and its range of the filters), run by `_threads.run_parts` with BLAS at one thread: each
-    part's path (the plan's own, settled for the part's shape), its activation, its store into
-    Y. numpy releases the GIL in its copies, ufuncs and products, so the parts overlap; the
-    calling thread runs every part no worker has started (a loaded machine loses no time
-    waiting). Every output value is computed as the whole call computes it: only which thread
-    computes it changes, so the bits are the thread count's neither."""
+    part runs the whole's path (channels last: settled again for the part's rows, the same
+    path), its activation, its store into Y. numpy releases the GIL in its copies, ufuncs and
+    products, so the parts overlap; the calling thread runs every part no worker has started,
+    but waits for one a worker started (a worker that then loses its core costs up to a time
+    slice: why the split is off by default). Every output value is computed as the whole call
+    computes it, so the bits do not depend on the thread count (tests/test_fast_kernels.py)."""
     depthwise, out = plan.split
     maps = w.shape[0]
     Y = np.empty((X.shape[0], maps) + out, w.dtype)

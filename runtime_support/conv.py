@@ -16,7 +16,9 @@
   an accumulating pass over Y.) Depthwise (group == C, any channel multiplier): see
   `_depthwise`. Float16 and bfloat16 run in float32.
 - Below _SERIAL_TERMS multiply-adds, Conv and ConvTranspose run their products with BLAS at one
-  thread whatever the thread count (`_threads.serially`).
+  thread whatever the thread count (`_threads.serially`). With runtime_support's own kernels set
+  to split (`_threads.SPLIT_MIN`, off by default), large depthwise and 1x1 Convs run in one part
+  per thread over ranges of their channels (`_run_split`).
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
@@ -33,6 +35,7 @@ import math
 
 import numpy as np
 
+from runtime_support import _threads
 from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
 from runtime_support._threads import SMALL_BLAS_WORK, serially
@@ -64,6 +67,11 @@ def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto
     Float16 and bfloat16 go through float32 (BLAS). The layouts put every product directly in
     NCHW order (see the module docstring); the path and its geometry are settled once per shape
     (`_conv_plan`)."""
+    return _convolve(X, W, B, pads, strides, dilations, group, auto_pad, None)
+
+
+def _convolve(X, W, B, pads, strides, dilations, group, auto_pad, finish):
+    """conv, then `finish` (an activation in place, or None) on the result."""
     try:
         plan = _conv_plan(X.shape, X.dtype, W.shape, pads, strides, dilations, group, auto_pad)
     except TypeError:  # lists for the geometry (a caller other than generated code)
@@ -71,7 +79,7 @@ def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto
         plan = _conv_plan(X.shape, X.dtype, W.shape, *geometry, group, auto_pad)
     if plan.pads and max(plan.pads) > min(X.shape[2:], default=0):
         _check_padded(X, W, plan)  # only pads larger than the input can make absurd copies of it
-    return plan.run(X, W, B)
+    return plan.run(X, W, B, finish)
 
 
 def _relu(Y, low, high):
@@ -124,10 +132,10 @@ def conv_activation(
     """conv followed by its activation (the fast variant's Conv + Relu, Clip(low, high),
     HardSwish or Sigmoid-Mul (SiLU), optimize.py), applied in place to the Conv's result: one
     call and no new array for the activation."""
-    Y = conv(
-        X, W, B, pads=pads, strides=strides, dilations=dilations, group=group, auto_pad=auto_pad
+    apply = _ACTIVATIONS[activation]
+    return _convolve(
+        X, W, B, pads, strides, dilations, group, auto_pad, lambda Y: apply(Y, low, high)
     )
-    return _ACTIVATIONS[activation](Y, low, high)
 
 
 def _check_padded(X, W, plan) -> None:
@@ -139,26 +147,75 @@ def _check_padded(X, W, plan) -> None:
 
 
 class _Plan:
-    """One Conv geometry, settled: `run(X, W, B)` calls the path chosen for it with the values
-    it needs (pads, strides, dilations as tuples, the accumulation type, the path's own
-    precomputed index or shapes); with BLAS at one thread (`serially`) when the whole
-    convolution is under _SERIAL_TERMS multiply-adds."""
+    """One Conv geometry, settled: `run(X, W, B, finish)` calls the path chosen for it with the
+    values it needs (pads, strides, dilations as tuples, the accumulation type, the path's own
+    precomputed index or shapes), then `finish` (the fused activation, in place) on its result;
+    with BLAS at one thread (`serially`) when the whole convolution is under _SERIAL_TERMS
+    multiply-adds. At more than one thread, with runtime_support's own kernels set to split
+    their work (`_threads.SPLIT_MIN` not None; None, the default, leaves every kernel in the
+    calling thread), a plan with a `split` runs in parts over ranges of its channels
+    (`_run_split`)."""
 
-    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra", "serial")
+    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra", "serial", "split")
 
-    def __init__(self, path, acc, pads, strides, dilations, group, extra=None, serial=False):
+    def __init__(
+        self, path, acc, pads, strides, dilations, group, extra=None, serial=False, split=None
+    ):
         self.path, self.acc, self.pads = path, acc, pads
         self.strides, self.dilations, self.group, self.extra = strides, dilations, group, extra
-        self.serial = serial
+        self.serial, self.split = serial, split
 
-    def run(self, X, W, B):
+    def run(self, X, W, B, finish=None):
         w = W.astype(self.acc, copy=False)
         bias = None if B is None else B.astype(self.acc, copy=False)
-        if self.serial:
-            Y = serially(self.path, self, X, w, bias)
+        if (
+            self.split is not None
+            and _threads.SPLIT_MIN is not None
+            and _threads.get_num_threads() > 1
+        ):
+            Y = _run_split(self, X, w, bias, finish)
         else:
-            Y = self.path(self, X, w, bias)
+            if self.serial:
+                Y = serially(self.path, self, X, w, bias)
+            else:
+                Y = self.path(self, X, w, bias)
+            if finish is not None:
+                Y = finish(Y)
         return Y if Y.dtype == X.dtype else Y.astype(X.dtype)
+
+
+def _run_split(plan, X, w, bias, finish):
+    """The convolution in one part per thread, each over a range of the channels (`plan.split`:
+    (depthwise, out shape); a depthwise part takes its input channels, any other part all of X
+    and its range of the filters), run by `_threads.run_parts` with BLAS at one thread: each
+    part runs the whole's path (channels last: settled again for the part's rows, the same
+    path), its activation, its store into Y. numpy releases the GIL in its copies, ufuncs and
+    products, so the parts overlap; the calling thread runs every part no worker has started,
+    but waits for one a worker started (a worker that then loses its core costs up to a time
+    slice: why the split is off by default). Every output value is computed as the whole call
+    computes it, so the bits do not depend on the thread count (tests/test_fast_kernels.py)."""
+    depthwise, out = plan.split
+    maps = w.shape[0]
+    Y = np.empty((X.shape[0], maps) + out, w.dtype)
+    parts = min(_threads.get_num_threads(), maps)
+    bounds = [maps * i // parts for i in range(parts + 1)]
+    geometry = (plan.pads, plan.strides, plan.dilations)
+
+    def part(i: int) -> None:
+        low, high = bounds[i], bounds[i + 1]
+        x = X[:, low:high] if depthwise else X
+        filters = w[low:high]
+        sub = plan  # the paths but channels last read nothing of the channel count off the plan
+        if plan.path is _depthwise_last_path:
+            sub = _conv_plan(
+                x.shape, x.dtype, filters.shape, *geometry, high - low, "NOTSET", plan.path
+            )
+        y = sub.path(sub, x, filters, None if bias is None else bias[low:high])
+        Y[:, low:high] = y if finish is None else finish(y)
+
+    with _threads._one_blas_thread():
+        _threads.run_parts(part, parts)
+    return Y
 
 
 # Convolutions of fewer multiply-adds than this (products under about 170 us at one thread) run
@@ -173,8 +230,47 @@ class _Plan:
 _SERIAL_TERMS = SMALL_BLAS_WORK
 
 
+# The fewest multiply-adds a 1x1 Conv, and output values times taps a depthwise Conv, must have
+# to run in parts over the threads at more than one thread (`_run_split`); below, one thread.
+_SPLIT_TERMS = 1_000_000
+_SPLIT_DEPTHWISE = 200_000
+
+
 @functools.lru_cache(maxsize=512)
-def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_pad) -> _Plan:
+def _conv_plan(
+    x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_pad, path=None
+) -> _Plan:
+    """The plan for one geometry; with `path`, that path's (a part of a split plan keeps the
+    whole's path: a part's fewer channels could pick another) and no split of its own."""
+    plan = _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_pad, path)
+    if path is None and x_dtype == np.float32:
+        out = plan.extra[0] if plan.path is _depthwise_last_path else None
+        if plan.path is _pointwise_path and group == 1:
+            terms = math.prod(x_shape[:2]) * w_shape[0] * math.prod(_pointwise_out(x_shape, plan))
+            if terms >= _SPLIT_TERMS:
+                plan.split = (False, _pointwise_out(x_shape, plan))
+        elif plan.path in (_depthwise_path, _depthwise_last_path) and w_shape[0] == x_shape[1]:
+            if out is None:
+                out = _depthwise_out(x_shape, w_shape, plan)
+            if (
+                x_shape[0] * w_shape[0] * math.prod(out) * math.prod(w_shape[2:])
+                >= _SPLIT_DEPTHWISE
+            ):
+                plan.split = (True, out)
+    return plan
+
+
+def _pointwise_out(x_shape, plan):
+    return tuple(-(-n // s) for n, s in zip(x_shape[2:], plan.strides))
+
+
+def _depthwise_out(x_shape, w_shape, plan):
+    rank = len(w_shape) - 2
+    padded = [n + plan.pads[i] + plan.pads[i + rank] for i, n in enumerate(x_shape[2:])]
+    return tuple(window_positions(padded, w_shape[2:], plan.strides, plan.dilations))
+
+
+def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_pad, path):
     acc = accumulator(x_dtype)
     batch, channels = x_shape[:2]
     kernel_shape = tuple(w_shape[2:])
@@ -194,13 +290,21 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
     )
     if batch == 0 or math.prod(out) == 0 or channels == 0:
         return plan(_empty_path, group=group, extra=out)
-    if group == channels and group > 1:
+    if (group == channels and group > 1) or path in (_depthwise_path, _depthwise_last_path):
         grid = math.prod(-(-p // s) for p, s in zip(padded, strides))  # flat_taps' planes
+        products = channels >= _DEPTHWISE_PRODUCT_CHANNELS  # _depthwise's way, per plan
+        if path is _depthwise_path:
+            return plan(_depthwise_path, group=group, extra=products)
         if (
             w_shape[0] == channels
             and (
-                math.prod(out) <= _DEPTHWISE_LAST_POSITIONS
+                path is _depthwise_last_path
+                or math.prod(out) <= _DEPTHWISE_LAST_POSITIONS
                 or math.prod(out) <= _DEPTHWISE_LAST_SHARE * grid
+                or (
+                    math.prod(out) <= _DEPTHWISE_LAST_WIDE_POSITIONS
+                    and batch * channels >= _DEPTHWISE_LAST_ROWS
+                )
             )
             and min(pads, default=0) >= 0
         ):
@@ -217,7 +321,7 @@ def _conv_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_
             tap_axes, out_axes = _LETTERS[:rank], _LETTERS[rank : 2 * rank]
             sum_of_taps = f"{tap_axes}{out_axes}z,{tap_axes}z->{out_axes}z"
             return plan(_depthwise_last_path, group=group, extra=(out, view, sum_of_taps))
-        return plan(_depthwise_path, group=group)
+        return plan(_depthwise_path, group=group, extra=products)
     if all(k == 1 for k in kernel_shape) and not any(pads):
         return plan(_pointwise_path, group=group)
     if _patches(kernel_shape, strides, dilations, pads):
@@ -252,7 +356,8 @@ def _depthwise_path(plan, X, w, bias):
     views, grid, out = flat_taps(
         X, plan.pads, 0, kernel_shape, plan.strides, plan.dilations, dtype=w.dtype
     )
-    Y = crop_grid(_depthwise(views, w).reshape(batch, maps, math.prod(grid)), grid, out)
+    Y = _depthwise(views, w, plan.extra).reshape(batch, maps, math.prod(grid))
+    Y = crop_grid(Y, grid, out)
     if bias is not None:
         return np.add(Y, bias.reshape((maps,) + (1,) * len(out)), order="C")
     return np.ascontiguousarray(Y)
@@ -425,13 +530,24 @@ def _strided_path(plan, X, w, bias):
     return _columns_product(columns, w, bias, plan.group, X.shape[0], out, width)
 
 
-# Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 6x6) are
+# Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 8x8) are
 # computed channels last (`_depthwise_last_path`): rows of N * C values instead of one short row
-# per channel, the taps accumulated one by one. MobileNetV2's 960 channels at 3x3: 74 -> 45 us
-# (before: one gather and one product over all taps, columns K times the result); against the
-# per-channel products, 384 channels at 6x6 67 -> 58, EfficientNet's 672 at 6x6 with 5x5 taps
-# 253 -> 187; at 12x12 the products are faster (80 against 90 us on 192 channels).
-_DEPTHWISE_LAST_POSITIONS = 36
+# per channel. Session 5, taps accumulated one by one, the limit then 36: MobileNetV2's 960
+# channels at 3x3: 74 -> 45 us (before: one gather and one product over all taps, columns K times
+# the result); against the per-channel products, 384 channels at 6x6 67 -> 58, EfficientNet's 672
+# at 6x6 with 5x5 taps 253 -> 187. Session 7, with the einsum below (thread CPU time, the two
+# paths interleaved, channels last / per-channel products): 7x7 outputs 0.50 (576 channels), 0.53
+# (960), 0.53 (288 at 14x14, stride 2), 0.75 (64), 0.83 (32).
+_DEPTHWISE_LAST_POSITIONS = 64
+# ... and so are maps of at most _DEPTHWISE_LAST_WIDE_POSITIONS outputs with at least
+# _DEPTHWISE_LAST_ROWS rows (N * C): the per-channel products' fixed cost per channel then
+# outweighs the channels-last copies. Session 7, channels last / products: 14x14 outputs 0.99
+# (128 channels), 0.92 (160), 0.86 (200), 0.83 (240), 0.79 (480); 12x12 0.93 (128), 0.87 (192),
+# 0.88 (144 at 24x24, stride 2); fewer rows tie or lose: 1.06 (120 at 14x14), 1.24 (64), 0.95
+# (100 at 12x12), 0.84 (96 with 5x5 taps: more taps favour channels last, left unmeasured beyond
+# it); 24x24 outputs lose (1.37 for 144 channels).
+_DEPTHWISE_LAST_WIDE_POSITIONS = 196
+_DEPTHWISE_LAST_ROWS = 128
 # ... and so are maps whose outputs are at most this share of the padded grid the per-channel
 # products run over (short, wide maps with wide pads, as in OCR models: 200 channels of 2x96 with
 # 5x5 taps, 192 outputs on a 600-position grid: 1832 -> 517 us; 0.41 of the grid: 762 -> 325;
@@ -626,12 +742,13 @@ def _im2col_plan(shape, out, taps_count, itemsize):
 _DEPTHWISE_PRODUCT_CHANNELS = 32
 
 
-def _depthwise(views, w):
+def _depthwise(views, w, products):
     """Depthwise convolution (one input channel per group, M = C * multiplier) from flat_taps'
-    views: (N, C, multiplier, V), or (N, C, V) by accumulation without a multiplier."""
+    views: (N, C, multiplier, V) by per-channel products (`products`, for at least
+    _DEPTHWISE_PRODUCT_CHANNELS channels), or (N, C, V) by accumulation without a multiplier."""
     batch, channels, size = views[0].shape
     multiplier = w.shape[0] // channels
-    if channels >= _DEPTHWISE_PRODUCT_CHANNELS:
+    if products:
         # tap-major (K, N, C, V): each tap's copy writes one contiguous block (about 30% faster
         # than (N, C, K, V)'s short rows); the products read it as (N, C, K, V) with row stride
         # N * C * V, which BLAS takes as is

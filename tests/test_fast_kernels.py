@@ -476,14 +476,17 @@ def test_conv_with_many_taps_matches_onnxruntime(x_shape, w_shape, pads, strides
         ((1, 8, 5, 5), (3, 3), (2, 2, 2, 2), (1, 1), (2, 2), True),  # dilated
         ((3, 5, 4), (3,), (1, 1), (1,), (1,), True),  # one spatial axis
         ((2, 16, 2, 20), (5, 5), (2, 2, 2, 2), (1, 1), (1, 1), True),  # an OCR model's 2 x 20
+        ((1, 24, 8, 8), (3, 3), (1, 1, 1, 1), (1, 1), (1, 1), True),  # 64 positions
+        ((1, 160, 14, 14), (3, 3), (1, 1, 1, 1), (1, 1), (1, 1), True),  # 196, 160 channels
+        ((2, 72, 24, 24), (5, 5), (2, 2, 2, 2), (2, 2), (1, 1), False),  # 144, 2 x 72 rows
     ],
 )
 def test_depthwise_conv_on_small_maps_matches_onnxruntime(
     x_shape, kernel, pads, strides, dilations, bias
 ):
-    """Depthwise Convs with at most 36 output positions, or outputs at most 0.6 of the padded
-    grid, run channels last, the taps accumulated one by one
-    (runtime_support.conv._depthwise_last_path); onnxruntime is the reference."""
+    """Depthwise Convs with at most 64 output positions, or outputs at most 0.6 of the padded
+    grid, or at most 196 positions and 128 rows of N * C, run channels last, the taps summed by
+    one einsum (runtime_support.conv._depthwise_last_path); onnxruntime is the reference."""
     import onnx
     import onnxruntime
     from onnx import helper, numpy_helper
@@ -512,6 +515,88 @@ def test_depthwise_conv_on_small_maps_matches_onnxruntime(
     )
     assert ours.flags.c_contiguous and ours.shape == expected.shape
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "x_shape,w_shape,pads,strides,activation",
+    [
+        ((1, 32, 40, 40), (32, 1, 3, 3), (1, 1, 1, 1), (1, 1), "clip"),  # depthwise, products
+        ((1, 16, 96, 96), (16, 1, 3, 3), (1, 1, 1, 1), (2, 2), "relu"),  # depthwise, accumulated
+        ((2, 144, 12, 12), (144, 1, 5, 5), (2, 2, 2, 2), (1, 1), "silu"),  # channels last
+        ((1, 24, 24, 24), (144, 24, 1, 1), (0, 0, 0, 0), (1, 1), "hard_swish"),  # 1x1
+        ((2, 64, 24, 24), (96, 64, 1, 1), (0, 0, 0, 0), (2, 2), None),  # 1x1, strided, batch 2
+    ],
+)
+def test_split_convs_give_the_bits_of_one_thread(
+    x_shape, w_shape, pads, strides, activation, monkeypatch
+):
+    """With runtime_support's own kernels set to split (_threads.SPLIT_MIN; off by default), a
+    depthwise or 1x1 Conv big enough runs in one part per thread over ranges of its channels
+    (conv._run_split), the activation inside each part: at 2 and 3 threads the bits are those
+    of one thread, which match onnxruntime; with SPLIT_MIN None nothing splits."""
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    from runtime_support import _threads
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = (rng.normal(size=w_shape) * 0.3).astype(np.float32)
+    B = rng.normal(size=w_shape[0]).astype(np.float32)
+    group = x_shape[1] if w_shape[1] == 1 else 1
+    geometry = dict(pads=pads, strides=strides, group=group)
+    bounds = dict(low=0.0, high=6.0) if activation == "clip" else {}
+
+    def run():
+        if activation is None:
+            return rt.conv(X, W, B, **geometry)
+        return rt.conv_activation(X, W, B, activation=activation, **bounds, **geometry)
+
+    real_run_parts, parts = _threads.run_parts, []
+
+    def recording(function, count):
+        parts.append(count)
+        return real_run_parts(function, count)
+
+    monkeypatch.setattr(_threads, "run_parts", recording)
+    before = rt.get_num_threads()
+    try:
+        rt.set_num_threads(1)
+        whole = run()
+        monkeypatch.setattr(_threads, "SPLIT_MIN", _threads.SPLIT_SIZE)
+        for count in (2, 3):
+            rt.set_num_threads(count)
+            parts.clear()
+            split = run()
+            assert parts == [count]
+            assert split.flags.c_contiguous and split.tobytes() == whole.tobytes()
+        monkeypatch.setattr(_threads, "SPLIT_MIN", None)  # the default
+        parts.clear()
+        assert run().tobytes() == whole.tobytes() and not parts
+    finally:
+        rt.set_num_threads(before)
+    nodes = [helper.make_node("Conv", ["X", "W", "B"], ["Y0"], **geometry)]
+    extra = []
+    if activation == "clip":
+        extra = [numpy_helper.from_array(np.float32(v), n) for n, v in (("lo", 0), ("hi", 6))]
+        nodes.append(helper.make_node("Clip", ["Y0", "lo", "hi"], ["Y"]))
+    elif activation == "silu":
+        nodes.append(helper.make_node("Sigmoid", ["Y0"], ["S"]))
+        nodes.append(helper.make_node("Mul", ["Y0", "S"], ["Y"]))
+    else:
+        op = {"relu": "Relu", "hard_swish": "HardSwish", None: "Identity"}[activation]
+        nodes.append(helper.make_node(op, ["Y0"], ["Y"]))
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")] + extra,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    np.testing.assert_allclose(whole, expected, rtol=1e-5, atol=1e-5)
 
 
 _PAD_CASES = [

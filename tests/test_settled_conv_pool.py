@@ -464,7 +464,12 @@ CONV_GEOMETRIES = [
 # the depthwise per-channel products; then every small geometry gathered and every depthwise one
 # channels last; then every geometry through one copy of a strided view, its rows over the padded
 # width wherever the last stride is 1, then never.
-NO_SMALL_PATHS = {"_GATHER_ROW": 0, "_STRIDED_ELEMENTS": 0, "_DEPTHWISE_LAST_POSITIONS": 0}
+NO_SMALL_PATHS = {
+    "_GATHER_ROW": 0,
+    "_STRIDED_ELEMENTS": 0,
+    "_DEPTHWISE_LAST_POSITIONS": 0,
+    "_DEPTHWISE_LAST_WIDE_POSITIONS": 0,
+}
 CONV_PATHS = {
     "rows": {"_BLOCK_BYTES": 64, **NO_SMALL_PATHS},
     "blocks": {"_BLOCK_BYTES": 1 << 21, **NO_SMALL_PATHS},

@@ -17,7 +17,7 @@ exact one-line failure as the reason; the marks are strict, so a fixed case show
 failing and its line is removed. `python tests/test_real_models.py` prints the current failures
 in the table's format. This test never needs torch.
 
-193 cases (48 models x 2 variants x as-is/symbolic, and the set check): about 30 s of CPU, 30-45 s
+233 cases (58 models x 2 variants x as-is/symbolic, and the set check): about 30 s of CPU, 30-45 s
 wall serially, 45-65 s at `-n 2` on the shared 2-core machine under other engineers' load.
 """
 

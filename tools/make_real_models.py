@@ -2656,8 +2656,94 @@ def half_mlp() -> Built:
 
 
 # --------------------------------------------------------------------------------------------
+# Models rewritten by onnxruntime's own tools from the exports above (read back from the output
+# folder, so their sources are built first): the transformer optimizer's fusions and the
+# quantization tool's dynamic, QDQ and QOperator formats.
 
-BUILDERS: dict[str, Callable[[], Built]] = {
+
+def stored_feeds(source: str, out: Path) -> list[dict[str, np.ndarray]]:
+    with np.load(out / f"{source}.npz") as data:
+        sets: dict[int, dict[str, np.ndarray]] = {}
+        for key in data.files:
+            k, kind, name = key.split(":", 2)
+            if kind == "input":
+                sets.setdefault(int(k), {})[name] = data[key]
+    return [sets[k] for k in sorted(sets)]
+
+
+def ort_optimized(source: str, model_type: str, out: Path) -> Built:
+    """`onnxruntime.transformers.optimizer.optimize_model(model_type=..., opt_level=1)`: heads and
+    hidden size found by the optimizer itself (num_heads=0, hidden_size=0)."""
+    from onnxruntime.transformers import optimizer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        optimized = optimizer.optimize_model(
+            str(out / f"{source}.onnx"),
+            model_type=model_type,
+            num_heads=0,
+            hidden_size=0,
+            opt_level=1,
+        )
+    model = optimized.model
+    opset = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    made_by = f"onnxruntime.transformers optimizer (model_type {model_type}) of {source}"
+    return Built(
+        f"{source}_ortopt", made_by, opset, "as the source", model, stored_feeds(source, out)
+    )
+
+
+class _Calibration:
+    """Seeded calibration batches for quantize_static (the CalibrationDataReader protocol)."""
+
+    def __init__(self, feeds: list[dict[str, np.ndarray]], seed: int):
+        rng = np.random.default_rng(seed)
+        self.batches = iter(
+            [
+                {n: rng.normal(0, 1, v.shape).astype(v.dtype) for n, v in f.items()}
+                for f in feeds * 2
+            ]
+        )
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def ort_quantized(source: str, mode: str, out: Path) -> Built:
+    """onnxruntime.quantization: `dynamic` (quantize_dynamic, int8 weights), `qdq` and `qop`
+    (quantize_static, uint8 activations and int8 weights, QDQ or QOperator format, calibrated on
+    seeded normal batches of the stored feeds' shapes)."""
+    import tempfile
+
+    from onnxruntime import quantization as q
+
+    feeds = stored_feeds(source, out)
+    with tempfile.TemporaryDirectory() as scratch, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        target = Path(scratch) / "quantized.onnx"
+        if mode == "dynamic":
+            q.quantize_dynamic(out / f"{source}.onnx", target, weight_type=q.QuantType.QInt8)
+            how = "quantize_dynamic (int8 weights)"
+        else:
+            q.quantize_static(
+                out / f"{source}.onnx",
+                target,
+                _Calibration(feeds, seed=40),
+                quant_format=q.QuantFormat.QDQ if mode == "qdq" else q.QuantFormat.QOperator,
+                activation_type=q.QuantType.QUInt8,
+                weight_type=q.QuantType.QInt8,
+            )
+            how = f"quantize_static ({'QDQ' if mode == 'qdq' else 'QOperator'} format)"
+        model = onnx.load(target)
+    opset = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    made_by = f"onnxruntime.quantization {how} of {source}"
+    suffix = {"dynamic": "qdynamic", "qdq": "qdq", "qop": "qoperator"}[mode]
+    return Built(f"{source}_{suffix}", made_by, opset, "as the source", model, feeds)
+
+
+# --------------------------------------------------------------------------------------------
+
+BUILDERS: dict[str, Callable[..., Built]] = {
     "bert_legacy_op11": lambda: bert(11, dynamo=False),
     "bert_legacy_op14": lambda: bert(14, dynamo=False),
     "bert_legacy_op17": lambda: bert(17, dynamo=False),
@@ -2706,7 +2792,26 @@ BUILDERS: dict[str, Callable[[], Built]] = {
     "script_greedy_op17": script_greedy,
     "ranker_legacy_op17": ranker,
     "half_mlp_legacy_op17": half_mlp,
+    # onnxruntime's tools applied to the exports above (each builder takes the output folder)
+    "bert_legacy_op14_ortopt": lambda out: ort_optimized("bert_legacy_op14", "bert", out),
+    "gpt2_legacy_op14_ortopt": lambda out: ort_optimized("gpt2_legacy_op14", "gpt2", out),
+    "vit_legacy_op17_ortopt": lambda out: ort_optimized("vit_legacy_op17", "vit", out),
+    "llama_legacy_op17_ortopt": lambda out: ort_optimized("llama_legacy_op17", "gpt2", out),
+    "gpt2_legacy_op14_qdynamic": lambda out: ort_quantized("gpt2_legacy_op14", "dynamic", out),
+    "vit_legacy_op17_qdynamic": lambda out: ort_quantized("vit_legacy_op17", "dynamic", out),
+    "resnet_legacy_op14_qdq": lambda out: ort_quantized("resnet_legacy_op14", "qdq", out),
+    "resnet_legacy_op14_qoperator": lambda out: ort_quantized("resnet_legacy_op14", "qop", out),
+    "mobilenetv2_legacy_op17_qdq": lambda out: ort_quantized("mobilenetv2_legacy_op17", "qdq", out),
+    "mobilenetv2_legacy_op17_qoperator": lambda out: ort_quantized(
+        "mobilenetv2_legacy_op17", "qop", out
+    ),
 }
+
+
+# The builders that read an earlier model back from the output folder.
+DERIVED = frozenset(
+    n for n in BUILDERS if n.endswith(("_ortopt", "_qdynamic", "_qdq", "_qoperator"))
+)
 
 
 def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -2739,7 +2844,8 @@ def shape_text(feeds: dict[str, np.ndarray]) -> str:
 
 
 def build(name: str, out: Path) -> dict:
-    built = BUILDERS[name]()
+    builder = BUILDERS[name]
+    built = builder(out) if name in DERIVED else builder()
     assert built.name == name, (built.name, name)
     model = built.model
     arrays: dict[str, np.ndarray] = {}

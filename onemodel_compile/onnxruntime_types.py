@@ -276,7 +276,51 @@ def _qlinear_where_type(view: _View):
     return [_typed(None if Z is None else Z.dtype, None)]
 
 
+def _sequences_type(view: _View):
+    """GreedySearch's and Sampling's sequences: int32 (batch, max_length)."""
+    shape = view.operand(0).shape
+    return [_typed(np.int32, None if shape is None else (shape[0], None))]
+
+
+def _beam_types(view: _View):
+    """BeamSearch's sequences int32 (batch, num_return_sequences, max_length), sequences_scores
+    float32 (batch, num_return_sequences), scores float32 (steps, batch, beams, vocab)."""
+    shape = view.operand(0).shape
+    batch = None if shape is None else shape[0]
+    return [
+        _typed(np.int32, (batch, None, None)),
+        _typed(np.float32, (batch, None)),
+        _typed(np.float32, (None, batch, None, None)),
+    ]
+
+
+def _tokenizer_type(view: _View):
+    shape = view.operand(0).shape
+    return [_typed(object, None if shape is None else (*shape, None))]
+
+
+def _dmmha_types(view: _View):
+    query = view.operand(0)
+    past_key, past_value = view.input(5), view.input(6)
+    return [
+        query.type,
+        past_key.type if past_key else ir.UNKNOWN,
+        past_value.type if past_value else ir.UNKNOWN,
+    ]
+
+
 RULES = {
+    (DOMAIN, "DecoderMaskedMultiHeadAttention"): _dmmha_types,
+    (DOMAIN, "MaxpoolWithMask"): lambda view: [_typed(view.operand(0).dtype, None)],
+    (DOMAIN, "WordConvEmbedding"): lambda view: [_typed(np.float32, None)],
+    (DOMAIN, "BifurcationDetector"): lambda view: [
+        _typed(np.int64, (None,)),
+        view.operand(2).type,
+    ],
+    (DOMAIN, "Tokenizer"): _tokenizer_type,
+    (DOMAIN, "GreedySearch"): _sequences_type,
+    (DOMAIN, "Sampling"): _sequences_type,
+    (DOMAIN, "BeamSearch"): _beam_types,
     (DOMAIN, "ConvTransposeWithDynamicPads"): _conv_type,
     (DOMAIN, "DynamicTimeWarping"): lambda view: [_typed(np.int32, (2, None))],
     (DOMAIN, "NGramRepeatBlock"): _like(1),

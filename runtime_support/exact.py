@@ -17,8 +17,8 @@ Conventions shared by all kernels:
 
 The matrix product (`exact_matmul`) is an error-free splitting in the manner of Ozaki, Ogita, Oishi
 and Rump: each row of A and column of B is scaled by a power of two, cut into integer-valued
-float64 slices, the slice products run through BLAS exactly, and the slice results are combined
-in a fixed order.
+float64 slices (one per operand for float32 and narrower, rounded to nearest; three for float64),
+the slice products run through BLAS exactly, and the slice results are combined in a fixed order.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _rounded(values: np.ndarray, dtype) -> np.ndarray:
         return values.astype(dtype)
     # One reduction finds whether any NaN is there (max propagates NaN) without a mask the size
     # of the values; only then the mask.
-    if values.size and np.isnan(np.max(values)):
+    if values.size and np.isnan(np.maximum.reduce(values, axis=None)):
         values = np.where(np.isnan(values), np.nan, values)
     if dtype == np.float64:
         return values
@@ -518,8 +518,10 @@ def _slice_width(inner: int) -> int:
 
 
 def _slice_count(dtype) -> int:
-    """Slices per operand: two for float32 and narrower (3 products), three for float64 (6)."""
-    return 3 if np.dtype(dtype) == np.float64 else 2
+    """Slices per operand: one for float32 and narrower (each operand rounded once to the slice
+    width, one product), three for float64 (6 products). docs/exact-kernels.md "The product's
+    definition" has the measurements behind one slice."""
+    return 3 if np.dtype(dtype) == np.float64 else 1
 
 
 def _tops(x: np.ndarray, axis: int) -> np.ndarray:
@@ -539,6 +541,9 @@ def _slices(x: np.ndarray, shift: np.ndarray, width: int, count: int, stacked=Fa
     A list of the slices, or with `stacked` one array (..., count, M, K) holding x_s at
     [..., s, :, :] (x is (..., M, K)), so that products with several slices are one product."""
     y = np.ldexp(x, shift, dtype=np.float64)
+    if count == 1:  # the one slice is rounded to nearest (half the error of truncation)
+        np.rint(y, out=y)
+        return y[..., None, :, :] if stacked else [y]
     if stacked:
         out = np.empty(y.shape[:-2] + (count,) + y.shape[-2:])
         for s in range(count - 1):
@@ -622,11 +627,17 @@ def _inner_block(x: np.ndarray, axis: int, start: int) -> np.ndarray:
     return x[..., block] if axis == -1 else x[..., block, :]
 
 
+# Operands up to this many elements find their line scales through an array of magnitudes (two
+# numpy calls, where _tops makes four): the calls' fixed cost is what small products pay.
+_SMALL_OPERAND = 1 << 16
+
+
 def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
-    """(per-line exponents, whether x is all finite, the slices of each inner block) of one
-    operand of a product: axis=-1 for the left-hand one (its rows, exponents e_i), axis=-2 for the
-    right-hand one (its columns, f_j). Non-finite values are zeroed before splitting. Cached when
-    x's memory can never change (_immutable_root)."""
+    """(per-line exponents, whether x is all finite, the slices of each inner block, and for one
+    slice the per-line scales 2**(exponent - width) as float64) of one operand of a product:
+    axis=-1 for the left-hand one (its rows, exponents e_i), axis=-2 for the right-hand one (its
+    columns, f_j). Non-finite values are zeroed before splitting. Cached when x's memory can never
+    change (_immutable_root)."""
     root = _immutable_root(x)
     key = None
     if root is not None:
@@ -635,8 +646,11 @@ def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
         entry = _PREPARED.get(id(root))
         if entry is not None and entry[0]() is root and key in entry[1]:
             return entry[1][key]
-    top = _tops(x, axis)
-    finite = bool(np.isfinite(top).all())
+    if x.size <= _SMALL_OPERAND:  # the same largest magnitude (NaN if any), up to a zero's sign
+        top = np.maximum.reduce(np.abs(x), axis=axis, keepdims=True, initial=0)
+    else:
+        top = _tops(x, axis)
+    finite = math.isfinite(np.maximum.reduce(top, axis=None, initial=0))  # NaN, inf: False
     if not finite:
         x = np.where(np.isfinite(x), x, 0)
         top = _tops(x, axis)
@@ -645,7 +659,8 @@ def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
         _slices(_inner_block(x, axis, start), width - exponent, width, count, axis == -1)
         for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
     ]
-    prepared = (exponent, finite, blocks)
+    scale = np.ldexp(2.0**-width, exponent) if count == 1 else None  # 2**(exponent - width)
+    prepared = (exponent, finite, blocks, scale)
     if key is not None:
         root_id = id(root)
         entry = _PREPARED.get(root_id)
@@ -672,12 +687,18 @@ def _matmul64(A, B) -> np.ndarray:
     inner = a.shape[-1]
     width = _slice_width(min(inner, MATMUL_BLOCK))
     count = _slice_count(np.result_type(A.dtype, B.dtype))
-    row_exp, finite_a, a_blocks = _prepared_slices(a, -1, width, count)
-    col_exp, finite_b, b_blocks = _prepared_slices(b, -2, width, count)
+    row_exp, finite_a, a_blocks, row_scale = _prepared_slices(a, -1, width, count)
+    col_exp, finite_b, b_blocks, col_scale = _prepared_slices(b, -2, width, count)
     finite = finite_a and finite_b
     total = None
     rows = a.shape[-2]
     for a_stack, b_slices in zip(a_blocks, b_blocks):
+        if count == 1:  # float32 and narrower: the block's one exact product
+            if total is None:
+                total = a_stack[..., 0, :, :] @ b_slices[0]
+            else:
+                total += a_stack[..., 0, :, :] @ b_slices[0]
+            continue
         # P[t][..., s, :, :] = A_s @ B_t for s + t < count: one BLAS product per slice of B, with
         # A's slices stacked as rows (B_t is read once; every entry is exact either way).
         P = []
@@ -702,12 +723,12 @@ def _matmul64(A, B) -> np.ndarray:
         else:
             total += value
     if a.dtype.itemsize <= 4 and b.dtype.itemsize <= 4:
-        # float32 and narrower: a nonzero |total| is at least 2**-w (integers scaled by 2**-w) and
+        # float32 and narrower: a nonzero |total| is at least 1 (a sum of integers) and
         # far below 2**900, the line exponents lie in [-148, 129], so both products by powers of
         # two stay normal: exact, the bits of the single ldexp, without an (M, N) array of
         # exponents.
-        total *= np.ldexp(1.0, row_exp - width)
-        total *= np.ldexp(1.0, col_exp - width)
+        total *= row_scale
+        total *= col_scale
         C = total
     else:  # float64 exponents reach +-1074: one ldexp, which rounds only a subnormal result
         C = np.ldexp(total, row_exp + col_exp - 2 * width)
@@ -725,21 +746,29 @@ def exact_matmul(A, B):
     rounded to the operands' float type; integers go to np.matmul (integer arithmetic).
 
     What is computed, for float operands: per row i of A the power of two 2**e_i just above its
-    largest finite magnitude, per column j of B likewise 2**f_j. A's row is scaled to 2**w * a /
-    2**e_i and cut into S integer-valued slices of w bits, A = sum_s A_s 2**(-w s) (truncated
-    toward zero after S slices); B likewise. S is 2 for float32, float16 and bfloat16, 3 for
-    float64; w = (53 - ceil(log2 k)) // 2 for blocks of k = min(K, 2048) terms (w >= 21). For
-    each block of 2048 inner indices (in order) the slice products A_s @ B_t with s + t < S are
-    run by BLAS; each is a sum of integers below 2**53, hence exact in any order. The products of
-    one level s + t are added in increasing s, levels are combined by Horner from the deepest
-    (v = L_1 * 2**-w + L_0 for S = 2), blocks are added in order, all in float64, and the sum is
-    scaled by 2**(e_i + f_j - 2w) (ldexp) and rounded once to the output type.
+    largest finite magnitude, per column j of B likewise 2**f_j; w = (53 - ceil(log2 k)) // 2 for
+    blocks of k = min(K, 2048) terms (w >= 21).
 
-    Accuracy: |C_ij - sum_k a_ik b_kj| <= K 2**(e_i + f_j) (c 2**(-S w) + (blocks + 2) 2**-53)
-    plus half an ulp of the output, c = 3 for S = 2 and 5 for S = 3: below 2**-40 of K 2**e_i
-    2**f_j for float32 (error terms: truncating each operand, the dropped slice products, float64
-    rounding of the combination). Elements far below their row's (column's) largest one lose
-    their low bits; the result is +0.0 when it is zero.
+    float32, float16, bfloat16 (one slice): A's row is scaled to 2**w * a / 2**e_i and rounded to
+    the nearest integer (half to even), A_0; B's column likewise, B_0 (|A_0|, |B_0| <= 2**w).
+    For each block of 2048 inner indices (in order) BLAS computes A_0 @ B_0: a sum of at most
+    2048 integers of magnitude at most 2**(2w), every partial sum an integer of magnitude at most
+    2**53, hence exact in any order. Blocks are added in order in float64; the sum is scaled by
+    2**(e_i + f_j - 2w) and rounded once to the output type.
+
+    float64 (three slices): A's scaled row is cut into S = 3 integer-valued slices of w bits,
+    A = sum_s A_s 2**(-w s) (truncated toward zero after S slices); B likewise. Per block the
+    slice products A_s @ B_t with s + t < S run by BLAS (each exact as above); the products of one
+    level s + t are added in increasing s, levels are combined by Horner from the deepest, blocks
+    are added in order, all in float64, and the sum is scaled by 2**(e_i + f_j - 2w) (ldexp).
+
+    Accuracy: float32 and narrower, |C_ij - sum_k a_ik b_kj| <= K 2**(e_i + f_j) (2**-w +
+    blocks 2**-53) plus half an ulp of the output (each term's error is at most 2**(e_i + f_j -
+    w): rounding each operand to w bits of its row's or column's scale); the terms' errors are
+    independent, so the typical error grows like sqrt(K), as a float32 BLAS's accumulation error
+    does. float64: <= K 2**(e_i + f_j) (5 2**(-3w) + (blocks + 2) 2**-53) plus half an ulp.
+    Elements far below their row's (column's) largest one lose their low bits; the result is +0.0
+    when it is zero.
 
     Special values: infinities and NaNs are zeroed for the computation above; then a result is
     NaN where its row of A or column of B holds a NaN, an infinity meets a zero, or infinite
@@ -768,9 +797,11 @@ def exact_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
         if C is None or beta == 0.0:
             return product
         return product + (C if beta == 1.0 else A.dtype.type(beta) * C)
-    result = _matmul64(a, b) * float(np.float32(alpha))
-    if C is not None:
-        result = result + _float64(C) * float(np.float32(beta))
+    result = _matmul64(a, b)
+    if alpha != 1.0:  # a product by 1.0 changes no bit (NaNs are made np.nan at the end)
+        result *= float(np.float32(alpha))
+    if C is not None:  # C broadcasts to the product's (M, N): in place into the fresh product
+        result += _float64(C) if beta == 1.0 else _float64(C) * float(np.float32(beta))
     return _rounded(result, A.dtype)
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from runtime_support._kernels import kernel
 from runtime_support._threads import run_ranges
-from runtime_support.activation import softmax
+from runtime_support.activation import rows_max, softmax, softmax_rows
 
 __all__ = ["attention_heads"]
 
@@ -31,9 +31,10 @@ def attention_heads(q, k, v, *, scale=None, mask=None, keep=None, fill=None):
     if not scores.size:  # no keys (or no queries): nothing to split, nor to reshape by rows
         return np.matmul(softmax(scores, axis=-1, out=scores), v)
     rows = scores.reshape(-1, scores.shape[-1])  # C-contiguous: a new product or a copy
+    shift = rows_max(rows)  # of all the rows, whatever runs they are cut into
 
     def run(start, stop):
-        softmax(rows[start:stop], axis=-1, out=rows[start:stop])
+        softmax_rows(rows[start:stop], shift, out=rows[start:stop])
 
     # rows in runs of whole groups of 32 over the threads, as layer_normalization's: the bits of
     # the whole (softmax's sums are BLAS matrix-vector products)

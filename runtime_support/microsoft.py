@@ -12,6 +12,7 @@ order, and exact as they are.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -19,11 +20,18 @@ import numpy as np
 
 from runtime_support import recurrent
 from runtime_support._kernels import kernel
-from runtime_support.activation import exact_gelu, softmax
+from runtime_support.activation import exact_gelu, log_softmax, softmax
 from runtime_support.attention import rotary_embedding
 from runtime_support.conv import conv
-from runtime_support.exact import exact_conv, exact_matmul, exact_mean, exact_softmax, exact_sum
-from runtime_support.exact_math import exact_exp, exact_sigmoid, exact_tanh
+from runtime_support.exact import (
+    exact_conv,
+    exact_log_softmax,
+    exact_matmul,
+    exact_mean,
+    exact_softmax,
+    exact_sum,
+)
+from runtime_support.exact_math import exact_exp, exact_pow, exact_sigmoid, exact_tanh
 from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
 from runtime_support.pool import average_pool, max_pool
@@ -49,6 +57,7 @@ __all__ = [
     "cdist",
     "exact_cdist",
     "inverse",
+    "exact_inverse",
     "group_query_attention",
     "exact_group_query_attention",
     "qattention",
@@ -82,6 +91,19 @@ __all__ = [
     "dynamic_quantize_lstm",
     "exact_dynamic_quantize_lstm",
     "murmur_hash3",
+    "greedy_search",
+    "exact_greedy_search",
+    "beam_search",
+    "exact_beam_search",
+    "top_p_sampling",
+    "exact_top_p_sampling",
+    "decoder_masked_multi_head_attention",
+    "exact_decoder_masked_multi_head_attention",
+    "maxpool_with_mask",
+    "word_conv_embedding",
+    "exact_word_conv_embedding",
+    "bifurcation_detector",
+    "tokenizer",
 ]
 
 
@@ -98,6 +120,8 @@ class _Primitives:
     mean: Callable  # mean(x, axis) with kept dims
     layer_normalization: Callable
     conv: Callable
+    log_softmax: Callable  # along the last axis
+    power: Callable
 
 
 FAST = _Primitives(
@@ -110,6 +134,8 @@ FAST = _Primitives(
     lambda x, axis: np.mean(x, axis=axis, keepdims=True),
     layer_normalization,
     conv,
+    log_softmax,
+    np.power,
 )
 EXACT = _Primitives(
     exact_matmul,
@@ -121,6 +147,8 @@ EXACT = _Primitives(
     lambda x, axis: exact_mean(x, axis, keepdims=True),
     exact_layer_normalization,
     exact_conv,
+    exact_log_softmax,
+    exact_pow,
 )
 
 
@@ -335,12 +363,43 @@ cdist, exact_cdist = _twins(
 )
 
 
-@kernel(exact=False)
+@kernel(exact=False, exact_twin="rt.exact_inverse")
 def inverse(X):
     """Inverse: the inverse of each (..., n, n) matrix (LAPACK; float16 through float32)."""
     if X.dtype == np.float16:
         return np.linalg.inv(X.astype(np.float32)).astype(np.float16)
     return np.linalg.inv(X)
+
+
+@kernel(exact=True)
+def exact_inverse(X):
+    """Inverse by Gauss-Jordan elimination with partial pivoting, in float64 (float16 and
+    float32 widen to it exactly), rounded once to X's type. Column k's pivot is the first row
+    from k down of largest |value| (exact comparisons); every other row r then takes
+    row_r - (a_rk / pivot) * row_k, the quotient, the product and the difference each one IEEE
+    operation, and the pivot row is divided by the pivot: a fixed order of correctly rounded
+    + - * /, the same bits on every machine. A singular matrix gives inf or NaN, as LAPACK's
+    division by a zero pivot does."""
+    X = np.asarray(X)
+    n = X.shape[-1]
+    a = X.astype(np.float64).reshape(-1, n, n).copy()
+    inv = np.broadcast_to(np.eye(n), a.shape).copy()
+    rows = np.arange(a.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for k in range(n):
+            pivot_row = k + np.argmax(np.abs(a[:, k:, k]), axis=1)
+            for m in (a, inv):  # swap rows k and pivot_row
+                row_k = m[rows, k].copy()
+                m[rows, k] = m[rows, pivot_row]
+                m[rows, pivot_row] = row_k
+            pivot = a[:, k, k][:, None].copy()
+            factors = a[:, :, k] / pivot  # (batch, n): each row's multiple of row k
+            factors[:, k] = 0.0
+            a -= factors[:, :, None] * a[:, k, None, :]
+            inv -= factors[:, :, None] * inv[:, k, None, :]
+            a[:, k] /= pivot
+            inv[:, k] /= pivot
+    return inv.reshape(X.shape).astype(X.dtype)
 
 
 # --- attention --------------------------------------------------------------------------------
@@ -1375,3 +1434,689 @@ def _murmur_bytes(data: bytes, seed: int) -> int:
             h = h ^ (_rotl32(k * c1, 15) * c2)
         h = h ^ np.uint32(len(data))
         return int(_fmix32(h)[0])
+
+
+# --- the generation loops: GreedySearch, BeamSearch (GPT-style decoders) ---------------------------
+# onnxruntime's CPU implementation is the definition (docs/com-microsoft.md "Generation"). The
+# decoder is the node's subgraph compiled to a nested function: decoder(input_ids, position_ids,
+# attention_mask, past_0, ...) -> (logits, present_0, ...), past and present (2, batch, heads,
+# length, head size).
+
+
+def _scalar_input(value, default, dtype):
+    """An optional one-element input (max_length, num_beams, ...) as a Python number."""
+    if value is None:
+        return default
+    return dtype(np.asarray(value).reshape(-1)[0])
+
+
+def _max_length(max_length, length: int) -> int:
+    limit = _scalar_input(max_length, None, int)
+    if limit is None or limit <= length:
+        raise ValueError(f"max_length ({limit}) must be larger than the input's length ({length})")
+    return limit
+
+
+def _lowest(dtype) -> np.generic:
+    """What onnxruntime writes over a blocked token's score: the type's lowest finite value."""
+    return np.finfo(dtype).min
+
+
+@dataclass
+class _LogitsProcessors:
+    """onnxruntime's logits processors, in its order: repetition penalty, no-repeat n-gram, vocab
+    mask, prefix vocab mask (first step only), min length, temperature. `sequences` holds each
+    row's tokens so far (batch * beams rows, `length` columns)."""
+
+    eos_token_id: int
+    min_length: int = 0
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
+    vocab_mask: np.ndarray | None = None
+    prefix_vocab_mask: np.ndarray | None = None
+    temperature: float = 1.0
+    beams: int = 1
+
+    def __call__(self, scores: np.ndarray, sequences: np.ndarray, step: int) -> np.ndarray:
+        rows, length = sequences.shape
+        lowest = _lowest(scores.dtype)
+        if self.repetition_penalty != 1.0:
+            penalty = scores.dtype.type(self.repetition_penalty)
+            for row in range(rows):
+                tokens = np.unique(sequences[row])
+                seen = scores[row, tokens]
+                scores[row, tokens] = np.where(seen < 0, seen * penalty, seen / penalty)
+        n = self.no_repeat_ngram_size
+        if 0 < n <= length:
+            for row in range(rows):
+                ids = sequences[row]
+                tail = ids[length - n + 1 :]
+                blocked = [
+                    int(ids[start + n - 1])
+                    for start in range(length - n + 1)
+                    if n == 1 or np.array_equal(ids[start : start + n - 1], tail)
+                ]
+                scores[row, blocked] = lowest
+        if self.vocab_mask is not None:
+            scores[:, self.vocab_mask.reshape(-1) == 0] = lowest
+        if self.prefix_vocab_mask is not None and step == 1:
+            blocked = np.repeat(self.prefix_vocab_mask == 0, self.beams, axis=0)
+            scores[blocked] = lowest
+        if self.min_length > 0 and length < self.min_length:
+            scores[:, self.eos_token_id] = lowest
+        if self.temperature > 0 and self.temperature != 1.0:
+            scores /= scores.dtype.type(self.temperature)
+        return scores
+
+
+def _gpt_inputs(input_ids, attention_mask, pad_token_id: int, beams: int):
+    """The first step's (input_ids, position_ids, attention_mask), each row repeated `beams`
+    times, and the positions of the next tokens: as onnxruntime's CreateGptInputs, a pad token
+    has mask 0 and position 0, the others count 0, 1, ... (the given attention_mask, when there
+    is one, is the decoder's as given, positions still counted over the non-pad tokens)."""
+    ids = np.asarray(input_ids, np.int32)
+    real = ids != pad_token_id
+    positions = np.where(real, np.cumsum(real, axis=1) - 1, 0).astype(np.int32)
+    mask = real.astype(np.int32) if attention_mask is None else np.asarray(attention_mask, np.int32)
+    following = real.sum(axis=1).astype(np.int32)
+    expand = lambda a: np.repeat(a, beams, axis=0)  # noqa: E731
+    return expand(ids), expand(positions), expand(mask), expand(following)
+
+
+def _empty_past(layers: int, rows: int, heads: int, head_size: int, dtype) -> list[np.ndarray]:
+    return [np.zeros((2, rows, heads, 0, head_size), dtype) for _ in range(layers)]
+
+
+def _one_row_loop(
+    decoder,
+    input_ids,
+    max_length,
+    processors: "_LogitsProcessors",
+    choose,
+    attention_mask,
+    *,
+    pad_token_id: int,
+    layers: int,
+    heads: int,
+    head_size: int,
+    dtype: str = "float32",
+    init_decoder=None,
+):
+    """The loop of GreedySearch and Sampling (one row per batch entry): each step runs the
+    decoder, takes the last position's logits through the logits processors and `choose`s each
+    row's next token; a row that produced eos_token_id is done: it gets pad_token_id for that
+    step and every later one. Stops at max_length or when every row is done (onnxruntime leaves
+    the rest of its output uninitialized then; here it is pad_token_id). Returns sequences int32
+    (batch, max_length), the prompt first."""
+    ids, positions, mask, following = _gpt_inputs(input_ids, attention_mask, pad_token_id, 1)
+    batch, length = ids.shape
+    limit = _max_length(max_length, length)
+    sequences = np.full((batch, limit), pad_token_id, np.int32)
+    sequences[:, :length] = ids
+    past = _empty_past(layers, batch, heads, head_size, np.dtype(dtype))
+    done = np.zeros(batch, bool)
+    step = 0
+    while length < limit:
+        step += 1
+        run = init_decoder if step == 1 and init_decoder is not None else decoder
+        logits, *past = run(ids, positions, mask, *past)
+        scores = np.array(logits[:, -1, :], copy=True)
+        scores = processors(scores, sequences[:, :length], step)
+        tokens = choose(scores).astype(np.int32)
+        done |= tokens == processors.eos_token_id
+        tokens[done] = pad_token_id
+        sequences[:, length] = tokens
+        length += 1
+        if done.all():
+            break
+        ids = tokens[:, None]
+        positions = following[:, None].copy()
+        following = following + 1
+        mask = np.concatenate([mask, np.ones((batch, 1), np.int32)], axis=1)
+    return sequences
+
+
+def _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size, vocab_mask,
+                prefix_vocab_mask, **options) -> "_LogitsProcessors":  # fmt: skip
+    return _LogitsProcessors(
+        eos_token_id,
+        _scalar_input(min_length, 0, int),
+        _scalar_input(repetition_penalty, 1.0, float),
+        no_repeat_ngram_size,
+        None if vocab_mask is None else np.asarray(vocab_mask),
+        None if prefix_vocab_mask is None else np.asarray(prefix_vocab_mask),
+        **options,
+    )
+
+
+def _greedy_search(
+    P: _Primitives,
+    decoder,
+    input_ids,
+    max_length,
+    min_length=None,
+    repetition_penalty=None,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    attention_mask=None,
+    *,
+    eos_token_id: int,
+    pad_token_id: int,
+    no_repeat_ngram_size: int = 0,
+    init_decoder=None,
+    **geometry,
+):
+    """GreedySearch: the one-row loop (_one_row_loop) choosing each row's first largest score.
+    Only comparisons and the processors' IEEE steps: exact as it is."""
+    del P
+    processors = _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size,
+                             vocab_mask, prefix_vocab_mask)  # fmt: skip
+    return _one_row_loop(
+        decoder,
+        input_ids,
+        max_length,
+        processors,
+        lambda scores: np.argmax(scores, axis=1),
+        attention_mask,
+        pad_token_id=pad_token_id,
+        init_decoder=init_decoder,
+        **geometry,
+    )
+
+
+_MINSTD_MODULUS = 2**31 - 1
+
+
+class _MinstdRand0:
+    """std::default_random_engine of libstdc++ (minstd_rand0: x <- 16807 x mod 2**31 - 1), the
+    generator onnxruntime's Sampling draws from, and std::uniform_real_distribution<double>(0, 1)
+    over it (generate_canonical: two draws, ((g1 - 1) + (g2 - 1) r) / r**2 in double with
+    r = 2**31 - 2, below 1)."""
+
+    def __init__(self, seed: int):
+        self.state = seed % _MINSTD_MODULUS or 1
+
+    def _next(self) -> int:
+        self.state = self.state * 16807 % _MINSTD_MODULUS
+        return self.state
+
+    def uniform(self) -> float:
+        r = float(_MINSTD_MODULUS - 1)
+        first, second = self._next(), self._next()
+        u = (float(first - 1) + float(second - 1) * r) / (r * r)
+        return u if u < 1.0 else float(np.nextafter(1.0, 0.0))
+
+
+def _sample_tokens(P: _Primitives, scores, generator, top_p, filter_value, min_tokens_to_keep):
+    """onnxruntime's top-p sampling of each row: the row's scores sorted ascending, their float32
+    softmax accumulated in float32 from the smallest; the tokens whose running sum is at most
+    1 - top_p (all but the last min_tokens_to_keep) get filter_value; then its Multinomial: exp
+    of (score - the largest finite score) in float64, accumulated, and the first token whose
+    running sum passes uniform * total (one uniform draw per row, rows in order)."""
+    rows, vocab = scores.shape
+    threshold = np.float32(1) - np.float32(top_p)
+    tokens = np.empty(rows, np.int64)
+    for row in range(rows):
+        order = np.argsort(scores[row], kind="stable")
+        running = np.cumsum(P.softmax(scores[row][order], -1), dtype=np.float32)
+        last = vocab - int(min_tokens_to_keep)
+        blocked = order[: max(last, 1)][running[: max(last, 1)] <= threshold]
+        scores[row, blocked] = np.float32(filter_value)
+        values = scores[row].astype(np.float64)
+        finite = np.isfinite(values)
+        largest = values[finite].max() if finite.any() else np.finfo(np.float32).min
+        totals = np.cumsum(np.where(finite, P.exp(values - largest), 0.0))
+        target = generator.uniform() * totals[-1]
+        tokens[row] = min(int(np.searchsorted(totals, target, side="right")), vocab - 1)
+    return tokens
+
+
+def _sampling(
+    P: _Primitives,
+    decoder,
+    input_ids,
+    max_length,
+    min_length=None,
+    repetition_penalty=None,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    attention_mask=None,
+    seed=None,
+    *,
+    eos_token_id: int,
+    pad_token_id: int,
+    no_repeat_ngram_size: int = 0,
+    temperature: float = 1.0,
+    top_p: float = 0.0,
+    filter_value: float = -1e20,
+    min_tokens_to_keep: int = 0,
+    init_decoder=None,
+    **geometry,
+):
+    """Sampling (custom=0): the one-row loop whose processors end with the temperature, each
+    row's token drawn by _sample_tokens from onnxruntime's own generator seeded with `seed`, 0
+    when absent (as onnxruntime's: the same draws; minstd_rand0 takes seed 0 as 1)."""
+    generator = _MinstdRand0(_scalar_input(seed, 0, int))
+    processors = _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size,
+                             vocab_mask, prefix_vocab_mask, temperature=temperature)  # fmt: skip
+    return _one_row_loop(
+        decoder,
+        input_ids,
+        max_length,
+        processors,
+        lambda scores: _sample_tokens(
+            P, scores, generator, top_p, filter_value, min_tokens_to_keep
+        ),
+        attention_mask,
+        pad_token_id=pad_token_id,
+        init_decoder=init_decoder,
+        **geometry,
+    )
+
+
+@dataclass
+class _Hypotheses:
+    """One batch entry's finished beams, at most `beams` of them, each scored sum of log
+    probabilities / length ** length_penalty (float32, as onnxruntime's BeamHypotheses)."""
+
+    P: _Primitives
+    beams: int
+    length_penalty: np.float32
+    early_stopping: bool
+    found: list = dataclasses.field(default_factory=list)  # (score, tokens), best first
+
+    def _score(self, total: np.float32, length: int) -> np.float32:
+        scale = self.P.power(np.float32(length), self.length_penalty)
+        return np.float32(np.float32(total) / np.float32(scale))
+
+    def add(self, tokens: np.ndarray, total: np.float32) -> None:
+        score = self._score(total, len(tokens))
+        if len(self.found) < self.beams or score > self.found[-1][0]:
+            at = next((i for i, (s, _) in enumerate(self.found) if score > s), len(self.found))
+            self.found.insert(at, (score, tokens.copy()))
+            del self.found[self.beams :]
+
+    def done(self, best: np.float32, length: int) -> bool:
+        if len(self.found) < self.beams:
+            return False
+        return self.early_stopping or self.found[-1][0] >= self._score(best, length)
+
+
+def _beam_search(
+    P: _Primitives,
+    decoder,
+    input_ids,
+    max_length,
+    min_length=None,
+    num_beams=None,
+    num_return_sequences=None,
+    length_penalty=None,
+    repetition_penalty=None,
+    vocab_mask=None,
+    prefix_vocab_mask=None,
+    attention_mask=None,
+    *,
+    eos_token_id: int,
+    pad_token_id: int,
+    layers: int,
+    heads: int,
+    head_size: int,
+    dtype: str = "float32",
+    no_repeat_ngram_size: int = 0,
+    early_stopping: int = 0,
+    init_decoder=None,
+    outputs: int = 1,
+):
+    """BeamSearch: num_beams rows per batch entry (the first scored 0, the others -1e9 so that
+    the first step expands one); each step the last position's logits -> log_softmax -> the
+    logits processors -> + the row's score; of the batch entry's beams * vocab candidates the
+    2 beams best (ties: the lower index) are taken in order: an eos_token_id among the first
+    `beams` finishes that row's sequence (its hypothesis, without the eos), the others continue
+    until `beams` rows are filled. An entry is done when it has `beams` hypotheses and (with
+    early_stopping) always, or else when its worst is at least the best candidate's score / the
+    current length ** length_penalty. At max_length (or when every entry is done) the open beams
+    become hypotheses; the num_return_sequences best are returned, padded with pad_token_id,
+    their scores, and (outputs=3) every step's candidate scores (batch, beams, vocab) stacked,
+    zeros for the steps an early stop leaves out."""
+    beams = _scalar_input(num_beams, 1, int)
+    returned = _scalar_input(num_return_sequences, 1, int)
+    if not 1 <= returned <= beams:
+        raise ValueError(f"num_return_sequences ({returned}) must be in [1, num_beams={beams}]")
+    penalty = np.float32(_scalar_input(length_penalty, 1.0, float))
+    ids, positions, mask, following = _gpt_inputs(input_ids, attention_mask, pad_token_id, beams)
+    rows, length = ids.shape
+    ids_length = length
+    batch = rows // beams
+    limit = _max_length(max_length, length)
+    sequences = np.full((rows, limit), pad_token_id, np.int32)
+    sequences[:, :length] = ids
+    processors = _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size,
+                             vocab_mask, prefix_vocab_mask, beams=beams)  # fmt: skip
+    scores_of_rows = np.zeros((batch, beams), np.float32)
+    scores_of_rows[:, 1:] = np.float32(-1e9)
+    scores_of_rows = scores_of_rows.reshape(-1)
+    hypotheses = [_Hypotheses(P, beams, penalty, bool(early_stopping)) for _ in range(batch)]
+    done = np.zeros(batch, bool)
+    past = _empty_past(layers, rows, heads, head_size, np.dtype(dtype))
+    step, steps = 0, []
+    while length < limit:
+        step += 1
+        run = init_decoder if step == 1 and init_decoder is not None else decoder
+        logits, *present = run(ids, positions, mask, *past)
+        vocab = logits.shape[-1]
+        scores = np.array(P.log_softmax(np.ascontiguousarray(logits[:, -1, :])), copy=True)
+        scores = processors(scores, sequences[:, :length], step)
+        scores += scores_of_rows[:, None]
+        steps.append(scores.copy())
+        flat = scores.reshape(batch, beams * vocab)
+        order = np.argsort(-flat, axis=1, kind="stable")[:, : 2 * beams]
+        best = np.take_along_axis(flat, order, axis=1)
+        next_scores = np.zeros(rows, np.float32)
+        next_tokens = np.full(rows, pad_token_id, np.int32)
+        next_rows = np.repeat(np.arange(batch) * beams, beams)
+        for b in range(batch):
+            if done[b]:
+                continue
+            filled = 0
+            for j in range(2 * beams):
+                token, row = int(order[b, j] % vocab), b * beams + int(order[b, j] // vocab)
+                if token == eos_token_id:
+                    if j < beams:
+                        hypotheses[b].add(sequences[row, :length], best[b, j])
+                else:
+                    at = b * beams + filled
+                    next_scores[at], next_tokens[at], next_rows[at] = best[b, j], token, row
+                    filled += 1
+                if filled == beams:
+                    break
+            done[b] = hypotheses[b].done(best[b].max(), length)
+        sequences = sequences[next_rows]
+        sequences[:, length] = next_tokens
+        length += 1
+        scores_of_rows = next_scores
+        if done.all():
+            break
+        ids = next_tokens[:, None]
+        positions = following[:, None].copy()
+        following = following + 1
+        mask = np.concatenate([mask, np.ones((rows, 1), np.int32)], axis=1)
+        past = [np.ascontiguousarray(p[:, next_rows]) for p in present]
+    result = np.full((batch, returned, limit), pad_token_id, np.int32)
+    result_scores = np.zeros((batch, returned), np.float32)
+    for b in range(batch):
+        if not done[b]:
+            for row in range(b * beams, (b + 1) * beams):
+                hypotheses[b].add(sequences[row, :length], scores_of_rows[row])
+        for k, (score, tokens) in enumerate(hypotheses[b].found[:returned]):
+            result[b, k, : len(tokens)] = tokens
+            result_scores[b, k] = score
+    if outputs > 2:  # scores: every step's (batch, beams, vocab); zeros after an early stop
+        everything = np.zeros((limit - ids_length, batch, beams, vocab), np.float32)
+        everything[: len(steps)] = np.stack(steps).reshape(len(steps), batch, beams, vocab)
+        return result, result_scores, everything
+    return (result, result_scores)[:outputs] if outputs > 1 else result
+
+
+greedy_search, exact_greedy_search = _twins(
+    _greedy_search, "greedy_search", _greedy_search.__doc__ or ""
+)
+beam_search, exact_beam_search = _twins(_beam_search, "beam_search", _beam_search.__doc__ or "")
+# (not `sampling`: runtime_support.sampling is the module of Resize and GridSample)
+top_p_sampling, exact_top_p_sampling = _twins(_sampling, "top_p_sampling", _sampling.__doc__ or "")
+
+
+# --- the small ones: MaxpoolWithMask, WordConvEmbedding, BifurcationDetector, Tokenizer ----------
+
+
+@kernel(exact=True)
+def maxpool_with_mask(X, M, *, kernel_shape, strides, pads):
+    """MaxpoolWithMask as onnxruntime's CPU kernel computes it (1 to 3 spatial axes): a window
+    starts at the type's lowest value and reads its elements in row order; along the innermost
+    axis the scan stops at the first element whose mask is 0, except the channel's very first
+    element (2-D and 3-D), and goes on with the next row. Channel c reads the mask at flat offset
+    (c * spatial size) mod (the mask's batch * channels), as the kernel does (a mask of one
+    channel: the same mask for every channel). Returns float32 windows."""
+    X = np.asarray(X)
+    spatial = X.shape[2:]
+    rank = len(spatial)
+    size = int(np.prod(spatial))
+    channels = X.shape[0] * X.shape[1]
+    flat_mask = np.asarray(M, np.int32).reshape(-1)
+    total = int(np.prod(np.asarray(M).shape[:2]))
+    offsets = (np.arange(channels) * size) % total
+    masks = flat_mask[offsets[:, None] + np.arange(size)] != 0
+    if rank > 1:
+        masks[:, 0] = True  # the kernel's `input_index > 0`
+    masks = masks.reshape((channels,) + spatial)
+    values = X.reshape((channels,) + spatial)
+    out_shape = [
+        (spatial[i] + pads[i] + pads[i + rank] - kernel_shape[i]) // strides[i] + 1
+        for i in range(rank)
+    ]
+    lowest = np.finfo(X.dtype).min
+    result = np.empty((channels, *out_shape), X.dtype)
+    for position in np.ndindex(*out_shape):
+        window = []
+        for axis, p in enumerate(position):
+            start = p * strides[axis] - pads[axis]
+            window.append(slice(max(start, 0), min(start + kernel_shape[axis], spatial[axis])))
+        kept = np.cumprod(masks[(slice(None), *window)], axis=-1).astype(bool)
+        inside = values[(slice(None), *window)].reshape(channels, -1)
+        picked = np.where(kept.reshape(channels, -1), inside, lowest)
+        result[(slice(None), *position)] = np.maximum(picked.max(axis=1, initial=lowest), lowest)
+    return result.reshape(X.shape[:2] + tuple(out_shape))
+
+
+def _word_conv_embedding(P: _Primitives, sequence, W, B, C):
+    """WordConvEmbedding: a word's length is its count of positive character ids (0 when its
+    first id is not positive); its first max(length, window) characters are looked up in C,
+    each window of them (window = W's third axis) flattened and multiplied by the filters W,
+    + B, tanh, and the largest over the word's windows per filter (starting from -1e12). A
+    word of length 0 gives zeros (onnxruntime leaves its row uninitialized)."""
+    ids = np.asarray(sequence)
+    words, word_length = ids.shape
+    filters, _, window, width = W.shape
+    lengths = np.where(ids[:, 0] > 0, (ids > 0).sum(axis=1), 0)
+    weights = np.ascontiguousarray(W.reshape(filters, window * width).T)
+    result = np.zeros((words, filters), np.float32)
+    for word in np.flatnonzero(lengths > 0):
+        count = max(int(lengths[word]), window)
+        chars = C[ids[word, :count]].reshape(-1)
+        starts = np.arange(count - window + 1)[:, None] * width + np.arange(window * width)
+        unfolded = chars[starts]
+        activations = P.tanh(P.matmul(unfolded, weights) + B)
+        result[word] = np.maximum(activations.max(axis=0), np.float32(-1e12))
+    return result
+
+
+word_conv_embedding, exact_word_conv_embedding = _twins(
+    _word_conv_embedding, "word_conv_embedding", _word_conv_embedding.__doc__ or ""
+)
+
+
+@kernel(exact=True)
+def bifurcation_detector(src_tokens, cur_tokens, prev_suffix_match_idx, pred_tokens=None, *,
+                         min_ngram_size, max_ngram_size, outputs=2):  # fmt: skip
+    """BifurcationDetector (speculative decoding): with pred_tokens, the first index where
+    they leave src_tokens (from prev_suffix_match_idx on) and cur_tokens + pred_tokens up to and
+    including it; then the suffix match: for n from min to max n-gram size, the output's last n
+    tokens searched in src_tokens: none found ends the search, a second occurrence after the
+    first (from the first's start + 1) resets the match to -1 and tries the next n, else the
+    index after the first occurrence (kept when the next n ends the search)."""
+    src = np.asarray(src_tokens).reshape(-1)
+    cur = np.asarray(cur_tokens).reshape(-1)
+    if pred_tokens is None:
+        tokens = cur.copy()
+    else:
+        pred = np.asarray(pred_tokens).reshape(-1)
+        start = int(np.asarray(prev_suffix_match_idx).reshape(-1)[0])
+        if not 0 <= start <= len(src) or len(pred) != len(src) + 1 - start:
+            raise ValueError(
+                f"BifurcationDetector: pred_tokens has {len(pred)} tokens, expected "
+                f"{len(src) + 1 - start} (src_tokens' {len(src)} + 1 - prev_suffix_match_idx)"
+            )
+        split = 0
+        while split < len(src) - start and pred[split] == src[split + start]:
+            split += 1
+        tokens = np.concatenate([cur, pred[: split + 1]])
+
+    def find(pattern, begin):
+        n = len(pattern)
+        for i in range(begin, len(src) - n + 1):
+            if np.array_equal(src[i : i + n], pattern):
+                return i
+        return len(src)
+
+    suffix = -1
+    for n in range(int(min_ngram_size), int(max_ngram_size) + 1):
+        if n > len(tokens):
+            break
+        tail = tokens[len(tokens) - n :]
+        found = find(tail, 0)
+        if found == len(src):
+            break
+        suffix = found + n
+        if suffix >= len(src):
+            break
+        if find(tail, suffix - n + 1) != len(src):
+            suffix = -1
+    index = np.full(np.shape(prev_suffix_match_idx), suffix, np.int64)
+    return (tokens, index)[:outputs] if outputs > 1 else tokens
+
+
+class _SeparatorTree:
+    """The separators as onnxruntime 1.31.1's Tokenizer searches them at one position of the
+    text: the longest separator the text starts with (earlier separators win overlaps, see
+    _tokenize_separators)."""
+
+    def __init__(self, separators: list[str]):
+        self.priority = {s: i for i, s in enumerate(separators)}
+        self.prefixes = {s[:k] for s in separators for k in range(1, len(s) + 1)}
+
+    def match(self, text: str) -> str | None:
+        found, k = None, 0
+        while k < len(text) and text[: k + 1] in self.prefixes:
+            k += 1
+            if text[:k] in self.priority:
+                found = text[:k]
+        return found
+
+
+def _tokenize_separators(text: str, tree: _SeparatorTree, mincharnum: int) -> list[str]:
+    """The matches of every position in order, an overlapping later one kept only when its
+    separator comes earlier in the list (replacing the one it overlaps); the pieces of text
+    between them (and after the last) of at least mincharnum characters."""
+    matches: list[tuple[int, int, int]] = []  # (offset, size, priority), by offset
+    for offset in range(len(text)):
+        found = tree.match(text[offset:])
+        if found is None:
+            continue
+        new = (offset, len(found), tree.priority[found])
+        while True:
+            clash = next((m for m in matches if not (m[0] + m[1] <= offset
+                          or offset + new[1] <= m[0])), None)  # fmt: skip
+            if clash is None:
+                matches.append(new)
+                matches.sort()
+                break
+            if new[2] < clash[2]:
+                matches.remove(clash)
+                continue
+            break
+    tokens, position = [], 0
+    for offset, size, _ in matches:
+        if offset - position > 0 and offset - position >= mincharnum:
+            tokens.append(text[position:offset])
+        position = offset + size
+    if len(text) - position >= max(mincharnum, 1):
+        tokens.append(text[position:])
+    return tokens
+
+
+@kernel(exact=True)
+def tokenizer(X, *, mark, pad_value, mincharnum, separators):
+    """Tokenizer (strings [C] or [N, C]): each string's tokens (characters when the one
+    separator is ""; else the pieces between separators, _tokenize_separators), between the
+    marks STX and ETX (chr(2), chr(3)) when `mark`, then pad_value up to the longest row (after
+    the end mark, as onnxruntime 1.31.1 writes them); the output gains that axis (length 0 when
+    no string has a token)."""
+    X = np.asarray(X, dtype=object)
+    chars = len(separators) == 1 and separators[0] == ""
+    tree = None if chars else _SeparatorTree(list(separators))
+    rows = [
+        list(str(s)) if chars else _tokenize_separators(str(s), tree, int(mincharnum))
+        for s in X.reshape(-1)
+    ]
+    longest = max((len(r) for r in rows), default=0)
+    if longest == 0:
+        return np.empty(X.shape + (0,), dtype=object)
+    width = longest + 2 * bool(mark)
+    out = np.empty((len(rows), width), dtype=object)
+    for i, row in enumerate(rows):
+        marked = ["\x02", *row, "\x03"] if mark else row
+        out[i] = marked + [pad_value] * (width - len(marked))
+    return out.reshape(X.shape + (width,))
+
+
+def _decoder_masked_mha(
+    P: _Primitives,
+    query,
+    key=None,
+    value=None,
+    mask_index=None,
+    attention_bias=None,
+    past_key=None,
+    past_value=None,
+    past_sequence_length=None,
+    bias=None,
+    *,
+    num_heads: int,
+    scale: float = 0.0,
+    mask_filter_value: float = -10000.0,
+    outputs: int = 1,
+):
+    """DecoderMaskedMultiHeadAttention, one decoding step (query (batch, 1, hidden)). Self-
+    attention: key and value (batch, 1, hidden) (+ bias's thirds), written into a copy of the
+    shared past/present cache (batch, heads, max length, size) at past_sequence_length, and
+    attended up to it. Cross-attention: key and value (batch, heads, length, size) attended
+    whole. mask_index (batch, keys) 0/1 adds mask_filter_value where 0; attention_bias is added;
+    scale 0 means 1/sqrt(size). Returns output (and present_key, present_value)."""
+    batch, _, hidden = query.shape
+    size = hidden // num_heads
+    q = query.astype(np.float32)
+    if bias is not None:
+        q = q + bias[:hidden]
+
+    def heads(t):
+        return t.reshape(batch, 1, num_heads, size).transpose(0, 2, 1, 3)
+
+    presents = []
+    if key is not None and key.ndim == 4:
+        keys, values = key, value
+    else:
+        k, v = key.astype(np.float32), value.astype(np.float32)
+        if bias is not None:
+            k, v = k + bias[hidden : 2 * hidden], v + bias[2 * hidden :]
+        at = _scalar_input(past_sequence_length, 0, int)
+        present_key, present_value = np.array(past_key, copy=True), np.array(past_value, copy=True)
+        present_key[:, :, at] = heads(k)[:, :, 0]
+        present_value[:, :, at] = heads(v)[:, :, 0]
+        keys, values = present_key[:, :, : at + 1], present_value[:, :, : at + 1]
+        presents = [present_key, present_value]
+    count = keys.shape[2]
+    additive = np.zeros((batch, 1, 1, count), np.float32)
+    if mask_index is not None:
+        hidden_keys = np.asarray(mask_index)[:, :count] == 0
+        additive = np.where(hidden_keys[:, None, None, :], np.float32(mask_filter_value), additive)
+    if attention_bias is not None:
+        additive = additive + attention_bias[..., :count].astype(np.float32)
+    factor = scale if scale else 1.0 / np.sqrt(size)
+    out = _scaled_attention(P, heads(q), keys, values, np.float32(factor), additive)
+    result = out.transpose(0, 2, 1, 3).reshape(batch, 1, hidden).astype(query.dtype)
+    found = (result, *presents)
+    return found[:outputs] if outputs > 1 else result
+
+
+decoder_masked_multi_head_attention, exact_decoder_masked_multi_head_attention = _twins(
+    _decoder_masked_mha, "decoder_masked_multi_head_attention", _decoder_masked_mha.__doc__ or ""
+)

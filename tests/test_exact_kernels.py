@@ -79,11 +79,12 @@ def product_bound(A, B, dtype) -> np.ndarray:
     inner = a.shape[1]
     e = np.frexp(np.max(np.abs(a), axis=1, initial=0.0))[1][:, None]
     f = np.frexp(np.max(np.abs(b), axis=0, initial=0.0))[1][None, :]
-    slices = 3 if np.dtype(dtype) == np.float64 else 2
     width = exact._slice_width(min(inner, exact.MATMUL_BLOCK))
     blocks = max(-(-inner // exact.MATMUL_BLOCK), 1)
-    c = 3 if slices == 2 else 5
-    return inner * np.ldexp(1.0, e + f) * (c * 2.0 ** (-slices * width) + (blocks + 2) * U)
+    if np.dtype(dtype) == np.float64:  # three truncated slices per operand, six products
+        return inner * np.ldexp(1.0, e + f) * (5 * 2.0 ** (-3 * width) + (blocks + 2) * U)
+    # one slice per operand, each rounded to nearest: |a b - a' b'| <= 2**(e + f - w) per term
+    return inner * np.ldexp(1.0, e + f) * (2.0**-width + blocks * U)
 
 
 def check_product(A, B):
@@ -104,9 +105,11 @@ def test_matmul_float32_within_bound(shape):
     A = rng(1).standard_normal((M, K)).astype(np.float32)
     B = rng(2).standard_normal((K, N)).astype(np.float32)
     C, reference = check_product(A, B)
-    # Without cancellation the result is the correctly rounded exact product almost always.
-    if C.size:
-        assert np.mean(C == reference.astype(np.float32)) > 0.99
+    # The rounding errors of the terms are independent: the error grows like sqrt(K), not K
+    # (the bound's worst case), as float32 BLAS's own accumulation error does.
+    if C.size and K:
+        typical = np.sqrt(K) * product_bound(A, B, A.dtype) / K
+        assert np.all(np.abs(C - reference) <= 2 * typical + ulp(reference, np.float32))
 
 
 def test_matmul_float32_wide_range_and_subnormals():

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import runtime_support as rt
+from runtime_support.activation import rows_max, softmax_rows
 
 try:
     from ml_dtypes import bfloat16
@@ -200,6 +201,50 @@ def test_softmax_with_masked_scores_and_out(axis, dtype):
     inplace = x.copy()
     assert rt.softmax(inplace, axis=axis, out=inplace) is inplace
     np.testing.assert_array_equal(inplace, y)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # the -inf row
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [14, 200])
+@pytest.mark.parametrize("every", [10, 2])
+def test_softmax_rows_far_below_the_shared_shift(every, n, dtype):
+    """softmax's rows share the array's maximum as their shift; rows far below it (here 30 and
+    1000 below: a fifth of them, gathered, or all, computed again) and a row of -inf take their
+    own maximum: all within a few float32 ulps of a long-double reference, and a run of rows
+    with the whole's shift gets the whole's bits (fused attention splits its rows so)."""
+    rng = np.random.default_rng(21)
+    x = (rng.standard_normal((320, n)) * 3).astype(dtype)
+    x[::every] -= 30
+    x[every // 2 :: every] -= 1000
+    x[7, :] = -np.inf
+    x[9, :3] = -np.inf
+    wide = x[np.arange(320) != 7].astype(np.longdouble)
+    e = np.exp(wide - wide.max(axis=1, keepdims=True))
+    reference = (e / e.sum(axis=1, keepdims=True)).astype(np.float64)
+    y = rt.softmax(x)
+    assert np.isnan(y[7]).all()
+    np.testing.assert_allclose(
+        y[np.arange(320) != 7], reference, rtol=4e-6 if dtype == np.float32 else 1e-13, atol=0
+    )
+    shift = rows_max(x)
+    for start in range(0, 320, 64):
+        run = softmax_rows(x[start : start + 64], shift)
+        np.testing.assert_array_equal(run, y[start : start + 64])
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # inf - inf
+def test_softmax_rows_of_an_array_with_nan_or_inf_take_their_own_maxima():
+    """A NaN or +inf anywhere leaves no finite shared shift: every row takes its own maximum, so
+    only the rows holding one are NaN (as onnxruntime's), the others as without it (within the
+    shared shift's rounding)."""
+    x = (np.random.default_rng(22).standard_normal((64, 40)) * 3).astype(np.float32)
+    clean = rt.softmax(x)
+    x[3, 7], x[10, 0] = np.nan, np.inf
+    y = rt.softmax(x)
+    assert np.isnan(y[3]).all() and np.isnan(y[10]).all()
+    others = np.ones(64, bool)
+    others[[3, 10]] = False
+    np.testing.assert_allclose(y[others], clean[others], rtol=4e-6, atol=0)
 
 
 @pytest.mark.parametrize("axis", [-1, 1])

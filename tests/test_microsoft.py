@@ -3,7 +3,7 @@
 shapes hidden; the table's coverage; the registrations against onnxruntime's own schemas.
 
 No expected value is written here: onnxruntime computes it. In the exact variant a refusal is an
-expected outcome, provided it names the operator (Inverse is the one refused).
+expected outcome, provided it names the operator (none of the table's cases is refused now).
 """
 
 from __future__ import annotations
@@ -217,8 +217,60 @@ def test_the_domain_is_opset_one_only():
 
 
 def test_unsupported_operator_names_itself():
-    with pytest.raises(UnsupportedError, match=r"BeamSearch \(domain 'com.microsoft'\)"):
-        lookup("BeamSearch", microsoft.DOMAIN, 1, "fast", "BeamSearch node 'b'")
+    with pytest.raises(UnsupportedError, match=r"SparseToDenseMatMul \(domain 'com.microsoft'\)"):
+        lookup("SparseToDenseMatMul", microsoft.DOMAIN, 1, "fast", "SparseToDenseMatMul node 's'")
+
+
+# --- the generation loops -------------------------------------------------------------------------
+
+
+def _generation_case(name: str, **changes):
+    case = next(c for c in oracle.CASES if c.name == name)
+    return dataclasses.replace(case, **changes)
+
+
+def test_minstd_rand0_is_the_standard_s():
+    """Sampling draws from libstdc++'s std::default_random_engine (minstd_rand0): the C++
+    standard fixes its 10000th value from the default seed (1) at 1043618065."""
+    generator = rt.microsoft._MinstdRand0(1)
+    for _ in range(9999):
+        generator._next()
+    assert generator._next() == 1043618065
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_sampling_without_a_seed_is_seed_zero(variant, tmp_path):
+    """onnxruntime's Sampling without its seed input draws as with seed 0 (minstd_rand0 takes 0
+    as 1, so seed 1 too), every run the same; so does the compiled module (the oracle's
+    ms_sampling_unseeded compares the tokens with onnxruntime's)."""
+    case = _generation_case("ms_sampling_top_p")
+    results = []
+    for seed in (None, 0, 1):
+        inputs = case.inputs[:8] + (() if seed is None else (oracle.v(np.array([seed], np.int32),
+                                                                         "int32"),))  # fmt: skip
+        model, feeds = oracle.build(dataclasses.replace(case, inputs=inputs))
+        module = models.import_generated(compile_model(model, tmp_path / f"m{seed}.py", variant))
+        results.append(module.run(*feeds.values())[0])
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+@pytest.mark.parametrize(
+    "name, changes, message",
+    [
+        ("ms_greedy_search", {"model_type": 1}, "model_type 1 is not supported"),
+        ("ms_beam_search", {"model_type": 2}, "model_type 2 is not supported"),
+        ("ms_sampling_top_p", {"custom": 1}, "custom=1 is not supported"),
+    ],
+)
+def test_generation_refuses_what_it_does_not_run(name, changes, message):
+    case = _generation_case(name)
+    model, _ = oracle.build(case)
+    node = model.graph.node[0]
+    kept = [a for a in node.attribute if a.name not in changes]
+    del node.attribute[:]
+    node.attribute.extend(kept + [helper.make_attribute(k, v) for k, v in changes.items()])
+    with pytest.raises(UnsupportedError, match=f"{case.op} node '{name}'.*{message}"):
+        generate(model)
 
 
 def test_layer_normalization_before_17_is_onnxruntime_s_only():
@@ -302,3 +354,22 @@ def test_a_malformed_node_of_onnxruntimes_own_operators_is_no_internal_error(tmp
     module = models.import_generated(compile_model(models.finish(graph, 13), tmp_path / "m.py"))
     with pytest.raises(rt.NodeError, match="LayerNormalization 'ln'"):
         module.run(np.float32(2.0), np.float32(1.0))
+
+
+# --- Inverse in the exact variant -----------------------------------------------------------------
+
+
+def test_exact_inverse_pivots_and_is_exact_where_the_inverse_is():
+    """Gauss-Jordan with partial pivoting: a zero on the diagonal needs a row swap; a unimodular
+    integer matrix has an integer inverse every step of which is exact; a random batch agrees
+    with LAPACK's (numpy.linalg.inv); a singular matrix gives inf or NaN, not an exception."""
+    swap = np.array([[0.0, 2.0], [4.0, 0.0]], np.float32)
+    assert np.array_equal(rt.exact_inverse(swap), np.array([[0, 0.25], [0.5, 0]], np.float32))
+    unimodular = np.array([[2, 1, 0], [1, 1, 0], [0, 3, 1]], np.float64)
+    expected = np.array([[1, -1, 0], [-1, 2, 0], [3, -6, 1]], np.float64)
+    assert np.array_equal(rt.exact_inverse(unimodular), expected)
+    batch = np.random.default_rng(5).standard_normal((4, 5, 5))
+    np.testing.assert_allclose(rt.exact_inverse(batch), np.linalg.inv(batch), rtol=1e-9, atol=1e-12)
+    half = rt.exact_inverse(batch[0].astype(np.float16))
+    assert half.dtype == np.float16
+    assert not np.isfinite(rt.exact_inverse(np.ones((2, 2), np.float32))).all()

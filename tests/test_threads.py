@@ -255,6 +255,13 @@ _SPLIT_KERNELS = {
         _large(11, (1, 6, 197, 64)),
         mask=np.where(_large(12, (1, 1, 1, 197)) > 2, np.float32(-1e4), np.float32(0)),
     ),
+    # a sixth of the query rows 40 below the others: gathered, each with its own maximum
+    "attention_heads_low_rows": lambda: rt.attention_heads(
+        _large(13, (1, 6, 197, 64), 0.3),
+        _large(14, (1, 6, 64, 197), 0.3),
+        _large(15, (1, 6, 197, 64)),
+        mask=np.where(_large(16, (1, 1, 197, 1)) > 3, np.float32(-40), np.float32(0)),
+    ),
 }
 
 

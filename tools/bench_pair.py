@@ -148,8 +148,8 @@ def main(argv=None) -> int:
             for op, ms, n in profile["ops"][:12]:
                 print(f"    {op:24s} {ms:8.3f} ms  {n:3d} nodes")
             print("  slowest nodes:")
-            for op, name, ms in profile["nodes"][:12]:
-                print(f"    {op:20s} {name[:50]:50s} {ms:8.3f} ms")
+            for op, node, ms in profile["nodes"][:12]:  # not `name`: the model's, used below
+                print(f"    {op:20s} {node[:50]:50s} {ms:8.3f} ms")
             prefix = str(args.cache / f"ort_{name}")
             ops = ort_ops(session(model_bytes, threads, prefix), built.feeds, runs)
             print("  onnxruntime by op type:")

@@ -16,6 +16,10 @@ What is derived (docs/exact-transcendentals.md explains how each is used):
   h(z) = (2 atanh(sqrt z) / sqrt z - 2) / z on 0 <= z <= ((sqrt2 - 1)/(sqrt2 + 1))**2.
 - erf: minimax polynomials of erf(c + t) on 23 intervals of width 1/4 covering [1/4, 6) (t the
   offset from the interval's centre), and of erf(x)/x on [0, 1/4).
+- erfc for Gelu's negative half: minimax polynomials of the scaled R(z) = erfc(z) exp(z**2) in
+  the offset from each interval's centre, on [1/2, 28) in 42 intervals (width 1/4 below 4, 1/2
+  below 8, 1 beyond), so that erfc(z) = exp(-z**2) R(z) keeps its relative accuracy where
+  1 - erf(z) cancels.
 - sin, cos, tan (exact_trig): pi/2 in four parts for Cody-Waite (three of 33 bits, so that k times
   each is exact for k < 2**20, and the rest), 2/pi rounded, pi/2 and pi as head + tail, the first
   1280 bits of 2/pi as an integer (Payne-Hanek), and minimax polynomials for
@@ -48,6 +52,9 @@ LOG_Z_MAX = ((mp.sqrt(2) - 1) / (mp.sqrt(2) + 1)) ** 2 * (1 + mp.mpf(2) ** -20)
 ERF_WIDTH = mp.mpf(1) / 4
 ERF_INTERVALS = 24  # [0, 1/4), [1/4, 1/2), ..., [23/4, 6); a 25th, constant 1, holds |x| >= 6
 ERF_DEGREE = 11
+# erfc's intervals: (start, end, width); R(z) = erfc(z) exp(z^2) varies more slowly as z grows.
+ERFC_PIECES = ((mp.mpf(1) / 2, 4, mp.mpf(1) / 4), (4, 8, mp.mpf(1) / 2), (8, 28, 1))
+ERFC_DEGREE = 11
 
 # Polynomial degrees: (name, degree of the polynomial in the reduced argument, used for).
 EXP_DEGREES = {"EXP_POLY_64": 3, "EXP_POLY_32": 2}  # g ~ C2 + C3 r + ...: exp = 1 + r + r^2 g
@@ -152,6 +159,11 @@ def erf_over_x(x: mp.mpf) -> mp.mpf:
     return mp.erf(x) / x if x != 0 else 2 / mp.sqrt(mp.pi)
 
 
+def erfc_scaled(z: mp.mpf) -> mp.mpf:
+    """R(z) = erfc(z) exp(z**2) (mpmath's erfc has no underflow: its exponent range is unbounded)."""
+    return mp.erfc(z) * mp.exp(z * z)
+
+
 # -- derivations ---------------------------------------------------------------------------------
 
 
@@ -223,6 +235,31 @@ def derive() -> tuple[dict, list[str]]:
     centres.append(6.0)
     constants["ERF_CENTRES"] = centres
     constants["ERF_COEFFS"] = columns
+
+    # erfc: column 0 the centres, column 1 + k coefficient k of every interval (rows as the
+    # library gathers them); the error is relative to R, which is at least 0.02 on [1/2, 28).
+    rows, worst = [], mp.mpf(0)
+    for start, end, width in ERFC_PIECES:
+        for i in range(int((end - start) / width)):
+            centre = start + (i + mp.mpf(1) / 2) * width
+
+            def scaled(t, centre=centre):
+                return erfc_scaled(centre + t)
+
+            coeffs = [to_double(c) for c in remez(scaled, -width / 2, width / 2, ERFC_DEGREE)]
+            rows.append([to_double(centre)] + coeffs)
+            error = rounded_error(scaled, coeffs, -width / 2, width / 2, 2000)
+            worst = max(worst, error / erfc_scaled(centre + width / 2))
+    report.append(
+        f"ERFC intervals [1/2, 28): R(z) = erfc(z) exp(z^2), relative error <= "
+        f"2^{float(mp.log(worst, 2)):.1f}"
+    )
+    constants["ERFC_TABLE"] = [list(column) for column in zip(*rows)]
+    inv_sqrt2 = 1 / mp.sqrt(2)  # z = |x| / sqrt(2) double-length: head and tail
+    constants["INV_SQRT2"] = [
+        to_double(inv_sqrt2),
+        to_double(inv_sqrt2 - mp.mpf(to_double(inv_sqrt2))),
+    ]
     return constants, report
 
 
@@ -347,7 +384,7 @@ def render(constants: dict) -> str:
                 "    " + ", ".join(items[i : i + 4]) + "," for i in range(0, len(items), 4)
             )
             out.append(f"_{name} = (\n{body}\n)")
-        elif name == "ERF_COEFFS":
+        elif name in ("ERF_COEFFS", "ERFC_TABLE"):
             rows = "\n".join(f"    _hex(\n{floats(col, ' ' * 8)}\n    )," for col in value)
             out.append(f"_{name} = (\n{rows}\n)")
         elif isinstance(value, int):  # a long integer (the bits of 2/pi), 64 hex digits a line

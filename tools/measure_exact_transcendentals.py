@@ -141,6 +141,16 @@ def _mp_elu(v):
     return v if v > 0 else mp.expm1(v)
 
 
+def _mp_gelu(v):
+    """x/2 erfc(-x/sqrt 2); beyond |x| = 1e6 its limits, x or -0 (mpmath's erfc overflows there);
+    at the infinities the ONNX formula's values (-inf * 0 is NaN), as the kernels give them."""
+    if not mp.isfinite(v):
+        return v / 2 * (1 + mp.erf(v / mp.sqrt(2)))
+    if abs(v) > 10**6:
+        return v if v > 0 else mp.mpf(0)
+    return v / 2 * mp.erfc(-v / mp.sqrt(2))
+
+
 def _mp_gelu_tanh(v):
     inner = mp.sqrt(2 / mp.pi) * (v + mp.mpf(_GELU_TANH[0]) * v**3)
     return v / 2 * (1 + mp.tanh(inner))
@@ -152,7 +162,9 @@ MPMATH = {
     "selu": lambda v: mp.mpf(_SELU[1]) * (v if v > 0 else mp.mpf(_SELU[0]) * mp.expm1(v)),
     "mish": lambda v: v * mp.tanh(mp.log1p(mp.exp(v))),
     "swish": lambda v: v / (1 + mp.exp(-v)),
-    "gelu": lambda v: v / 2 * (1 + mp.erf(v / mp.sqrt(2))),
+    # erfc, not 1 + erf: the same value, without the cancellation that left no correct digit of
+    # the reference for x below about -11 (a result near 1e-61 against 1 at 40 digits)
+    "gelu": _mp_gelu,
     "gelu_tanh": _mp_gelu_tanh,
     "exp": mp.exp,
     "log": mp.log,

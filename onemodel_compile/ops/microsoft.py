@@ -13,8 +13,10 @@ Operators of the same semantics as a default-domain one compile through that one
 
 Exactness: every float kernel has a declared exact twin (the same steps through exact_matmul,
 exact_softmax, exact_gelu, exact_tanh, exact_sigmoid, exact_exp, exact_mean); quantized arithmetic
-is integer arithmetic or IEEE arithmetic in a fixed order. Inverse (LAPACK) and GridSample are
-refused.
+is integer arithmetic or IEEE arithmetic in a fixed order. Inverse's twin is Gauss-Jordan
+elimination in a fixed order; GridSample is the default domain's (exact); the generation loops
+(GreedySearch, BeamSearch, Sampling) are exact when their decoder is (it is checked node by
+node). The exact variant refuses none of the family.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import dataclasses
 import numpy as np
 
 import runtime_support
-from onemodel_compile import onnxruntime_types
+from onemodel_compile import ir, onnxruntime_types
 from onemodel_compile.errors import CompileError, UnsupportedError
 from onemodel_compile.ops import conv, linalg, pool, pyir, quantization, recurrent
 from onemodel_compile.ops.common import optional_arguments, span
@@ -337,8 +339,10 @@ def fused_conv(view: NodeView):
     return call("rt.fused_conv", *args, **named, **geometry, group=view.attr("group"), **activation)
 
 
-@microsoft("Inverse", exact=False)
+@microsoft("Inverse", exact=True)
 def inverse(view: NodeView):
+    """rt.inverse (LAPACK); the exact variant's twin is Gauss-Jordan elimination in a fixed
+    order (rt.exact_inverse)."""
     return call("rt.inverse", view.inputs[0])
 
 
@@ -981,3 +985,255 @@ def conv_transpose_with_dynamic_pads(view: NodeView):
             keywords["pads"] = call("tuple", pyir.method(pads, "tolist"))
     operands = [view.inputs[0], view.inputs[1]] + ([view.input(3)] if view.input(3) else [])
     return call("rt.conv_transpose", *operands, **keywords)
+
+
+# --- the generation loops -------------------------------------------------------------------------
+
+
+_GENERATION = {
+    "model_type": 0,
+    "no_repeat_ngram_size": 0,
+    "vocab_size": -1,
+    "decoder_start_token_id": -1,
+}
+_GENERATION_REQUIRED = ("decoder", "eos_token_id", "pad_token_id")
+
+
+def _decoder_geometry(view: NodeView, attr: str) -> dict:
+    """(layers, heads, head_size, dtype) of a GPT-style decoder subgraph, read from its inputs
+    as onnxruntime reads them: input_ids, position_ids, attention_mask, past_0, ... with past
+    (2, batch, heads, past length, head size); outputs logits, present_0, ..."""
+    graph = view.node.attrs.get(attr)
+    label = view.node.label
+    if not isinstance(graph, ir.Graph):
+        raise CompileError(f"{label}: {view.op_type} needs its {attr!r} subgraph")
+    if len(graph.inputs) < 4 or len(graph.inputs) != len(graph.outputs) + 2:
+        raise UnsupportedError(
+            f"{label}: {view.op_type}'s {attr} subgraph must take (input_ids, position_ids, "
+            f"attention_mask, past_0, ...) and return (logits, present_0, ...): it has "
+            f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs (a shared past/present "
+            f"buffer is not supported)"
+        )
+    past = graph.types.get(graph.inputs[3])
+    shape = getattr(past, "shape", None)
+    if shape is None or len(shape) != 5 or not all(isinstance(shape[i], int) for i in (2, 4)):
+        raise CompileError(
+            f"{label}: {view.op_type}'s {attr} subgraph must declare its past_0 input as "
+            f"(2, batch, heads, length, head size) with the heads and head size as numbers"
+        )
+    dtype = getattr(past, "dtype", None)
+    return {
+        "layers": len(graph.outputs) - 1,
+        "heads": int(shape[2]),
+        "head_size": int(shape[4]),
+        "dtype": np.dtype(dtype if dtype is not None else np.float32).name,
+    }
+
+
+def _generation_keywords(view: NodeView) -> dict:
+    """The decoder's geometry, the special tokens, no_repeat_ngram_size and an init_decoder (a
+    GPT export's first-step decoder) when the node has one; what the compiler does not run
+    (model_type 1 and 2: encoder-decoder and Whisper) refused naming the node."""
+    label = view.node.label
+    if view.attr("model_type") != 0:
+        raise UnsupportedError(
+            f"{label}: {view.op_type} with model_type {view.attr('model_type')} is not supported "
+            f"(GPT-style decoders, model_type 0)"
+        )
+    keywords = _decoder_geometry(view, "decoder")
+    keywords.update(
+        eos_token_id=int(view.attr("eos_token_id")),
+        pad_token_id=int(view.attr("pad_token_id")),
+    )
+    if view.attr("no_repeat_ngram_size"):
+        keywords["no_repeat_ngram_size"] = int(view.attr("no_repeat_ngram_size"))
+    if isinstance(view.node.attrs.get("init_decoder"), ir.Graph):
+        if _decoder_geometry(view, "init_decoder") != _decoder_geometry(view, "decoder"):
+            raise UnsupportedError(f"{label}: init_decoder and decoder differ in their past")
+        keywords["init_decoder"] = pyir.Ref(view.body("init_decoder"))
+    return keywords
+
+
+@microsoft(
+    "GreedySearch",
+    defaults=_GENERATION,
+    required=_GENERATION_REQUIRED,
+    exact=True,
+    foldable=False,
+)
+def greedy_search(view: NodeView):
+    """The decoder becomes a nested function the loop (rt.greedy_search) calls at every step."""
+    keywords = _generation_keywords(view)
+    decoder = pyir.Ref(view.body("decoder"))
+    optional = {2: "min_length", 3: "repetition_penalty", 4: "vocab_mask", 5: "prefix_vocab_mask"}
+    optional[6] = "attention_mask"
+    args, named = optional_arguments(view, optional)
+    return call("rt.greedy_search", decoder, *args, **named, **keywords)
+
+
+@microsoft(
+    "BeamSearch",
+    defaults={**_GENERATION, "early_stopping": 0},
+    required=_GENERATION_REQUIRED,
+    exact=True,
+    foldable=False,
+)
+def beam_search(view: NodeView):
+    """rt.beam_search over the decoder's nested function; outputs sequences, sequences_scores
+    and scores (each step's candidate scores)."""
+    for position, name in ((10, "decoder_input_ids"), (11, "logits_processor")):
+        if view.input(position) is not None:
+            raise UnsupportedError(f"{view.node.label}: BeamSearch's {name} input is not supported")
+    keywords = _generation_keywords(view)
+    if view.attr("early_stopping"):
+        keywords["early_stopping"] = 1
+    decoder = pyir.Ref(view.body("decoder"))
+    names = "min_length num_beams num_return_sequences length_penalty repetition_penalty"
+    names += " vocab_mask prefix_vocab_mask attention_mask"
+    optional = dict(enumerate(names.split(), start=2))
+    optional.update({10: "decoder_input_ids", 11: "logits_processor"})  # absent (refused above)
+    args, named = optional_arguments(view, optional)
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call("rt.beam_search", decoder, *args, **named, **keywords)
+
+
+_SAMPLING = {
+    **_GENERATION,
+    "temperature": 1.0,
+    "top_p": 0.0,
+    "filter_value": float(np.float32(-1e20)),
+    "min_tokens_to_keep": 0,
+    "custom": 0,
+    "presence_penalty": 0.0,
+}
+
+
+@microsoft(
+    "Sampling", defaults=_SAMPLING, required=_GENERATION_REQUIRED, exact=True, foldable=False
+)
+def sampling(view: NodeView):
+    """rt.top_p_sampling over the decoder's nested function: onnxruntime's top-p sampling and its
+    random generator (the same tokens for the same seed); custom sampling, presence_mask and
+    the filtered_logits output are refused."""
+    label = view.node.label
+    if view.attr("custom"):
+        raise UnsupportedError(f"{label}: Sampling with custom=1 is not supported")
+    if view.input(7) is not None:
+        raise UnsupportedError(f"{label}: Sampling's presence_mask input is not supported")
+    if len(view.outputs) > 1 and view.outputs[1] is not None:
+        raise UnsupportedError(f"{label}: Sampling's filtered_logits output is not supported")
+    keywords = _generation_keywords(view)
+    keywords.update(
+        temperature=float(np.float32(view.attr("temperature"))),
+        top_p=float(np.float32(view.attr("top_p"))),
+        filter_value=float(np.float32(view.attr("filter_value"))),
+        min_tokens_to_keep=int(view.attr("min_tokens_to_keep")),
+    )
+    decoder = pyir.Ref(view.body("decoder"))
+    names = "min_length repetition_penalty vocab_mask prefix_vocab_mask attention_mask"
+    optional = dict(enumerate(names.split(), start=2))
+    optional.update({7: "presence_mask", 8: "seed"})
+    args, named = optional_arguments(view, optional)
+    return call("rt.top_p_sampling", decoder, *args, **named, **keywords)
+
+
+# --- the small ones -------------------------------------------------------------------------------
+
+
+@microsoft("MaxpoolWithMask", defaults={"auto_pad": "NOTSET", "storage_order": 0}, exact=True)
+def maxpool_with_mask(view: NodeView):
+    """The window geometry passed explicitly (no ceil_mode: the schema has none); auto_pad
+    VALID is pads of 0, SAME_* is refused."""
+    kernel_shape = view.attr("kernel_shape")
+    if not kernel_shape:
+        raise CompileError(f"{view.node.label}: MaxpoolWithMask needs its attribute 'kernel_shape'")
+    count = len(kernel_shape)
+    auto_pad = view.attr("auto_pad")
+    if auto_pad not in ("NOTSET", "", "VALID"):
+        raise UnsupportedError(f"{view.node.label}: MaxpoolWithMask auto_pad {auto_pad!r}")
+    pads = view.attr("pads") if auto_pad in ("NOTSET", "") else None
+    return call(
+        "rt.maxpool_with_mask",
+        *view.inputs[:2],
+        kernel_shape=tuple(int(k) for k in kernel_shape),
+        strides=tuple(int(s) for s in view.attr("strides") or (1,) * count),
+        pads=tuple(int(p) for p in pads or (0,) * (2 * count)),
+    )
+
+
+@microsoft("WordConvEmbedding", exact=True)
+def word_conv_embedding(view: NodeView):
+    return call("rt.word_conv_embedding", *view.inputs[:4])
+
+
+@microsoft("BifurcationDetector", defaults={"min_ngram_size": 1, "max_ngram_size": 3}, exact=True)
+def bifurcation_detector(view: NodeView):
+    return _kernel_call(
+        view,
+        "bifurcation_detector",
+        {3: "pred_tokens"},
+        min_ngram_size=int(view.attr("min_ngram_size")),
+        max_ngram_size=int(view.attr("max_ngram_size")),
+    )
+
+
+@microsoft("Tokenizer", required=("mark", "pad_value", "mincharnum"), exact=True)
+def tokenizer(view: NodeView):
+    """Separators or characters (one empty separator); the regular-expression form (tokenexp)
+    is refused."""
+    label = view.node.label
+    if view.attr("tokenexp"):
+        raise UnsupportedError(f"{label}: Tokenizer with tokenexp is not supported (separators)")
+    separators = [
+        s.decode() if isinstance(s, bytes) else str(s) for s in view.attr("separators") or ()
+    ]
+    if not separators or ("" in separators and len(separators) > 1):
+        raise CompileError(
+            f"{label}: Tokenizer needs non-empty separators, or the one separator ''"
+        )
+    pad = view.attr("pad_value")
+    return call(
+        "rt.tokenizer",
+        view.inputs[0],
+        mark=int(view.attr("mark")),
+        pad_value=pad.decode() if isinstance(pad, bytes) else str(pad),
+        mincharnum=int(view.attr("mincharnum")),
+        separators=tuple(separators),
+    )
+
+
+@microsoft(
+    "DecoderMaskedMultiHeadAttention",
+    defaults={"scale": 0.0, "mask_filter_value": -10000.0, "past_present_share_buffer": 0},
+    required=("num_heads",),
+    exact=True,
+)
+def decoder_masked_multi_head_attention(view: NodeView):
+    """One step over the shared past/present cache, or cross-attention over 4-D key and value;
+    beam search's cache_indirection and the qk output are refused."""
+    label = view.node.label
+    if view.input(8) is not None or view.input(9) is not None:
+        raise UnsupportedError(f"{label}: DecoderMaskedMultiHeadAttention with beam_width / "
+                               "cache_indirection is not supported")  # fmt: skip
+    if view.attr("output_qk") or (len(view.outputs) > 3 and view.outputs[3] is not None):
+        raise UnsupportedError(f"{label}: DecoderMaskedMultiHeadAttention's qk output")
+    key = view.input(1)
+    if view.input(5) is not None and not view.attr("past_present_share_buffer"):
+        raise UnsupportedError(
+            f"{label}: DecoderMaskedMultiHeadAttention with a past needs "
+            "past_present_share_buffer=1 (as onnxruntime's kernel does)"
+        )
+    if key is None:
+        raise UnsupportedError(f"{label}: DecoderMaskedMultiHeadAttention without key")
+    return _kernel_call(
+        view,
+        "decoder_masked_multi_head_attention",
+        {1: "key", 2: "value", 3: "mask_index", 4: "attention_bias", 5: "past_key",
+         6: "past_value", 7: "past_sequence_length", 8: "beam_width", 9: "cache_indirection",
+         10: "bias"},  # fmt: skip
+        num_heads=int(view.attr("num_heads")),
+        scale=float(np.float32(view.attr("scale"))),
+        mask_filter_value=float(np.float32(view.attr("mask_filter_value"))),
+    )

@@ -48,6 +48,123 @@ QUANT = (
 )
 
 
+# --- the generation loops' decoder ---------------------------------------------------------------
+
+
+def gpt_decoder(
+    vocab: int = 17, hidden: int = 8, heads: int = 2, layers: int = 1, seed: int = 0
+) -> onnx.GraphProto:
+    """A tiny GPT-style decoder in the form onnxruntime's generation loops take (its
+    convert_generation.py exports GPT-2 so): inputs input_ids, position_ids, attention_mask
+    (int32) and past_0.. (2, batch, heads, past, head size); outputs logits (batch, sequence,
+    vocab) and present_0.. (past and the new keys and values). Token and position embeddings,
+    `layers` causal self-attention layers with a residual, an LM head; random weights."""
+    rng = np.random.default_rng(seed)
+    size = hidden // heads
+    inits = []
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def weight(name, *shape):
+        return const(name, rng.standard_normal(shape).astype(np.float32))
+
+    weight("wte", vocab, hidden)
+    weight("wpe", 64, hidden)
+    constants = {
+        "i0": np.array(0, np.int64),
+        "i1": np.array(1, np.int64),
+        "axis0": np.array([0], np.int64),
+        "axes12": np.array([1, 2], np.int64),
+        "one": np.array(1.0, np.float32),
+        "blocked_bias": np.array(-10000.0, np.float32),
+        "scale": np.array(1 / np.sqrt(size), np.float32),
+        "split3": np.array([hidden] * 3, np.int64),
+        "heads_shape": np.array([0, 0, heads, size], np.int64),
+        "hidden_shape": np.array([0, 0, hidden], np.int64),
+    }
+    for name, value in constants.items():
+        const(name, value)
+    N = helper.make_node
+    ones = helper.make_tensor("one", onnx.TensorProto.FLOAT, [1], [1.0])
+    nodes = [
+        N("Gather", ["wte", "input_ids"], ["tokens"]),
+        N("Gather", ["wpe", "position_ids"], ["positions"]),
+        N("Add", ["tokens", "positions"], ["h"]),
+        # causal mask over (past + new) keys: query i sees keys j <= past + i, and the mask's
+        N("Shape", ["input_ids"], ["ids_shape"]),
+        N("Gather", ["ids_shape", "i1"], ["new"]),
+        N("Shape", ["attention_mask"], ["mask_shape"]),
+        N("Gather", ["mask_shape", "i1"], ["total"]),
+        N("Sub", ["total", "new"], ["past"]),
+        N("Unsqueeze", ["new", "axis0"], ["new1"]),
+        N("Unsqueeze", ["total", "axis0"], ["total1"]),
+        N("Concat", ["new1", "total1"], ["grid"], axis=0),
+        N("ConstantOfShape", ["grid"], ["ones"], value=ones),
+        N("Trilu", ["ones", "past"], ["causal"], upper=0),
+        N("Cast", ["attention_mask"], ["mask_f"], to=onnx.TensorProto.FLOAT),
+        N("Unsqueeze", ["mask_f", "axes12"], ["mask4"]),
+        N("Mul", ["causal", "mask4"], ["allowed"]),
+        N("Sub", ["one", "allowed"], ["blocked"]),
+        N("Mul", ["blocked", "blocked_bias"], ["bias"]),
+    ]
+    h = "h"
+    for layer in range(layers):
+        p = f"l{layer}_"
+        weight(p + "wqkv", hidden, 3 * hidden)
+        weight(p + "bqkv", 3 * hidden)
+        weight(p + "wo", hidden, hidden)
+        nodes += [
+            N("MatMul", [h, p + "wqkv"], [p + "qkv0"]),
+            N("Add", [p + "qkv0", p + "bqkv"], [p + "qkv"]),
+            N("Split", [p + "qkv", "split3"], [p + "q", p + "k", p + "v"], axis=2),
+        ]
+        for t in "qkv":
+            nodes += [
+                N("Reshape", [p + t, "heads_shape"], [p + t + "4"]),
+                N("Transpose", [p + t + "4"], [p + t + "h"], perm=[0, 2, 1, 3]),
+            ]
+        nodes += [
+            N("Gather", [f"past_{layer}", "i0"], [p + "past_k"], axis=0),
+            N("Gather", [f"past_{layer}", "i1"], [p + "past_v"], axis=0),
+            N("Concat", [p + "past_k", p + "kh"], [p + "K"], axis=2),
+            N("Concat", [p + "past_v", p + "vh"], [p + "V"], axis=2),
+            N("Unsqueeze", [p + "K", "axis0"], [p + "K5"]),
+            N("Unsqueeze", [p + "V", "axis0"], [p + "V5"]),
+            N("Concat", [p + "K5", p + "V5"], [f"present_{layer}"], axis=0),
+            N("Transpose", [p + "K"], [p + "Kt"], perm=[0, 1, 3, 2]),
+            N("MatMul", [p + "qh", p + "Kt"], [p + "s0"]),
+            N("Mul", [p + "s0", "scale"], [p + "s1"]),
+            N("Add", [p + "s1", "bias"], [p + "s2"]),
+            N("Softmax", [p + "s2"], [p + "a"], axis=-1),
+            N("MatMul", [p + "a", p + "V"], [p + "o4"]),
+            N("Transpose", [p + "o4"], [p + "o3"], perm=[0, 2, 1, 3]),
+            N("Reshape", [p + "o3", "hidden_shape"], [p + "o"]),
+            N("MatMul", [p + "o", p + "wo"], [p + "proj"]),
+            N("Add", [h, p + "proj"], [p + "out"]),
+        ]
+        h = p + "out"
+    weight("lm_head", hidden, vocab)
+    nodes.append(N("MatMul", [h, "lm_head"], ["logits"]))
+    INT32, FLOAT = onnx.TensorProto.INT32, onnx.TensorProto.FLOAT
+    info = helper.make_tensor_value_info
+    inputs = [
+        info("input_ids", INT32, ["batch", "sequence"]),
+        info("position_ids", INT32, ["batch", "sequence"]),
+        info("attention_mask", INT32, ["batch", "total"]),
+    ] + [info(f"past_{i}", FLOAT, [2, "batch", heads, "past", size]) for i in range(layers)]
+    outputs = [info("logits", FLOAT, ["batch", "sequence", vocab])] + [
+        info(f"present_{i}", FLOAT, [2, "batch", heads, "total", size]) for i in range(layers)
+    ]
+    return helper.make_graph(nodes, "gpt_decoder", inputs, outputs, initializer=inits)
+
+
+# Cases whose decoder's weights live in the main graph (read from the enclosing scope), as
+# convert_generation.py moves them.
+OUTER_WEIGHTS = {"ms_greedy_search_outer_weights", "ms_beam_search_outer_weights"}
+
+
 def _domain(case: Case) -> str:
     return "" if case.op in DEFAULT_DOMAIN else DOMAIN
 
@@ -76,8 +193,15 @@ def build(case: Case, seed_offset: int = 0) -> tuple[onnx.ModelProto, dict[str, 
         graph_inputs.append(helper.make_tensor_value_info(name, elem, declared))
         feeds[name] = array
     out_names = ["" if i in case.skip_outputs else f"out{i}" for i in range(case.outputs)]
+    attrs = dict(case.attrs)
+    if case.name in OUTER_WEIGHTS:
+        decoder = onnx.GraphProto()
+        decoder.CopyFrom(attrs["decoder"])
+        initializers.extend(decoder.initializer)
+        del decoder.initializer[:]
+        attrs["decoder"] = decoder
     node = helper.make_node(
-        case.op, node_inputs, out_names, name=case.name, domain=_domain(case), **case.attrs
+        case.op, node_inputs, out_names, name=case.name, domain=_domain(case), **attrs
     )
     graph = helper.make_graph(
         [node],
@@ -131,10 +255,21 @@ OPERATORS = tuple("""
     MatMulInteger16 NhwcMaxPool DynamicQuantizeLSTM MurmurHash3 CropAndResize NGramRepeatBlock
     GridSample UnfoldTensor Trilu Range GatherND Pad ExpandDims Unique Affine Scale ImageScaler
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
-    DynamicTimeWarping ConvTransposeWithDynamicPads
+    DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
+    MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
+
+
+# The generation cases' special tokens, prompts and masks (vocabulary of 17).
+_TOKENS = {"eos_token_id": 3, "pad_token_id": 2}
+_VOCAB_MASK = np.array([1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1], np.int32)
+_PREFIX_MASK = np.array([[1] * 8 + [0] * 9, [0] * 8 + [1] * 9], np.int32)
+
+
+def _ids(*shape):
+    return x(*shape, dtype="int32", gen="int", low=0, high=16)
 
 
 def _u8(*shape, init=False, low=0, high=255):
@@ -246,6 +381,10 @@ CASES = [
          attrs={"activation": "Sigmoid", "group": 2, "strides": [2]}, note=DOT),  # fmt: skip
     Case("ms_inverse", "Inverse", 17, (x(3, 3),), note=DOT, rtol=1e-3, atol=1e-4),
     Case("ms_inverse_batch", "Inverse", 17, (x(2, 4, 4, dtype="float64"),), rtol=1e-7, note=DOT),
+    Case("ms_inverse_pivoting", "Inverse", 17, (v(np.array([[0, 2, 1], [3, 0, 1], [1, 1, 0]],
+         np.float32), "float32"),), rtol=1e-6, note=DOT),  # fmt: skip
+    Case("ms_inverse_f16", "Inverse", 17, (x(3, 3, dtype="float16"),), rtol=1e-2, atol=1e-2,
+         note=DOT),  # fmt: skip
     Case("ms_cdist", "CDist", 17, (x(4, 3), x(5, 3)), note=DOT),
     Case("ms_cdist_euclidean", "CDist", 17, (x(3, 6, dtype="float64"), x(2, 6, dtype="float64")),
          attrs={"metric": "euclidean"}),  # fmt: skip
@@ -511,6 +650,9 @@ CASES = [
     Case("ms_grid_sample_nearest_border", "GridSample", 17, (x(2, 1, 3, 3), x(2, 2, 4, 2,
          gen="uniform", low=-1.2, high=1.2)), attrs={"mode": "nearest", "padding_mode": "border",
          "align_corners": 1}),
+    Case("ms_grid_sample_bicubic_reflection", "GridSample", 17, (x(1, 2, 5, 4), x(1, 3, 4, 2,
+         gen="uniform", low=-1.3, high=1.3)), attrs={"mode": "bicubic",
+         "padding_mode": "reflection"}, note=DOT),  # fmt: skip
     Case("ms_qsoftmax", "QLinearSoftmax", 17, (_u8(3, 10), _scale(0.1), c(np.uint8(128), "uint8"),
          _scale(1 / 256), c(np.uint8(0), "uint8")), attrs={"opset": 13}),
     Case("ms_qsoftmax_s8_axis", "QLinearSoftmax", 17, (_i8(2, 5, 3), _scale(0.05),
@@ -576,6 +718,104 @@ CASES = [
          high=10**12),), attrs={"positive": 0}),  # fmt: skip
     Case("ms_murmur_string", "MurmurHash3", 17, (v(np.array(["", "a", "ab", "abc", "abcd",
          "hello world", "héllo"], object), object),), attrs={"seed": 7}),  # fmt: skip
+    # generation loops over a tiny GPT-style decoder (gpt_decoder); the prompts' random ids
+    # include the pad token (mask 0, position 0)
+    Case("ms_greedy_search", "GreedySearch", 17, (_ids(3, 4), c(np.array([12], np.int32),
+         "int32")), attrs={"decoder": gpt_decoder(seed=19), "eos_token_id": 11, "pad_token_id": 2}),  # fmt: skip
+    Case("ms_greedy_search_processors", "GreedySearch", 17, (_ids(2, 5), c(np.array([14],
+         np.int32), "int32"), c(np.array([9], np.int32), "int32"), c(np.array([1.4], np.float32),
+         "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32")),
+         attrs={"decoder": gpt_decoder(seed=2, layers=2), "no_repeat_ngram_size": 2, **_TOKENS}),  # fmt: skip
+    Case("ms_greedy_search_outer_weights", "GreedySearch", 17, (_ids(2, 3), v(np.array([9],
+         np.int32), "int32"), None, None, None, None, v(np.array([[1, 1, 1], [0, 1, 1]],
+         np.int32), "int32")), attrs={"decoder": gpt_decoder(seed=3), **_TOKENS}),  # fmt: skip
+    Case("ms_beam_search", "BeamSearch", 17, (_ids(3, 4), c(np.array([11], np.int32), "int32"),
+         c(np.array([0], np.int32), "int32"), c(np.array([3], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
+         c(np.array([1.0], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=4),
+         **_TOKENS}, outputs=3, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_beam_search_penalties", "BeamSearch", 17, (_ids(2, 4), c(np.array([12], np.int32),
+         "int32"), c(np.array([7], np.int32), "int32"), c(np.array([4], np.int32), "int32"),
+         c(np.array([4], np.int32), "int32"), c(np.array([0.7], np.float32), "float32"),
+         c(np.array([1.3], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=5),
+         "no_repeat_ngram_size": 3, **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_beam_search_early_stopping", "BeamSearch", 17, (_ids(2, 4), c(np.array([10],
+         np.int32), "int32"), c(np.array([4], np.int32), "int32"), c(np.array([2], np.int32), "int32"), c(np.array([1],
+         np.int32), "int32"), c(np.array([1.5], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=6),
+         "early_stopping": 1, **_TOKENS}, outputs=3, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_beam_search_outer_weights", "BeamSearch", 17, (_ids(2, 3), v(np.array([9],
+         np.int32), "int32"), v(np.array([0], np.int32), "int32"), v(np.array([3], np.int32),
+         "int32"), v(np.array([2],
+         np.int32), "int32"), v(np.array([1.0], np.float32), "float32"), v(np.array([1.0],
+         np.float32), "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32")),
+         attrs={"decoder": gpt_decoder(seed=7, layers=2), **_TOKENS}, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_sampling_top_p", "Sampling", 17, (_ids(3, 4), c(np.array([12], np.int32), "int32"),
+         c(np.array([0], np.int32), "int32"), c(np.array([1.0], np.float32), "float32"), None,
+         None, None, None, v(np.array([42], np.int32), "int32")), attrs={"decoder":
+         gpt_decoder(seed=8), "top_p": 0.8, "temperature": 0.7, **_TOKENS}),  # fmt: skip
+    Case("ms_sampling_unseeded", "Sampling", 17, (_ids(2, 4), c(np.array([11], np.int32),
+         "int32"), c(np.array([0], np.int32), "int32"), c(np.array([1.0], np.float32),
+         "float32")), attrs={"decoder": gpt_decoder(seed=16), "top_p": 0.9, **_TOKENS}),  # fmt: skip
+    Case("ms_sampling_processors", "Sampling", 17, (_ids(2, 5), c(np.array([13], np.int32),
+         "int32"), c(np.array([9], np.int32), "int32"), c(np.array([1.2], np.float32),
+         "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32"), None, None,
+         c(np.array([7], np.int32), "int32")), attrs={"decoder": gpt_decoder(seed=9),
+         "top_p": 1.0, "no_repeat_ngram_size": 2, **_TOKENS}),  # fmt: skip
+    Case("ms_sampling_min_tokens", "Sampling", 17, (_ids(2, 3), c(np.array([10], np.int32),
+         "int32"), c(np.array([0], np.int32), "int32"), c(np.array([1.0], np.float32),
+         "float32"), None, None, None, None, v(np.array([1234567], np.int32), "int32")),
+         attrs={"decoder": gpt_decoder(seed=10, layers=2), "top_p": 0.3, "temperature": 1.5,
+         "min_tokens_to_keep": 2, **_TOKENS}),  # fmt: skip
+    # the small ones
+    Case("ms_maxpool_with_mask", "MaxpoolWithMask", 17, (x(2, 3, 5, 6), x(1, 1, 5, 6, dtype="int32",
+         gen="int", low=0, high=1)), attrs={"kernel_shape": [2, 3], "strides": [2, 2],
+         "pads": [1, 0, 0, 1]}),  # fmt: skip
+    Case("ms_maxpool_with_mask_channels", "MaxpoolWithMask", 17, (x(2, 2, 4, 4), x(2, 2, 4, 4,
+         dtype="int32", gen="int", low=0, high=1)), attrs={"kernel_shape": [3, 3]}),  # fmt: skip
+    Case("ms_maxpool_with_mask_1d", "MaxpoolWithMask", 17, (x(1, 2, 9), x(1, 1, 9, dtype="int32",
+         gen="int", low=0, high=1)), attrs={"kernel_shape": [3], "strides": [2]}),  # fmt: skip
+    Case("ms_word_conv_embedding", "WordConvEmbedding", 17, (v(np.array([[3, 1, 4, 0, 0],
+         [2, 7, 1, 8, 2], [5, 0, 0, 0, 0], [9, 9, 0, 6, 0]], np.int32), "int32"), w(6, 1, 2, 4),
+         w(6), w(10, 4)), note=GELU),  # fmt: skip
+    Case("ms_word_conv_embedding_window", "WordConvEmbedding", 17, (x(3, 6, dtype="int32",
+         gen="int", low=1, high=11), w(5, 1, 3, 2), w(5), w(12, 2)), note=GELU),  # fmt: skip
+    Case("ms_bifurcation_detector", "BifurcationDetector", 17, (v(np.array([1, 2, 3, 4, 5, 2, 3,
+         6])), v(np.array([7, 1, 2])), v(np.array(1)), v(np.array([2, 3, 4, 9, 9, 9, 9, 9]))),
+         outputs=2),  # fmt: skip
+    Case("ms_bifurcation_detector_no_prediction", "BifurcationDetector", 17, (v(np.array([4, 5, 6,
+         4, 5, 7])), v(np.array([1, 4, 5])), v(np.array(0))), attrs={"min_ngram_size": 1,
+         "max_ngram_size": 2}, outputs=2),  # fmt: skip
+    Case("ms_bifurcation_detector_random", "BifurcationDetector", 17, (x(12, dtype="int64",
+         gen="int", low=0, high=3), x(4, dtype="int64", gen="int", low=0, high=3), v(np.array(3)),
+         x(10, dtype="int64", gen="int", low=0, high=3)), outputs=2),  # fmt: skip
+    Case("ms_tokenizer_separators", "Tokenizer", 17, (v(np.array([["Hello, world", "a;b;;c"],
+         ["no separators", ", edge ;"]], object), object),), attrs={"mark": 1, "pad_value": "#",
+         "mincharnum": 2, "separators": [",", ";", " "]}),  # fmt: skip
+    Case("ms_tokenizer_chars", "Tokenizer", 17, (v(np.array(["abc", "héllo", ""], object),
+         object),), attrs={"mark": 0, "pad_value": "_", "mincharnum": 1, "separators": [""]}),  # fmt: skip
+    Case("ms_tokenizer_chars_marked", "Tokenizer", 17, (v(np.array([["ab", ""], ["xyz", "q"]],
+         object), object),), attrs={"mark": 1, "pad_value": "#", "mincharnum": 1,
+         "separators": [""]}),  # fmt: skip
+    Case("ms_tokenizer_overlapping", "Tokenizer", 17, (v(np.array(["aabaxbab", "abab ab"],
+         object), object),), attrs={"mark": 0, "pad_value": "!", "mincharnum": 1,
+         "separators": ["ba", "ab", "b"]}),  # fmt: skip
+    Case("ms_dmmha_cache", "DecoderMaskedMultiHeadAttention", 17, (x(2, 1, 8), x(2, 1, 8),
+         x(2, 1, 8), v(np.array([[1, 1, 0, 1], [0, 1, 1, 1]], np.int32), "int32"),
+         None, x(2, 2, 6, 4), x(2, 2, 6, 4), v(np.array([3], np.int32), "int32")), outputs=3,
+         attrs={"num_heads": 2, "past_present_share_buffer": 1}, note=DOT),  # fmt: skip
+    Case("ms_dmmha_cache_bias", "DecoderMaskedMultiHeadAttention", 17, (x(1, 1, 16), x(1, 1, 16),
+         x(1, 1, 16), None, x(1, 4, 1, 5), x(1, 4, 5, 4), x(1, 4, 5, 4), v(np.array([4],
+         np.int32), "int32"), None, None, w(48)), outputs=3, attrs={"num_heads": 4,
+         "past_present_share_buffer": 1, "scale": 0.3}, note=DOT),  # fmt: skip
+    Case("ms_dmmha_cross", "DecoderMaskedMultiHeadAttention", 17, (x(3, 1, 8), x(3, 2, 5, 4),
+         x(3, 2, 5, 4)), attrs={"num_heads": 2}, note=DOT),  # fmt: skip
+    Case("ms_greedy_search_init_decoder", "GreedySearch", 17, (_ids(2, 4), c(np.array([10],
+         np.int32), "int32")), attrs={"decoder": gpt_decoder(seed=11), "init_decoder":
+         gpt_decoder(seed=12), **_TOKENS}),  # fmt: skip
+    Case("ms_beam_search_init_decoder", "BeamSearch", 17, (_ids(2, 3), c(np.array([9], np.int32),
+         "int32"), c(np.array([0], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
+         c(np.array([2], np.int32), "int32"), c(np.array([1.0], np.float32), "float32")),
+         attrs={"decoder": gpt_decoder(seed=13), "init_decoder": gpt_decoder(seed=14),
+         **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
 ]
 
 

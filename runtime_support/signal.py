@@ -64,6 +64,13 @@ def _complex(x: np.ndarray) -> np.ndarray:
     return signal
 
 
+def _stft_signal(signal) -> np.ndarray:
+    """STFT's signal as (batch, length, 1 or 2): a (batch, length) signal is real, as onnxruntime
+    reads it (torch.onnx exports torch.stft of a 2-D input so)."""
+    signal = np.asarray(signal)
+    return signal[..., None] if signal.ndim == 2 else signal
+
+
 def _pairs(values: np.ndarray, dtype) -> np.ndarray:
     return np.stack([values.real, values.imag], axis=-1).astype(dtype)
 
@@ -98,7 +105,8 @@ def stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
     """ONNX STFT of a (batch, length, 1 or 2) signal: frames of frame_length samples every
     frame_step samples (floor((length - frame_length) / frame_step) + 1 of them), each times the
     window (by default all ones) and transformed; onesided keeps frame_length // 2 + 1 bins.
-    Returns (batch, frames, bins, 2)."""
+    Returns (batch, frames, bins, 2). A (batch, length) signal is real."""
+    signal = _stft_signal(signal)
     frames, length = _frames(_complex(signal), frame_step, window, frame_length)
     if window is not None:
         frames = frames * window.astype(frames.real.dtype)
@@ -365,7 +373,7 @@ def exact_dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
 def exact_stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
     """stft's definition: the frames times the window (float64 products), each frame transformed
     by the FFT above, rounded once to the signal's type."""
-    signal = np.asarray(signal)
+    signal = _stft_signal(signal)
     frames, length = _frames(signal, frame_step, window, frame_length)  # (batch, F, parts, L)
     re, im = _signal_parts(np.moveaxis(frames, -2, -1), 2, length)
     if window is not None:

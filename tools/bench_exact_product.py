@@ -29,6 +29,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from tools.bench_exact import FLOOR_SHAPES  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 CLOCK = time.process_time
 BLOCK = 2048
@@ -159,15 +161,8 @@ def accuracy_rows(samples: int = 300):
     return rows
 
 
-SHAPES = (
-    ("mlp_b256 fc0", 256, 784, 512),
-    ("bert_b1 FFN in", 128, 256, 1024),
-    ("bert_b1 FFN out", 128, 1024, 256),
-    ("squeezenet conv10", 1000, 512, 169),
-    ("squeezenet expand3x3", 64, 144, 3025),
-    ("mobilenet pointwise", 128, 64, 784),
-    ("mlp_b1 fc0 (matrix-vector)", 1, 784, 512),
-)
+# The bench models' dominant products, as bench_exact's floor table times them.
+SHAPES = FLOOR_SHAPES
 
 
 def _sides(m, a32, b32, a_stacked, a0, b0, b1, b24, a_two) -> dict:

@@ -616,20 +616,25 @@ ONE_BLAS_THREAD_PRODUCT = 32_000_000
 
 # Each step's product of a part must have this many multiply-adds for the batch to be split over
 # the threads: numpy holds the GIL for each call's setup (about 1 us), so two threads of small
-# steps (the taggers' 0.2 M) take turns; the lstm bench model's 1 M per half-batch step runs
-# mostly outside it.
-BATCH_SPLIT_STEP = 500_000
+# steps (the taggers' 0.2 M) take turns. None (the default): no split. Measured on the quiet
+# machine (2 threads, 2026-12-02), the split took 1.15-1.4x the unsplit layer at every size tried
+# (seq x batch x input x hidden 64x8x256x256, 32x16x512x512, 32x32x1024x1024; the lstm bench
+# model 7.3-9.2 against 6.0-6.4 ms); it wins only under load, against OpenBLAS splitting each
+# step of 32 M multiply-adds or more. 500_000 turns it on for steps of that size.
+BATCH_SPLIT_STEP: int | None = None
 
 
 def _batch_parts(m, X, R, layout, work) -> int:
     """How many batch parts a fast call runs in: one per thread, as many as the batch and
-    BATCH_SPLIT_STEP allow (1: no split).
+    BATCH_SPLIT_STEP allow (1: no split; always 1 while BATCH_SPLIT_STEP is None).
     The batch's columns are independent through the whole recurrence, so a part is the same
     layer on fewer columns: one hand-off to a worker per call, where OpenBLAS's own split of
     each step's product waits for its second thread at every step (a scheduler slice each when
     the other core is busy)."""
     threads = get_num_threads()
-    if m is not _Fast or threads == 1 or X.ndim != 3 or work < SMALL_BLAS_WORK:
+    if BATCH_SPLIT_STEP is None or m is not _Fast or threads == 1 or X.ndim != 3:
+        return 1
+    if work < SMALL_BLAS_WORK:
         return 1
     batch = X.shape[1 if layout == 0 else 0]
     step = R.shape[0] * R.shape[1] * R.shape[2] * batch  # a whole step's multiply-adds

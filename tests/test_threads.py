@@ -397,7 +397,8 @@ def _recurrent_case(op, batch, hidden, layout, directions, seed):
 def test_recurrent_layers_split_their_batch_over_the_threads(
     op, batch, hidden, layout, directions, restore_count, monkeypatch
 ):
-    """A fast recurrent layer of large work at 2 and 3 threads runs its batch in parts over the
+    """With the batch split on (recurrent.BATCH_SPLIT_STEP, off by default), a fast recurrent
+    layer of large work at 2 and 3 threads runs its batch in parts over the
     threads (recurrent._by_batch over run_parts, BLAS at one thread) and gives what one call
     gives at one thread, every output in its shape, to float32 rounding (OpenBLAS's products of
     fewer columns may round the last bit differently: up to 2e-6 seen); at one thread, and
@@ -411,6 +412,7 @@ def test_recurrent_layers_split_their_batch_over_the_threads(
         return real_run_parts(function, count)
 
     monkeypatch.setattr(recurrent, "run_parts", recording)
+    monkeypatch.setattr(recurrent, "BATCH_SPLIT_STEP", 500_000)  # off by default
     kernel = getattr(rt, op)
     arguments = _recurrent_case(op, batch, hidden, layout, directions, seed=batch + layout)
     rt.set_num_threads(1)
@@ -425,6 +427,19 @@ def test_recurrent_layers_split_their_batch_over_the_threads(
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
     parts.clear()
     kernel(**_recurrent_case(op, 2, 8, layout, directions, seed=1))
+    assert not parts
+
+
+def test_recurrent_layers_do_not_split_their_batch_by_default(restore_count, monkeypatch):
+    """BATCH_SPLIT_STEP is None by default (the split lost on the quiet machine): a layer the
+    split would cut (lstm, batch 16, hidden 128) runs as one call at 2 threads."""
+    from runtime_support import recurrent
+
+    assert recurrent.BATCH_SPLIT_STEP is None
+    parts = []
+    monkeypatch.setattr(recurrent, "run_parts", lambda function, count: parts.append(count))
+    rt.set_num_threads(2)
+    rt.lstm(**_recurrent_case("lstm", 16, 128, 0, 1, seed=16))
     assert not parts
 
 

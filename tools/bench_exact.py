@@ -84,6 +84,19 @@ FLOOR_SHAPES = (
 )
 
 
+def alternate(sides: dict, budget: float) -> dict[str, float]:
+    """Median CPU seconds of each side's call, the sides run in turn for about `budget` seconds
+    (at least 5 runs each)."""
+    times: dict[str, list[float]] = {side: [] for side in sides}
+    end = CLOCK() + budget
+    while CLOCK() < end or min(len(t) for t in times.values()) < 5:
+        for side, run in sides.items():
+            start = CLOCK()
+            run()
+            times[side].append(CLOCK() - start)
+    return {side: statistics.median(t) for side, t in times.items()}
+
+
 def blas_floor(budget: float) -> list[dict]:
     """Per FLOOR_SHAPES entry: median seconds of the float32 product and of the exact variant's
     float64 product (integer-valued operands of 21 bits, as exact_matmul makes them),
@@ -98,14 +111,8 @@ def blas_floor(budget: float) -> list[dict]:
             "fast": lambda a32=a32, b32=b32: a32 @ b32,
             "exact": lambda a0=a0, b0=b0: a0 @ b0,
         }
-        times = {"fast": [], "exact": []}
-        end = CLOCK() + budget
-        while CLOCK() < end or min(len(t) for t in times.values()) < 5:
-            for side, run in sides.items():
-                start = CLOCK()
-                run()
-                times[side].append(CLOCK() - start)
-        fast, exact = (statistics.median(times[side]) for side in ("fast", "exact"))
+        medians = alternate(sides, budget)
+        fast, exact = medians["fast"], medians["exact"]
         rows.append({"label": label, "shape": (m, k, n), "fast": fast, "exact": exact})
     return rows
 

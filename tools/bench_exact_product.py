@@ -23,16 +23,13 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_variable] = "1"
 
 import argparse  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from tools.bench_exact import FLOOR_SHAPES  # noqa: E402
+from tools.bench_exact import FLOOR_SHAPES, alternate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-CLOCK = time.process_time
 BLOCK = 2048
 
 
@@ -190,14 +187,7 @@ def cost_rows(budget: float):
         )
         a_two = ints((2 * m, k), 18)
         sides = _sides(m, a32, b32, a_stacked, a0, b0, b1, b24, a_two)
-        times = {side: [] for side in sides}
-        end = CLOCK() + budget
-        while CLOCK() < end or min(len(t) for t in times.values()) < 5:
-            for side, run in sides.items():
-                start = CLOCK()
-                run()
-                times[side].append(CLOCK() - start)
-        med = {side: statistics.median(t) for side, t in times.items()}
+        med = alternate(sides, budget)
         rows.append((label, (m, k, n), med))
     return rows
 

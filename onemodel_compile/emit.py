@@ -83,7 +83,7 @@ def emit_module(
     stored = {
         k: v
         for k, v in constants.values.items()
-        if not is_uniform(v) and k not in constants.scalars
+        if not is_uniform(v) and k not in constants.hoisted
     }
     if stored:
         weights_bytes = encode_weights(stored)
@@ -93,7 +93,7 @@ def emit_module(
             f"sha256={digest!r})"
         )
     weight_lines += [
-        _module_constant(key, value, key in constants.scalars)
+        _module_constant(key, value, key in constants.hoisted)
         for key, value in constants.values.items()
     ]
 
@@ -403,7 +403,7 @@ class ModuleConstants:
         self.names = names
         self.hoist_scalars = hoist_scalars
         self.values: dict[str, np.ndarray] = {}
-        self.scalars: set[str] = set()  # hoisted small constants (built at import, not stored)
+        self.hoisted: set[str] = set()  # small constants built at import, not stored
         self._by_content: dict[tuple, str] = {}
 
     def __contains__(self, key: str) -> bool:
@@ -421,17 +421,18 @@ class ModuleConstants:
         still (numpy 2.4; ufuncs convert scalars on every call)."""
         if value.dtype == object:  # strings: always inline (the weights file holds numbers)
             return literal(value)
-        hoisted = hoist and self.hoist_scalars and value.size == 1
+        hoist_small = hoist and self.hoist_scalars
+        hoisted = hoist_small and value.size == 1
         if value.size <= INLINE_LIMIT and not hoisted:
             text = literal(value)
             if len(text) <= INLINE_WIDTH or is_uniform(value):
-                if not (hoist and self.hoist_scalars):
+                if not hoist_small:
                     return text
                 hoisted = True  # what would be inline in `run`, built at import instead
         content = _content(value)
         if content in self._by_content:
             key = self._by_content[content]
-            if not hoisted or key in self.scalars:
+            if not hoisted or key in self.hoisted:
                 return key
         key = self.names.name(name)
         if key in self.values:  # the same ONNX name in a body, another array
@@ -439,7 +440,7 @@ class ModuleConstants:
         self.values[key] = value
         self._by_content.setdefault(content, key)
         if hoisted:
-            self.scalars.add(key)
+            self.hoisted.add(key)
         return key
 
 

@@ -634,7 +634,7 @@ def _batch_parts(m, X, R, layout, work) -> int:
     threads = get_num_threads()
     if BATCH_SPLIT_STEP is None or m is not _Fast or threads == 1 or X.ndim != 3:
         return 1
-    if work < SMALL_BLAS_WORK:
+    if work < SMALL_BLAS_WORK:  # the whole call is small: one BLAS thread, no hand-off
         return 1
     batch = X.shape[1 if layout == 0 else 0]
     step = R.shape[0] * R.shape[1] * R.shape[2] * batch  # a whole step's multiply-adds

@@ -253,6 +253,18 @@ def torch_built(name, made_by, opset, dynamic, module, model, feeds) -> Built:
     return Built(name, made_by, opset, dynamic, model, feeds, [torch_run(module, f) for f in feeds])
 
 
+def legacy_built(
+    name, opset, dynamic, module, example, feeds, axes, outputs=None, made_by="torch.onnx legacy"
+) -> Built:
+    """Export `module` by torch.onnx's legacy exporter and keep torch's outputs on `feeds`. The
+    inputs are named by `example`'s keys; the outputs, unless named, by the other keys of `axes`
+    in order (when every output has a dynamic axis)."""
+    if outputs is None:
+        outputs = [key for key in axes if key not in example]
+    model = export_legacy(module, example, opset, list(example), outputs, axes)
+    return torch_built(name, made_by, opset, dynamic, module, model, feeds)
+
+
 def ids(rng, vocab, batch, seq) -> np.ndarray:
     return rng.integers(0, vocab, (batch, seq)).astype(np.int64)
 
@@ -447,15 +459,8 @@ def gpt2(opset: int) -> Built:
     example = {"input_ids": ids(rng, 80, 2, 6)}
     feeds = [{"input_ids": ids(rng, 80, 1, 9)}, {"input_ids": ids(rng, 80, 3, 4)}]
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch", 1: "sequence"}}
-    model = export_legacy(module, example, opset, ["input_ids"], ["logits"], axes)
-    return torch_built(
-        f"gpt2_legacy_op{opset}",
-        "torch.onnx legacy",
-        opset,
-        "batch, sequence",
-        module,
-        model,
-        feeds,
+    return legacy_built(
+        f"gpt2_legacy_op{opset}", opset, "batch, sequence", module, example, feeds, axes
     )
 
 
@@ -541,15 +546,8 @@ def gpt2_past() -> Built:
         axes[name] = {0: "batch", 2: "past_sequence"}
     for name in outputs[1:]:
         axes[name] = {0: "batch", 2: "past_sequence + sequence"}
-    model = export_legacy(module, example, 14, inputs, outputs, axes)
-    return torch_built(
-        "gpt2_past_legacy_op14",
-        "torch.onnx legacy",
-        14,
-        "batch, sequence, past_sequence",
-        module,
-        model,
-        feeds,
+    return legacy_built(
+        "gpt2_past_legacy_op14", 14, "batch, sequence, past_sequence", module, example, feeds, axes
     )
 
 
@@ -634,10 +632,7 @@ def llama() -> Built:
     example = {"input_ids": ids(rng, 72, 2, 5)}
     feeds = [{"input_ids": ids(rng, 72, 2, 8)}, {"input_ids": ids(rng, 72, 1, 3)}]
     axes = {"input_ids": {0: "batch", 1: "sequence"}, "logits": {0: "batch", 1: "sequence"}}
-    model = export_legacy(module, example, 17, ["input_ids"], ["logits"], axes)
-    return torch_built(
-        "llama_legacy_op17", "torch.onnx legacy", 17, "batch, sequence", module, model, feeds
-    )
+    return legacy_built("llama_legacy_op17", 17, "batch, sequence", module, example, feeds, axes)
 
 
 class SdpaBlock(nn.Module):
@@ -741,6 +736,19 @@ def images(rng, batch, height, width):
     return rng.normal(0, 1, (batch, 3, height, width)).astype(np.float32)
 
 
+def image_classifier(name, opset, module_class, seed, example_size, feed_sizes) -> Built:
+    """A seeded image classifier `image` -> `logits`, exported at batch 2 and `example_size`
+    (height, width) with dynamic batch, height and width, fed at `feed_sizes` (batch, height,
+    width)."""
+    seeded(seed)
+    module = perturb(module_class(), seed)
+    rng = np.random.default_rng(seed)
+    example = {"image": images(rng, 2, *example_size)}
+    feeds = [{"image": images(rng, *size)} for size in feed_sizes]
+    axes = {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}}
+    return legacy_built(name, opset, "batch, height, width", module, example, feeds, axes)
+
+
 def vit() -> Built:
     seeded(4)
     module = perturb(ViT(), 4)
@@ -748,8 +756,7 @@ def vit() -> Built:
     example = {"pixel_values": images(rng, 2, 16, 16)}
     feeds = [{"pixel_values": images(rng, 1, 16, 16)}, {"pixel_values": images(rng, 3, 16, 16)}]
     axes = {"pixel_values": {0: "batch"}, "logits": {0: "batch"}}
-    model = export_legacy(module, example, 17, ["pixel_values"], ["logits"], axes)
-    return torch_built("vit_legacy_op17", "torch.onnx legacy", 17, "batch", module, model, feeds)
+    return legacy_built("vit_legacy_op17", 17, "batch", module, example, feeds, axes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -800,15 +807,8 @@ class ResNet(nn.Module):
 
 
 def resnet() -> Built:
-    seeded(5)
-    module = perturb(ResNet(), 5)
-    rng = np.random.default_rng(5)
-    example = {"image": images(rng, 2, 24, 24)}
-    feeds = [{"image": images(rng, 1, 32, 32)}, {"image": images(rng, 3, 20, 28)}]
-    axes = {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}}
-    model = export_legacy(module, example, 14, ["image"], ["logits"], axes)
-    return torch_built(
-        "resnet_legacy_op14", "torch.onnx legacy", 14, "batch, height, width", module, model, feeds
+    return image_classifier(
+        "resnet_legacy_op14", 14, ResNet, 5, (24, 24), [(1, 32, 32), (3, 20, 28)]
     )
 
 
@@ -944,15 +944,15 @@ def unet(opset: int) -> Built:
         "image": {0: "batch", 2: "height", 3: "width"},
         "decoded": {0: "batch", 2: "height", 3: "width"},
     }
-    model = export_legacy(module, example, opset, ["image"], ["decoded"], axes)
-    return torch_built(
+    return legacy_built(
         f"unet_legacy_op{opset}",
-        "torch.onnx legacy" + (" (Upsample with run-time scales)" if opset < 10 else ""),
         opset,
         "batch, height, width",
         module,
-        model,
+        example,
         feeds,
+        axes,
+        made_by="torch.onnx legacy" + (" (Upsample with run-time scales)" if opset < 10 else ""),
     )
 
 
@@ -1018,15 +1018,16 @@ def yolo(opset: int) -> Built:
         "images": {0: "batch", 2: "height", 3: "width"},
         "detections": {0: "batch", 1: "boxes"},
     }
-    model = export_legacy(module, example, opset, ["images"], ["detections"], axes)
-    return torch_built(
+    return legacy_built(
         f"yolo_legacy_op{opset}",
-        "torch.onnx legacy" + (" (YOLOv5's historical default opset)" if opset == 12 else ""),
         opset,
         "batch, height, width",
         module,
-        model,
+        example,
         feeds,
+        axes,
+        made_by="torch.onnx legacy"
+        + (" (YOLOv5's historical default opset)" if opset == 12 else ""),
     )
 
 
@@ -1102,9 +1103,8 @@ def t5() -> Built:
     example, feeds = feed(2, 6), [feed(2, 11), feed(3, 5)]
     axes = {n: {0: "batch", 1: "sequence"} for n in ("input_ids", "attention_mask")}
     axes["last_hidden_state"] = {0: "batch", 1: "sequence"}
-    model = export_legacy(module, example, 14, list(example), ["last_hidden_state"], axes)
-    return torch_built(
-        "t5_encoder_legacy_op14", "torch.onnx legacy", 14, "batch, sequence", module, model, feeds
+    return legacy_built(
+        "t5_encoder_legacy_op14", 14, "batch, sequence", module, example, feeds, axes
     )
 
 
@@ -1144,15 +1144,14 @@ def crnn() -> Built:
 
     example, feeds = feed(2, 48), [feed(1, 64), feed(3, 32)]  # the height is 16 for any width
     axes = {"image": {0: "batch", 2: "height", 3: "width"}, "log_probs": {0: "steps", 1: "batch"}}
-    model = export_legacy(module, example, 14, ["image"], ["log_probs"], axes)
-    return torch_built(
+    return legacy_built(
         "crnn_legacy_op14",
-        "torch.onnx legacy",
         14,
         "batch, height (declared; 16 runs), width",
         module,
-        model,
+        example,
         feeds,
+        axes,
     )
 
 
@@ -1225,15 +1224,8 @@ def tagger(cell: str, opset: int) -> Built:
     example = {"tokens": ids(rng, 50, 2, 6)}
     feeds = [{"tokens": ids(rng, 50, 3, 11)}, {"tokens": ids(rng, 50, 1, 4)}]
     axes = {"tokens": {0: "batch", 1: "sequence"}, "tag_scores": {0: "batch", 1: "sequence"}}
-    model = export_legacy(module, example, opset, ["tokens"], ["tag_scores"], axes)
-    return torch_built(
-        f"{cell}_tagger_legacy_op{opset}",
-        "torch.onnx legacy",
-        opset,
-        "batch, sequence",
-        module,
-        model,
-        feeds,
+    return legacy_built(
+        f"{cell}_tagger_legacy_op{opset}", opset, "batch, sequence", module, example, feeds, axes
     )
 
 
@@ -1249,8 +1241,7 @@ def mlp() -> Built:
 
     example, feeds = feed(4), [feed(1), feed(6)]
     axes = {"features": {0: "batch"}, "probabilities": {0: "batch"}}
-    model = export_legacy(module, example, 14, ["features"], ["probabilities"], axes)
-    return torch_built("mlp_legacy_op14", "torch.onnx legacy", 14, "batch", module, model, feeds)
+    return legacy_built("mlp_legacy_op14", 14, "batch", module, example, feeds, axes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1290,15 +1281,16 @@ def dataflow() -> Built:
     axes = {n: {0: "batch", 1: "width"} for n in ("x", "scores")}
     axes |= {"top_values": {0: "batch", 1: "k"}, "picked": {0: "batch", 1: "k"}}
     axes |= {"shifted": {0: "batch"}, "positive_indices": {0: "nonzero"}}
-    model = export_legacy(module, example, 17, ["x", "scores"], outputs, axes)
-    return torch_built(
+    return legacy_built(
         "dataflow_legacy_op17",
-        "torch.onnx legacy (TopK, NonZero, Expand, new_zeros)",
         17,
         "batch, width",
         module,
-        model,
+        example,
         feeds,
+        axes,
+        outputs,
+        made_by="torch.onnx legacy (TopK, NonZero, Expand, new_zeros)",
     )
 
 
@@ -1344,15 +1336,16 @@ def script_loop_if_append() -> Built:
 
     example, feeds = feed(4), [feed(5), feed(2)]
     axes = {"x": {0: "rows"}}
-    model = export_legacy(module, example, 17, ["x"], ["row_max"], axes)
-    return torch_built(
+    return legacy_built(
         "script_loop_if_append_op17",
-        "torch.jit.script module, torch.onnx legacy",
         17,
         "rows",
         module,
-        model,
+        example,
         feeds,
+        axes,
+        outputs=["row_max"],
+        made_by="torch.jit.script module, torch.onnx legacy",
     )
 
 
@@ -1366,15 +1359,16 @@ def script_if_rank() -> Built:
 
     example, feeds = feed(2, 2, 5), [feed(3, 1, 4), feed(2, 3, 6)]
     axes = {"x": {0: "batch", 1: "channels", 2: "length"}}
-    model = export_legacy(module, example, 17, ["x"], ["reduced", "total"], axes)
-    return torch_built(
+    return legacy_built(
         "script_if_rank_op17",
-        "torch.jit.script module, torch.onnx legacy",
         17,
         "all three",
         module,
-        model,
+        example,
         feeds,
+        axes,
+        outputs=["reduced", "total"],
+        made_by="torch.jit.script module, torch.onnx legacy",
     )
 
 
@@ -1962,21 +1956,8 @@ class ConvNeXt(nn.Module):
 
 
 def convnext() -> Built:
-    seeded(21)
-    module = perturb(ConvNeXt(), 21)
-    rng = np.random.default_rng(21)
-    example = {"image": images(rng, 2, 64, 64)}
-    feeds = [{"image": images(rng, 1, 32, 48)}, {"image": images(rng, 3, 64, 40)}]
-    axes = {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}}
-    model = export_legacy(module, example, 17, ["image"], ["logits"], axes)
-    return torch_built(
-        "convnext_legacy_op17",
-        "torch.onnx legacy",
-        17,
-        "batch, height, width",
-        module,
-        model,
-        feeds,
+    return image_classifier(
+        "convnext_legacy_op17", 17, ConvNeXt, 21, (64, 64), [(1, 32, 48), (3, 64, 40)]
     )
 
 
@@ -2046,16 +2027,7 @@ class Swin(nn.Module):
 
 
 def swin() -> Built:
-    seeded(22)
-    module = perturb(Swin(), 22)
-    rng = np.random.default_rng(22)
-    example = {"image": images(rng, 2, 16, 24)}
-    feeds = [{"image": images(rng, 1, 16, 16)}, {"image": images(rng, 3, 24, 32)}]
-    axes = {"image": {0: "batch", 2: "height", 3: "width"}, "logits": {0: "batch"}}
-    model = export_legacy(module, example, 17, ["image"], ["logits"], axes)
-    return torch_built(
-        "swin_legacy_op17", "torch.onnx legacy", 17, "batch, height, width", module, model, feeds
-    )
+    return image_classifier("swin_legacy_op17", 17, Swin, 22, (16, 24), [(1, 16, 16), (3, 24, 32)])
 
 
 # --------------------------------------------------------------------------------------------
@@ -2198,17 +2170,8 @@ def seq2seq_decoder() -> Built:
         "memory_mask": {0: "batch", 1: "source"},
         "log_probs": {0: "batch", 1: "length"},
     }
-    model = export_legacy(
-        module, example, 14, ["tokens", "memory", "memory_mask"], ["log_probs"], axes
-    )
-    return torch_built(
-        "seq2seq_decoder_legacy_op14",
-        "torch.onnx legacy",
-        14,
-        "batch, length, source",
-        module,
-        model,
-        feeds,
+    return legacy_built(
+        "seq2seq_decoder_legacy_op14", 14, "batch, length, source", module, example, feeds, axes
     )
 
 
@@ -2251,15 +2214,8 @@ def tcn() -> Built:
         return {"signal": rng.normal(0, 1, (batch, 4, time)).astype(np.float32)}
 
     axes = {"signal": {0: "batch", 2: "time"}, "scores": {0: "batch", 1: "time"}}
-    model = export_legacy(module, feed(2, 20), 13, ["signal"], ["scores"], axes)
-    return torch_built(
-        "tcn_legacy_op13",
-        "torch.onnx legacy",
-        13,
-        "batch, time",
-        module,
-        model,
-        [feed(1, 7), feed(3, 50)],
+    return legacy_built(
+        "tcn_legacy_op13", 13, "batch, time", module, feed(2, 20), [feed(1, 7), feed(3, 50)], axes
     )
 
 
@@ -2309,15 +2265,15 @@ def gnn() -> Built:
         }
 
     axes = {"features": {0: "nodes"}, "edges": {1: "edges"}}
-    model = export_legacy(module, feed(5, 9), 16, ["features", "edges"], ["graph_scores"], axes)
-    return torch_built(
+    return legacy_built(
         "gnn_legacy_op16",
-        "torch.onnx legacy",
         16,
         "nodes, edges",
         module,
-        model,
+        feed(5, 9),
         [feed(3, 4), feed(12, 40)],
+        axes,
+        outputs=["graph_scores"],
     )
 
 
@@ -2354,9 +2310,8 @@ def moe() -> Built:
         return {"hidden": rng.normal(0, 1, (tokens, 16)).astype(np.float32)}
 
     axes = {"hidden": {0: "tokens"}, "mixed": {0: "tokens"}}
-    model = export_legacy(module, feed(10), 17, ["hidden"], ["mixed"], axes)
-    return torch_built(
-        "moe_legacy_op17", "torch.onnx legacy", 17, "tokens", module, model, [feed(3), feed(25)]
+    return legacy_built(
+        "moe_legacy_op17", 17, "tokens", module, feed(10), [feed(3), feed(25)], axes
     )
 
 
@@ -2390,15 +2345,14 @@ def super_resolution(opset: int) -> Built:
         "image": {0: "batch", 2: "height", 3: "width"},
         "upscaled": {0: "batch", 2: "h2", 3: "w2"},
     }
-    model = export_legacy(module, example, opset, ["image"], ["upscaled"], axes)
-    return torch_built(
+    return legacy_built(
         f"super_resolution_legacy_op{opset}",
-        "torch.onnx legacy",
         opset,
         "batch, height, width",
         module,
-        model,
+        example,
         feeds,
+        axes,
     )
 
 
@@ -2440,15 +2394,14 @@ def autoencoder() -> Built:
         "image": {0: "batch", 2: "height", 3: "width"},
         "reconstruction": {0: "batch", 2: "height", 3: "width"},
     }
-    model = export_legacy(module, feed(2, 16, 16), 13, ["image"], ["reconstruction"], axes)
-    return torch_built(
+    return legacy_built(
         "autoencoder_legacy_op13",
-        "torch.onnx legacy",
         13,
         "batch, height, width",
         module,
-        model,
+        feed(2, 16, 16),
         [feed(1, 8, 12), feed(3, 28, 20)],
+        axes,
     )
 
 
@@ -2483,15 +2436,14 @@ def spatial_transformer() -> Built:
         return {"image": rng.random((batch, 1, h, w)).astype(np.float32)}
 
     axes = {"image": {0: "batch", 2: "height", 3: "width"}, "scores": {0: "batch"}}
-    model = export_legacy(module, feed(2, 20, 20), 20, ["image"], ["scores"], axes)
-    return torch_built(
+    return legacy_built(
         "spatial_transformer_legacy_op20",
-        "torch.onnx legacy",
         20,
         "batch, height, width",
         module,
-        model,
+        feed(2, 20, 20),
         [feed(1, 16, 24), feed(3, 28, 28)],
+        axes,
     )
 
 
@@ -2526,15 +2478,14 @@ def audio_classifier() -> Built:
         return {"audio": rng.normal(0, 0.3, (batch, samples)).astype(np.float32)}
 
     axes = {"audio": {0: "batch", 1: "samples"}, "scores": {0: "batch"}}
-    model = export_legacy(module, feed(2, 400), 17, ["audio"], ["scores"], axes)
-    return torch_built(
+    return legacy_built(
         "audio_stft_legacy_op17",
-        "torch.onnx legacy",
         17,
         "batch, samples",
         module,
-        model,
+        feed(2, 400),
         [feed(1, 160), feed(3, 1000)],
+        axes,
     )
 
 
@@ -2651,15 +2602,15 @@ def half_mlp() -> Built:
         return {"features": rng.normal(0, 1, (batch, 12)).astype(np.float16)}
 
     axes = {"features": {0: "batch"}, "probabilities": {0: "batch"}}
-    model = export_legacy(module, feed(4), 17, ["features"], ["probabilities"], axes)
-    return torch_built(
+    return legacy_built(
         "half_mlp_legacy_op17",
-        "torch.onnx legacy (module.half())",
         17,
         "batch",
         module,
-        model,
+        feed(4),
         [feed(1), feed(7)],
+        axes,
+        made_by="torch.onnx legacy (module.half())",
     )
 
 

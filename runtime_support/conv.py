@@ -59,14 +59,28 @@ __all__ = ["col2im", "conv", "conv_activation", "conv_transpose", "exact_conv_tr
 
 
 @kernel(fresh=True, exact=False, exact_twin="rt.exact_conv")
-def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto_pad="NOTSET"):
+def conv(
+    X,
+    W,
+    B=None,
+    *,
+    pads=None,
+    strides=None,
+    dilations=None,
+    group=1,
+    auto_pad="NOTSET",
+    bias_column=False,
+):
     """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
     `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it;
     pads, strides and dilations of None are the ONNX defaults (0, 1 and 1 on every spatial axis;
     the compiler leaves them out when it does not know how many spatial axes there are).
     Float16 and bfloat16 go through float32 (BLAS). The layouts put every product directly in
     NCHW order (see the module docstring); the path and its geometry are settled once per shape
-    (`_conv_plan`)."""
+    (`_conv_plan`). With `bias_column` (a 1x1 Conv, no B; optimize.py's conv-bias-column), W is
+    (M, C + 1, 1, ...): the filters with the bias as their last column (`_bias_column_conv`)."""
+    if bias_column:
+        return _bias_column_conv(X, W, None, pads, strides, dilations, group, auto_pad)
     return _convolve(X, W, B, pads, strides, dilations, group, auto_pad, None)
 
 
@@ -80,6 +94,42 @@ def _convolve(X, W, B, pads, strides, dilations, group, auto_pad, finish):
     if plan.pads and max(plan.pads) > min(X.shape[2:], default=0):
         _check_padded(X, W, plan)  # only pads larger than the input can make absurd copies of it
     return plan.run(X, W, B, finish)
+
+
+def _bias_column_conv(X, W, finish, pads, strides, dilations, group, auto_pad):
+    """A 1x1 Conv whose filters W (M, C + 1, 1, ...) carry the bias as their last column: for
+    one float32 sample, X (C, V) is copied under a row of ones and one (M, C + 1) @ (C + 1, V)
+    product adds the bias as it multiplies, so no pass over the result adds it (the copy is of
+    the input, the smaller side of an expansion). Per call, thread CPU time, against product
+    then bias pass: 0.65-0.9 on expansions of 4 to 6 times the channels at 36 to 3136 positions
+    (16 -> 96 channels at 48x48: 170 -> 112 us); 1.1 at 9 positions or without expansion (why
+    the rule takes expansions only). Any other input splits W back into filters and bias."""
+    batch, channels = X.shape[:2]
+    maps = W.shape[0]
+    spatial = X.shape[2:]
+    if (
+        batch == 1
+        and X.dtype == np.float32
+        and W.dtype == np.float32
+        and W.shape[1] == channels + 1
+        and group == 1
+        and not any(pads or ())
+        and all(s == 1 for s in strides or ())
+    ):
+        size = math.prod(spatial)
+        columns = np.empty((channels + 1, size), np.float32)
+        columns[:channels] = X.reshape(channels, size)
+        columns[channels] = 1
+        filters = W.reshape(maps, channels + 1)
+        if maps * (channels + 1) * size < _SERIAL_TERMS:
+            Y = serially(np.matmul, filters, columns)
+        else:
+            Y = np.matmul(filters, columns)
+        Y = Y.reshape((1, maps) + spatial)
+        return Y if finish is None else finish(Y)
+    filters = np.ascontiguousarray(W[:, :-1])
+    bias = np.ascontiguousarray(W[:, -1].reshape(maps))
+    return _convolve(X, filters, bias, pads, strides, dilations, group, auto_pad, finish)
 
 
 def _relu(Y, low, high):
@@ -128,14 +178,19 @@ def conv_activation(
     dilations=None,
     group=1,
     auto_pad="NOTSET",
+    bias_column=False,
 ):
     """conv followed by its activation (the fast variant's Conv + Relu, Clip(low, high),
     HardSwish or Sigmoid-Mul (SiLU), optimize.py), applied in place to the Conv's result: one
-    call and no new array for the activation."""
+    call and no new array for the activation. `bias_column` as for conv."""
     apply = _ACTIVATIONS[activation]
-    return _convolve(
-        X, W, B, pads, strides, dilations, group, auto_pad, lambda Y: apply(Y, low, high)
-    )
+
+    def finish(Y):
+        return apply(Y, low, high)
+
+    if bias_column:
+        return _bias_column_conv(X, W, finish, pads, strides, dilations, group, auto_pad)
+    return _convolve(X, W, B, pads, strides, dilations, group, auto_pad, finish)
 
 
 def _check_padded(X, W, plan) -> None:

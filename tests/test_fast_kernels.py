@@ -650,3 +650,53 @@ def test_attention_heads_without_keys_or_queries_gives_empty_or_zero_sums():
     mask = np.zeros((1, 1, 1, 3), np.float32)
     k, v = np.ones((1, 2, 4, 3), np.float32), np.ones((1, 2, 3, 5), np.float32)
     assert rt.attention_heads(q[:, :, :0], k, v, mask=mask).shape == (1, 2, 0, 5)
+
+
+def _conv_session(X, W, B, **attrs):
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    inputs = ["X", "W"] + (["B"] if B is not None else [])
+    graph = helper.make_graph(
+        [helper.make_node("Conv", inputs, ["Y"], **attrs)],
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, X.shape)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(W, "W")]
+        + ([numpy_helper.from_array(B, "B")] if B is not None else []),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    return expected
+
+
+@pytest.mark.parametrize(
+    "x_shape,activation",
+    [
+        ((1, 8, 12, 12), None),  # the product adds the bias through the ones row
+        ((1, 8, 12, 12), "relu"),
+        ((2, 8, 6, 6), None),  # two samples: filters and bias split back
+        ((1, 8, 7), "hard_swish"),  # one spatial axis
+    ],
+)
+def test_conv_with_the_bias_as_a_filter_column_matches_onnxruntime(x_shape, activation):
+    """rt.conv / rt.conv_activation with `bias_column`: W (M, C + 1, 1, ...) holds the filters
+    and, as its last column, the bias (optimize.py's conv-bias-column)."""
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    kernel = (1,) * (len(x_shape) - 2)
+    W = (rng.normal(size=(48, x_shape[1]) + kernel) * 0.3).astype(np.float32)
+    B = rng.normal(size=48).astype(np.float32)
+    joined = np.concatenate([W, B.reshape((48, 1) + kernel)], axis=1)
+    expected = _conv_session(X, W, B)
+    if activation is None:
+        ours = rt.conv(X, joined, bias_column=True)
+    else:
+        ours = rt.conv_activation(X, joined, activation=activation, bias_column=True)
+        expected = {
+            "relu": lambda y: np.maximum(y, 0),
+            "hard_swish": lambda y: y * np.clip(y / 6 + 0.5, 0, 1),
+        }[activation](expected)
+    assert ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)

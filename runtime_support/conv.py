@@ -360,6 +360,11 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
                     math.prod(out) <= _DEPTHWISE_LAST_WIDE_POSITIONS
                     and batch * channels >= _DEPTHWISE_LAST_ROWS
                 )
+                or (
+                    math.prod(kernel_shape) >= _DEPTHWISE_LAST_TAPS
+                    and batch * channels >= _DEPTHWISE_LAST_TAPS_ROWS
+                    and all(s == 1 for s in strides)
+                )
             )
             and min(pads, default=0) >= 0
         ):
@@ -603,6 +608,14 @@ _DEPTHWISE_LAST_POSITIONS = 64
 # it); 24x24 outputs lose (1.37 for 144 channels).
 _DEPTHWISE_LAST_WIDE_POSITIONS = 196
 _DEPTHWISE_LAST_ROWS = 128
+# ... and so are unit-stride maps of any size with at least _DEPTHWISE_LAST_TAPS taps and
+# _DEPTHWISE_LAST_TAPS_ROWS rows: the einsum's cost grows with the taps as the products' does,
+# but not its buffer. Session 8, 5x5 taps, channels last / the blocked products (thread CPU
+# time, load 8-12): 0.70-0.85 (240 channels at 12x40, PP-OCRv4_rec's), 0.78-0.81 (240 at
+# 24x24), 0.90-0.93 (144 at 24x24); with fewer rows the products win (1.0 for 96 at 24x24, 1.4
+# for 64, 2.4 for 40 at 56x56).
+_DEPTHWISE_LAST_TAPS = 25
+_DEPTHWISE_LAST_TAPS_ROWS = 144
 # ... and so are maps whose outputs are at most this share of the padded grid the per-channel
 # products run over (short, wide maps with wide pads, as in OCR models: 200 channels of 2x96 with
 # 5x5 taps, 192 outputs on a 600-position grid: 1832 -> 517 us; 0.41 of the grid: 762 -> 325;
@@ -797,6 +810,16 @@ def _im2col_plan(shape, out, taps_count, itemsize):
 _DEPTHWISE_PRODUCT_CHANNELS = 32
 
 
+# The per-channel products' columns (K taps x N x C x V) past this many bytes run in blocks of
+# channels of about _DEPTHWISE_BLOCK_BYTES: at 5x5 taps the whole buffer outgrows the cache and
+# its copies and products run at memory speed. Session 8, blocks / whole (thread CPU time, load
+# 8-12): 0.38 (96 channels at 48x48, 26 MB), 0.48 (240 at 12x40, PP-OCRv4_rec's, 17 MB), 0.48
+# (40 at 56x56, 14 MB), 0.53 (144 at 24x24, 11 MB); 1.0-1.1 at 6.5 MB (72 at 28x28, 96 at
+# 24x24), 1.05-1.15 at 4.3 MB (64 at 24x24); 3x3 layers of 1-1.8 MB lose 1.1-2x in blocks.
+_DEPTHWISE_WHOLE_BYTES = 8 << 20
+_DEPTHWISE_BLOCK_BYTES = 2 << 20
+
+
 def _depthwise(views, w, products):
     """Depthwise convolution (one input channel per group, M = C * multiplier) from flat_taps'
     views: (N, C, multiplier, V) by per-channel products (`products`, for at least
@@ -807,11 +830,25 @@ def _depthwise(views, w, products):
         # tap-major (K, N, C, V): each tap's copy writes one contiguous block (about 30% faster
         # than (N, C, K, V)'s short rows); the products read it as (N, C, K, V) with row stride
         # N * C * V, which BLAS takes as is
-        columns = np.empty((len(views), batch, channels, size), w.dtype)
-        for t, view in enumerate(views):
-            columns[t] = view
-        # (C, multiplier, K) @ (N, C, K, V): one (multiplier, K) @ (K, V) product per channel
-        return np.matmul(w.reshape(channels, multiplier, len(views)), columns.transpose(1, 2, 0, 3))
+        filters = w.reshape(channels, multiplier, len(views))
+        per_channel = len(views) * batch * size * w.dtype.itemsize
+        if per_channel * channels <= _DEPTHWISE_WHOLE_BYTES:
+            columns = np.empty((len(views), batch, channels, size), w.dtype)
+            for t, view in enumerate(views):
+                columns[t] = view
+            # (C, multiplier, K) @ (N, C, K, V): one (multiplier, K) @ (K, V) product per channel
+            return np.matmul(filters, columns.transpose(1, 2, 0, 3))
+        # the same in blocks of channels, each block's columns still in cache for its products
+        block = max(1, _DEPTHWISE_BLOCK_BYTES // per_channel)
+        Y = np.empty((batch, channels, multiplier, size), w.dtype)
+        buffer = np.empty((len(views), batch, block, size), w.dtype)
+        for first in range(0, channels, block):
+            stop = min(first + block, channels)
+            columns = buffer[:, :, : stop - first]
+            for t, view in enumerate(views):
+                columns[t] = view[:, first:stop]
+            np.matmul(filters[first:stop], columns.transpose(1, 2, 0, 3), out=Y[:, first:stop])
+        return Y
     # each tap's weights times that tap's view, accumulated in place in C order of the taps;
     # (K, C, 1) or (K, C, multiplier, 1): the weights of one tap broadcast over the row
     weights = w.reshape(channels, multiplier, len(views)).transpose(2, 0, 1)[..., None]

@@ -700,3 +700,30 @@ def test_conv_with_the_bias_as_a_filter_column_matches_onnxruntime(x_shape, acti
         }[activation](expected)
     assert ours.shape == expected.shape
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "x_shape,maps,path",
+    [
+        ((1, 240, 12, 40), 240, "_depthwise_last_path"),  # 25 taps, 240 rows: channels last
+        ((1, 96, 48, 48), 96, "_depthwise_path"),  # columns of 26 MB: in blocks of channels
+        ((1, 32, 48, 48), 64, "_depthwise_path"),  # blocks, channel multiplier 2
+        ((1, 96, 24, 24), 96, "_depthwise_path"),  # 6.5 MB: whole
+    ],
+)
+def test_depthwise_conv_with_many_taps_matches_onnxruntime(x_shape, maps, path):
+    """5x5 depthwise Convs: at least 144 rows and unit strides run channels last; on the
+    per-channel products, columns past _DEPTHWISE_WHOLE_BYTES are copied and multiplied in
+    blocks of channels. onnxruntime is the reference."""
+    rng = np.random.default_rng(13)
+    channels = x_shape[1]
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=(maps, 1, 5, 5)).astype(np.float32)
+    B = rng.normal(size=maps).astype(np.float32)
+    pads = (2, 2, 2, 2)
+    conv = importlib.import_module("runtime_support.conv")
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, (1, 1), (1, 1), channels, "NOTSET")
+    assert plan.path.__name__ == path
+    expected = _conv_session(X, W, B, pads=list(pads), group=channels)
+    ours = rt.conv(X, W, B, pads=pads, group=channels)
+    np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-4)

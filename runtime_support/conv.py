@@ -380,7 +380,12 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
             )
             tap_axes, out_axes = _LETTERS[:rank], _LETTERS[rank : 2 * rank]
             sum_of_taps = f"{tap_axes}{out_axes}z,{tap_axes}z->{out_axes}z"
-            return plan(_depthwise_last_path, group=group, extra=(out, view, sum_of_taps))
+            bands = rank and _tap_bands(
+                x_shape[2], kernel_shape[0], pads[0], strides[0], dilations[0], out[0],
+                math.prod(out[1:]),
+            ) or None  # fmt: skip
+            extra = (out, view, sum_of_taps, bands)
+            return plan(_depthwise_last_path, group=group, extra=extra)
         return plan(_depthwise_path, group=group, extra=products)
     if all(k == 1 for k in kernel_shape) and not any(pads):
         return plan(_pointwise_path, group=group)
@@ -633,7 +638,7 @@ def _depthwise_last_path(plan, X, w, bias):
     (*padded, N * C), viewed through strides as its (*kernel, *out, N * C) windows, times the
     taps' weights (*kernel, N * C) summed over the taps by one einsum, then moved back to
     (N, C, *out) with the bias added."""
-    out, (shape, view_strides), sum_of_taps = plan.extra
+    out, (shape, view_strides), sum_of_taps, bands = plan.extra
     batch, channels = X.shape[:2]
     rank = len(out)
     pads = plan.pads
@@ -647,7 +652,15 @@ def _depthwise_last_path(plan, X, w, bias):
     windows = np.ndarray(shape, w.dtype, buffer, 0, view_strides)  # read only
     # every tap's product summed in one pass of einsum's own loop (no optimize: no BLAS, no
     # temporaries), where one multiply and one add per tap took 1.7 to 2 times as long
-    Y = np.einsum(sum_of_taps, windows, weights.reshape(shape[:rank] + shape[-1:]))
+    weights = weights.reshape(shape[:rank] + shape[-1:])
+    if bands is None:
+        Y = np.einsum(sum_of_taps, windows, weights)
+    else:  # each band of output rows over the kernel rows that reach into the input
+        Y = np.empty(out + (batch * channels,), w.dtype)
+        rest = (slice(None),) * (rank - 1)
+        for first, stop, low, high in bands:
+            taps_window = windows[(slice(low, high),) + rest + (slice(first, stop),)]
+            np.einsum(sum_of_taps, taps_window, weights[low:high], out=Y[first:stop])
     # (positions, N * C) -> (N * C, positions): one transposing pass, the bias added in it
     Y = Y.reshape(-1, batch * channels).T
     shape = (batch, channels) + out
@@ -655,6 +668,42 @@ def _depthwise_last_path(plan, X, w, bias):
         return np.ascontiguousarray(Y).reshape(shape)
     bias = np.tile(bias, batch) if batch > 1 else bias
     return np.add(Y, bias.reshape(-1, 1), order="C").reshape(shape)
+
+
+# Where the kernel rows that reach into the input (not only the zero padding) leave out at least
+# _BAND_SAVING of the einsum's terms (_BAND_SAVING_WIDE on output rows of at least _BAND_WIDE
+# positions), _depthwise_last_path sums each band of output rows over its own kernel rows
+# (`_tap_bands`): the short maps of OCR models and the late maps of EfficientNet, where a 5x5
+# kernel's outer rows read padding for the outer output rows. Session 8, per call, bands / one
+# einsum (thread CPU time, three rounds, load 12): 2 x 200 channels at 2x96 with 5x5 taps
+# (saving 0.6) 0.60-0.64, 2 x 88 at 3x96 (0.4) 0.70-0.78, 1152 at 3x3 (0.4) 0.66-0.91, 480 at
+# 3x40 0.68-0.78, 480 at 6x40 (0.2) 0.65-0.90; 0.2 on short rows ties or loses, one einsum call
+# per band: 672 at 6x6 0.93-1.40, 192 at 6x8 1.03-1.07.
+_BAND_SAVING = 0.3
+_BAND_SAVING_WIDE = 0.2
+_BAND_WIDE = 32
+
+
+@functools.lru_cache(maxsize=512)
+def _tap_bands(size, kernel, pad, stride, dilation, count, width):
+    """The output rows along the first spatial axis in bands of equal reach: (first, stop, low,
+    high) with kernel rows low..high-1 the only ones reading the input for outputs first..stop-1,
+    or None when the bands would leave out too few of the terms (`count` output rows of `width`
+    positions; `pad` the padding before the first input row)."""
+    bands: list[list[int]] = []
+    for i in range(count):
+        start = i * stride - pad
+        low = min(kernel, max(0, -(start // dilation)))  # first tap at a row >= 0: ceil(-start / d)
+        high = max(low, min(kernel, (size - 1 - start) // dilation + 1))  # past the last < size
+        if bands and bands[-1][2:] == [low, high]:
+            bands[-1][1] = i + 1
+        else:
+            bands.append([i, i + 1, low, high])
+    terms = sum((stop - first) * (high - low) for first, stop, low, high in bands)
+    saving = _BAND_SAVING_WIDE if width >= _BAND_WIDE else _BAND_SAVING
+    if count == 0 or terms > (1 - saving) * count * kernel:
+        return None
+    return tuple(tuple(b) for b in bands)
 
 
 # einsum's axis letters for _depthwise_last_path (taps, then output positions; z the rows)

@@ -727,3 +727,59 @@ def test_depthwise_conv_with_many_taps_matches_onnxruntime(x_shape, maps, path):
     expected = _conv_session(X, W, B, pads=list(pads), group=channels)
     ours = rt.conv(X, W, B, pads=pads, group=channels)
     np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "size,kernel,pad,stride,dilation,count",
+    [
+        (2, 5, 2, 1, 1, 2),
+        (3, 5, 2, 2, 1, 2),
+        (5, 3, 2, 1, 2, 5),
+        (4, 5, 1, 1, 1, 2),
+        (2, 3, 3, 1, 1, 6),
+    ],
+)
+def test_tap_bands_cover_the_kernel_rows_that_reach_the_input(
+    size, kernel, pad, stride, dilation, count, monkeypatch
+):
+    """Each output row's band holds exactly the kernel rows whose input row is inside the map
+    (the others read padding only), counted here tap by tap (the saving rule off)."""
+    conv = importlib.import_module("runtime_support.conv")
+    monkeypatch.setattr(conv, "_BAND_SAVING", 0.0)
+    bands = conv._tap_bands.__wrapped__(size, kernel, pad, stride, dilation, count, 1)
+    assert bands is not None
+    covered = []
+    for first, stop, low, high in bands:
+        for i in range(first, stop):
+            inside = [t for t in range(kernel) if 0 <= i * stride + t * dilation - pad < size]
+            assert list(range(low, high)) == inside
+            covered.append(i)
+    assert covered == list(range(count))
+
+
+@pytest.mark.parametrize(
+    "x_shape,kernel,pads,strides,dilations",
+    [
+        ((2, 24, 2, 30), (5, 5), (2, 2, 2, 2), (1, 1), (1, 1)),  # two bands
+        ((2, 40, 3, 30), (5, 5), (2, 1, 1, 2), (2, 1), (1, 1)),  # uneven pads, strided
+        ((1, 160, 2, 7), (3, 3), (2, 2, 2, 2), (1, 1), (2, 2)),  # dilated
+        ((2, 20, 6), (5,), (4, 0), (1,), (1,)),  # one spatial axis
+    ],
+)
+def test_depthwise_conv_in_bands_of_rows_matches_onnxruntime(
+    x_shape, kernel, pads, strides, dilations
+):
+    """Channels-last depthwise Convs on short maps sum each band of output rows over the kernel
+    rows that reach into the input (conv._tap_bands); onnxruntime is the reference."""
+    rng = np.random.default_rng(14)
+    channels = x_shape[1]
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=(channels, 1, *kernel)).astype(np.float32)
+    B = rng.normal(size=channels).astype(np.float32)
+    conv = importlib.import_module("runtime_support.conv")
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, strides, dilations, channels, "NOTSET")
+    assert plan.path is conv._depthwise_last_path and plan.extra[3] is not None
+    attrs = dict(pads=list(pads), strides=list(strides), dilations=list(dilations), group=channels)
+    expected = _conv_session(X, W, B, **attrs)
+    ours = rt.conv(X, W, B, pads=pads, strides=strides, dilations=dilations, group=channels)
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)

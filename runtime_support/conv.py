@@ -59,14 +59,28 @@ __all__ = ["col2im", "conv", "conv_activation", "conv_transpose", "exact_conv_tr
 
 
 @kernel(fresh=True, exact=False, exact_twin="rt.exact_conv")
-def conv(X, W, B=None, *, pads=None, strides=None, dilations=None, group=1, auto_pad="NOTSET"):
+def conv(
+    X,
+    W,
+    B=None,
+    *,
+    pads=None,
+    strides=None,
+    dilations=None,
+    group=1,
+    auto_pad="NOTSET",
+    bias_column=False,
+):
     """Convolution (cross-correlation) of X (N, C, *in) with W (M, C/group, *k); Y (N, M, *out).
     `auto_pad` (SAME_UPPER, SAME_LOWER) replaces `pads` when the compiler could not settle it;
     pads, strides and dilations of None are the ONNX defaults (0, 1 and 1 on every spatial axis;
     the compiler leaves them out when it does not know how many spatial axes there are).
     Float16 and bfloat16 go through float32 (BLAS). The layouts put every product directly in
     NCHW order (see the module docstring); the path and its geometry are settled once per shape
-    (`_conv_plan`)."""
+    (`_conv_plan`). With `bias_column` (a 1x1 Conv, no B; optimize.py's conv-bias-column), W is
+    (M, C + 1, 1, ...): the filters with the bias as their last column (`_bias_column_conv`)."""
+    if bias_column:
+        return _bias_column_conv(X, W, None, pads, strides, dilations, group, auto_pad)
     return _convolve(X, W, B, pads, strides, dilations, group, auto_pad, None)
 
 
@@ -80,6 +94,42 @@ def _convolve(X, W, B, pads, strides, dilations, group, auto_pad, finish):
     if plan.pads and max(plan.pads) > min(X.shape[2:], default=0):
         _check_padded(X, W, plan)  # only pads larger than the input can make absurd copies of it
     return plan.run(X, W, B, finish)
+
+
+def _bias_column_conv(X, W, finish, pads, strides, dilations, group, auto_pad):
+    """A 1x1 Conv whose filters W (M, C + 1, 1, ...) carry the bias as their last column: for
+    one float32 sample, X (C, V) is copied under a row of ones and one (M, C + 1) @ (C + 1, V)
+    product adds the bias as it multiplies, so no pass over the result adds it (the copy is of
+    the input, the smaller side of an expansion). Per call, thread CPU time, against product
+    then bias pass: 0.65-0.9 on expansions of 4 to 6 times the channels at 36 to 3136 positions
+    (16 -> 96 channels at 48x48: 170 -> 112 us); 1.1 at 9 positions or without expansion (why
+    the rule takes expansions only). Any other input splits W back into filters and bias."""
+    batch, channels = X.shape[:2]
+    maps = W.shape[0]
+    spatial = X.shape[2:]
+    if (
+        batch == 1
+        and X.dtype == np.float32
+        and W.dtype == np.float32
+        and W.shape[1] == channels + 1
+        and group == 1
+        and not any(pads or ())
+        and all(s == 1 for s in strides or ())
+    ):
+        size = math.prod(spatial)
+        columns = np.empty((channels + 1, size), np.float32)
+        columns[:channels] = X.reshape(channels, size)
+        columns[channels] = 1
+        filters = W.reshape(maps, channels + 1)
+        if maps * (channels + 1) * size < _SERIAL_TERMS:
+            Y = serially(np.matmul, filters, columns)
+        else:
+            Y = np.matmul(filters, columns)
+        Y = Y.reshape((1, maps) + spatial)
+        return Y if finish is None else finish(Y)
+    filters = np.ascontiguousarray(W[:, :-1])
+    bias = np.ascontiguousarray(W[:, -1].reshape(maps))
+    return _convolve(X, filters, bias, pads, strides, dilations, group, auto_pad, finish)
 
 
 def _relu(Y, low, high):
@@ -128,14 +178,19 @@ def conv_activation(
     dilations=None,
     group=1,
     auto_pad="NOTSET",
+    bias_column=False,
 ):
     """conv followed by its activation (the fast variant's Conv + Relu, Clip(low, high),
     HardSwish or Sigmoid-Mul (SiLU), optimize.py), applied in place to the Conv's result: one
-    call and no new array for the activation."""
+    call and no new array for the activation. `bias_column` as for conv."""
     apply = _ACTIVATIONS[activation]
-    return _convolve(
-        X, W, B, pads, strides, dilations, group, auto_pad, lambda Y: apply(Y, low, high)
-    )
+
+    def finish(Y):
+        return apply(Y, low, high)
+
+    if bias_column:
+        return _bias_column_conv(X, W, finish, pads, strides, dilations, group, auto_pad)
+    return _convolve(X, W, B, pads, strides, dilations, group, auto_pad, finish)
 
 
 def _check_padded(X, W, plan) -> None:
@@ -305,6 +360,11 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
                     math.prod(out) <= _DEPTHWISE_LAST_WIDE_POSITIONS
                     and batch * channels >= _DEPTHWISE_LAST_ROWS
                 )
+                or (
+                    math.prod(kernel_shape) >= _DEPTHWISE_LAST_TAPS
+                    and batch * channels >= _DEPTHWISE_LAST_TAPS_ROWS
+                    and all(s == 1 for s in strides)
+                )
             )
             and min(pads, default=0) >= 0
         ):
@@ -320,7 +380,12 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
             )
             tap_axes, out_axes = _LETTERS[:rank], _LETTERS[rank : 2 * rank]
             sum_of_taps = f"{tap_axes}{out_axes}z,{tap_axes}z->{out_axes}z"
-            return plan(_depthwise_last_path, group=group, extra=(out, view, sum_of_taps))
+            bands = rank and _tap_bands(
+                x_shape[2], kernel_shape[0], pads[0], strides[0], dilations[0], out[0],
+                math.prod(out[1:]),
+            ) or None  # fmt: skip
+            extra = (out, view, sum_of_taps, bands)
+            return plan(_depthwise_last_path, group=group, extra=extra)
         return plan(_depthwise_path, group=group, extra=products)
     if all(k == 1 for k in kernel_shape) and not any(pads):
         return plan(_pointwise_path, group=group)
@@ -548,6 +613,14 @@ _DEPTHWISE_LAST_POSITIONS = 64
 # it); 24x24 outputs lose (1.37 for 144 channels).
 _DEPTHWISE_LAST_WIDE_POSITIONS = 196
 _DEPTHWISE_LAST_ROWS = 128
+# ... and so are unit-stride maps of any size with at least _DEPTHWISE_LAST_TAPS taps and
+# _DEPTHWISE_LAST_TAPS_ROWS rows: the einsum's cost grows with the taps as the products' does,
+# but not its buffer. Session 8, 5x5 taps, channels last / the blocked products (thread CPU
+# time, load 8-12): 0.70-0.85 (240 channels at 12x40, PP-OCRv4_rec's), 0.78-0.81 (240 at
+# 24x24), 0.90-0.93 (144 at 24x24); with fewer rows the products win (1.0 for 96 at 24x24, 1.4
+# for 64, 2.4 for 40 at 56x56).
+_DEPTHWISE_LAST_TAPS = 25
+_DEPTHWISE_LAST_TAPS_ROWS = 144
 # ... and so are maps whose outputs are at most this share of the padded grid the per-channel
 # products run over (short, wide maps with wide pads, as in OCR models: 200 channels of 2x96 with
 # 5x5 taps, 192 outputs on a 600-position grid: 1832 -> 517 us; 0.41 of the grid: 762 -> 325;
@@ -565,7 +638,7 @@ def _depthwise_last_path(plan, X, w, bias):
     (*padded, N * C), viewed through strides as its (*kernel, *out, N * C) windows, times the
     taps' weights (*kernel, N * C) summed over the taps by one einsum, then moved back to
     (N, C, *out) with the bias added."""
-    out, (shape, view_strides), sum_of_taps = plan.extra
+    out, (shape, view_strides), sum_of_taps, bands = plan.extra
     batch, channels = X.shape[:2]
     rank = len(out)
     pads = plan.pads
@@ -579,7 +652,15 @@ def _depthwise_last_path(plan, X, w, bias):
     windows = np.ndarray(shape, w.dtype, buffer, 0, view_strides)  # read only
     # every tap's product summed in one pass of einsum's own loop (no optimize: no BLAS, no
     # temporaries), where one multiply and one add per tap took 1.7 to 2 times as long
-    Y = np.einsum(sum_of_taps, windows, weights.reshape(shape[:rank] + shape[-1:]))
+    weights = weights.reshape(shape[:rank] + shape[-1:])
+    if bands is None:
+        Y = np.einsum(sum_of_taps, windows, weights)
+    else:  # each band of output rows over the kernel rows that reach into the input
+        Y = np.empty(out + (batch * channels,), w.dtype)
+        rest = (slice(None),) * (rank - 1)
+        for first, stop, low, high in bands:
+            taps_window = windows[(slice(low, high),) + rest + (slice(first, stop),)]
+            np.einsum(sum_of_taps, taps_window, weights[low:high], out=Y[first:stop])
     # (positions, N * C) -> (N * C, positions): one transposing pass, the bias added in it
     Y = Y.reshape(-1, batch * channels).T
     shape = (batch, channels) + out
@@ -587,6 +668,42 @@ def _depthwise_last_path(plan, X, w, bias):
         return np.ascontiguousarray(Y).reshape(shape)
     bias = np.tile(bias, batch) if batch > 1 else bias
     return np.add(Y, bias.reshape(-1, 1), order="C").reshape(shape)
+
+
+# Where the kernel rows that reach into the input (not only the zero padding) leave out at least
+# _BAND_SAVING of the einsum's terms (_BAND_SAVING_WIDE on output rows of at least _BAND_WIDE
+# positions), _depthwise_last_path sums each band of output rows over its own kernel rows
+# (`_tap_bands`): the short maps of OCR models and the late maps of EfficientNet, where a 5x5
+# kernel's outer rows read padding for the outer output rows. Session 8, per call, bands / one
+# einsum (thread CPU time, three rounds, load 12): 2 x 200 channels at 2x96 with 5x5 taps
+# (saving 0.6) 0.60-0.64, 2 x 88 at 3x96 (0.4) 0.70-0.78, 1152 at 3x3 (0.4) 0.66-0.91, 480 at
+# 3x40 0.68-0.78, 480 at 6x40 (0.2) 0.65-0.90; 0.2 on short rows ties or loses, one einsum call
+# per band: 672 at 6x6 0.93-1.40, 192 at 6x8 1.03-1.07.
+_BAND_SAVING = 0.3
+_BAND_SAVING_WIDE = 0.2
+_BAND_WIDE = 32
+
+
+@functools.lru_cache(maxsize=512)
+def _tap_bands(size, kernel, pad, stride, dilation, count, width):
+    """The output rows along the first spatial axis in bands of equal reach: (first, stop, low,
+    high) with kernel rows low..high-1 the only ones reading the input for outputs first..stop-1,
+    or None when the bands would leave out too few of the terms (`count` output rows of `width`
+    positions; `pad` the padding before the first input row)."""
+    bands: list[list[int]] = []
+    for i in range(count):
+        start = i * stride - pad
+        low = min(kernel, max(0, -(start // dilation)))  # first tap at a row >= 0: ceil(-start / d)
+        high = max(low, min(kernel, (size - 1 - start) // dilation + 1))  # past the last < size
+        if bands and bands[-1][2:] == [low, high]:
+            bands[-1][1] = i + 1
+        else:
+            bands.append([i, i + 1, low, high])
+    terms = sum((stop - first) * (high - low) for first, stop, low, high in bands)
+    saving = _BAND_SAVING_WIDE if width >= _BAND_WIDE else _BAND_SAVING
+    if count == 0 or terms > (1 - saving) * count * kernel:
+        return None
+    return tuple(tuple(b) for b in bands)
 
 
 # einsum's axis letters for _depthwise_last_path (taps, then output positions; z the rows)
@@ -742,6 +859,16 @@ def _im2col_plan(shape, out, taps_count, itemsize):
 _DEPTHWISE_PRODUCT_CHANNELS = 32
 
 
+# The per-channel products' columns (K taps x N x C x V) past this many bytes run in blocks of
+# channels of about _DEPTHWISE_BLOCK_BYTES: at 5x5 taps the whole buffer outgrows the cache and
+# its copies and products run at memory speed. Session 8, blocks / whole (thread CPU time, load
+# 8-12): 0.38 (96 channels at 48x48, 26 MB), 0.48 (240 at 12x40, PP-OCRv4_rec's, 17 MB), 0.48
+# (40 at 56x56, 14 MB), 0.53 (144 at 24x24, 11 MB); 1.0-1.1 at 6.5 MB (72 at 28x28, 96 at
+# 24x24), 1.05-1.15 at 4.3 MB (64 at 24x24); 3x3 layers of 1-1.8 MB lose 1.1-2x in blocks.
+_DEPTHWISE_WHOLE_BYTES = 8 << 20
+_DEPTHWISE_BLOCK_BYTES = 2 << 20
+
+
 def _depthwise(views, w, products):
     """Depthwise convolution (one input channel per group, M = C * multiplier) from flat_taps'
     views: (N, C, multiplier, V) by per-channel products (`products`, for at least
@@ -752,11 +879,25 @@ def _depthwise(views, w, products):
         # tap-major (K, N, C, V): each tap's copy writes one contiguous block (about 30% faster
         # than (N, C, K, V)'s short rows); the products read it as (N, C, K, V) with row stride
         # N * C * V, which BLAS takes as is
-        columns = np.empty((len(views), batch, channels, size), w.dtype)
-        for t, view in enumerate(views):
-            columns[t] = view
-        # (C, multiplier, K) @ (N, C, K, V): one (multiplier, K) @ (K, V) product per channel
-        return np.matmul(w.reshape(channels, multiplier, len(views)), columns.transpose(1, 2, 0, 3))
+        filters = w.reshape(channels, multiplier, len(views))
+        per_channel = len(views) * batch * size * w.dtype.itemsize
+        if per_channel * channels <= _DEPTHWISE_WHOLE_BYTES:
+            columns = np.empty((len(views), batch, channels, size), w.dtype)
+            for t, view in enumerate(views):
+                columns[t] = view
+            # (C, multiplier, K) @ (N, C, K, V): one (multiplier, K) @ (K, V) product per channel
+            return np.matmul(filters, columns.transpose(1, 2, 0, 3))
+        # the same in blocks of channels, each block's columns still in cache for its products
+        block = max(1, _DEPTHWISE_BLOCK_BYTES // per_channel)
+        Y = np.empty((batch, channels, multiplier, size), w.dtype)
+        buffer = np.empty((len(views), batch, block, size), w.dtype)
+        for first in range(0, channels, block):
+            stop = min(first + block, channels)
+            columns = buffer[:, :, : stop - first]
+            for t, view in enumerate(views):
+                columns[t] = view[:, first:stop]
+            np.matmul(filters[first:stop], columns.transpose(1, 2, 0, 3), out=Y[:, first:stop])
+        return Y
     # each tap's weights times that tap's view, accumulated in place in C order of the taps;
     # (K, C, 1) or (K, C, multiplier, 1): the weights of one tap broadcast over the row
     weights = w.reshape(channels, multiplier, len(views)).transpose(2, 0, 1)[..., None]

@@ -650,3 +650,136 @@ def test_attention_heads_without_keys_or_queries_gives_empty_or_zero_sums():
     mask = np.zeros((1, 1, 1, 3), np.float32)
     k, v = np.ones((1, 2, 4, 3), np.float32), np.ones((1, 2, 3, 5), np.float32)
     assert rt.attention_heads(q[:, :, :0], k, v, mask=mask).shape == (1, 2, 0, 5)
+
+
+def _conv_session(X, W, B, **attrs):
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    inputs = ["X", "W"] + (["B"] if B is not None else [])
+    graph = helper.make_graph(
+        [helper.make_node("Conv", inputs, ["Y"], **attrs)],
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, X.shape)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(W, "W")]
+        + ([numpy_helper.from_array(B, "B")] if B is not None else []),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    return expected
+
+
+@pytest.mark.parametrize(
+    "x_shape,activation",
+    [
+        ((1, 8, 12, 12), None),  # the product adds the bias through the ones row
+        ((1, 8, 12, 12), "relu"),
+        ((2, 8, 6, 6), None),  # two samples: filters and bias split back
+        ((1, 8, 7), "hard_swish"),  # one spatial axis
+    ],
+)
+def test_conv_with_the_bias_as_a_filter_column_matches_onnxruntime(x_shape, activation):
+    """rt.conv / rt.conv_activation with `bias_column`: W (M, C + 1, 1, ...) holds the filters
+    and, as its last column, the bias (optimize.py's conv-bias-column)."""
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    kernel = (1,) * (len(x_shape) - 2)
+    W = (rng.normal(size=(48, x_shape[1]) + kernel) * 0.3).astype(np.float32)
+    B = rng.normal(size=48).astype(np.float32)
+    joined = np.concatenate([W, B.reshape((48, 1) + kernel)], axis=1)
+    expected = _conv_session(X, W, B)
+    if activation is None:
+        ours = rt.conv(X, joined, bias_column=True)
+    else:
+        ours = rt.conv_activation(X, joined, activation=activation, bias_column=True)
+        expected = {
+            "relu": lambda y: np.maximum(y, 0),
+            "hard_swish": lambda y: y * np.clip(y / 6 + 0.5, 0, 1),
+        }[activation](expected)
+    assert ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "x_shape,maps,path",
+    [
+        ((1, 240, 12, 40), 240, "_depthwise_last_path"),  # 25 taps, 240 rows: channels last
+        ((1, 96, 48, 48), 96, "_depthwise_path"),  # columns of 26 MB: in blocks of channels
+        ((1, 32, 48, 48), 64, "_depthwise_path"),  # blocks, channel multiplier 2
+        ((1, 96, 24, 24), 96, "_depthwise_path"),  # 6.5 MB: whole
+    ],
+)
+def test_depthwise_conv_with_many_taps_matches_onnxruntime(x_shape, maps, path):
+    """5x5 depthwise Convs: at least 144 rows and unit strides run channels last; on the
+    per-channel products, columns past _DEPTHWISE_WHOLE_BYTES are copied and multiplied in
+    blocks of channels. onnxruntime is the reference."""
+    rng = np.random.default_rng(13)
+    channels = x_shape[1]
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=(maps, 1, 5, 5)).astype(np.float32)
+    B = rng.normal(size=maps).astype(np.float32)
+    pads = (2, 2, 2, 2)
+    conv = importlib.import_module("runtime_support.conv")
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, (1, 1), (1, 1), channels, "NOTSET")
+    assert plan.path.__name__ == path
+    expected = _conv_session(X, W, B, pads=list(pads), group=channels)
+    ours = rt.conv(X, W, B, pads=pads, group=channels)
+    np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "size,kernel,pad,stride,dilation,count",
+    [
+        (2, 5, 2, 1, 1, 2),
+        (3, 5, 2, 2, 1, 2),
+        (5, 3, 2, 1, 2, 5),
+        (4, 5, 1, 1, 1, 2),
+        (2, 3, 3, 1, 1, 6),
+    ],
+)
+def test_tap_bands_cover_the_kernel_rows_that_reach_the_input(
+    size, kernel, pad, stride, dilation, count, monkeypatch
+):
+    """Each output row's band holds exactly the kernel rows whose input row is inside the map
+    (the others read padding only), counted here tap by tap (the saving rule off)."""
+    conv = importlib.import_module("runtime_support.conv")
+    monkeypatch.setattr(conv, "_BAND_SAVING", 0.0)
+    bands = conv._tap_bands.__wrapped__(size, kernel, pad, stride, dilation, count, 1)
+    assert bands is not None
+    covered = []
+    for first, stop, low, high in bands:
+        for i in range(first, stop):
+            inside = [t for t in range(kernel) if 0 <= i * stride + t * dilation - pad < size]
+            assert list(range(low, high)) == inside
+            covered.append(i)
+    assert covered == list(range(count))
+
+
+@pytest.mark.parametrize(
+    "x_shape,kernel,pads,strides,dilations",
+    [
+        ((2, 24, 2, 30), (5, 5), (2, 2, 2, 2), (1, 1), (1, 1)),  # two bands
+        ((2, 40, 3, 30), (5, 5), (2, 1, 1, 2), (2, 1), (1, 1)),  # uneven pads, strided
+        ((1, 160, 2, 7), (3, 3), (2, 2, 2, 2), (1, 1), (2, 2)),  # dilated
+        ((2, 20, 6), (5,), (4, 0), (1,), (1,)),  # one spatial axis
+    ],
+)
+def test_depthwise_conv_in_bands_of_rows_matches_onnxruntime(
+    x_shape, kernel, pads, strides, dilations
+):
+    """Channels-last depthwise Convs on short maps sum each band of output rows over the kernel
+    rows that reach into the input (conv._tap_bands); onnxruntime is the reference."""
+    rng = np.random.default_rng(14)
+    channels = x_shape[1]
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=(channels, 1, *kernel)).astype(np.float32)
+    B = rng.normal(size=channels).astype(np.float32)
+    conv = importlib.import_module("runtime_support.conv")
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, strides, dilations, channels, "NOTSET")
+    assert plan.path is conv._depthwise_last_path and plan.extra[3] is not None
+    attrs = dict(pads=list(pads), strides=list(strides), dilations=list(dilations), group=channels)
+    expected = _conv_session(X, W, B, **attrs)
+    ours = rt.conv(X, W, B, pads=pads, strides=strides, dilations=dilations, group=channels)
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)

@@ -1240,3 +1240,60 @@ def test_conv_activation_needs_constant_clip_bounds():
     expected = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"x": x, "hi": hi})
     got = onemodel_compile.load_compiled(model, "fast").run(x, hi).y
     np.testing.assert_allclose(got, expected[0], rtol=1e-5, atol=1e-5)
+
+
+def pointwise_model(c_in: int, c_out: int, size: int, batch: int = 1, activation=None, bias=True):
+    """x[batch, c_in, size, size] -> Conv 1x1 (c_out filters) [-> activation] -> y."""
+    r = models.rng(3)
+    inits = [init("W", (0.3 * r.standard_normal((c_out, c_in, 1, 1))).astype(np.float32))]
+    if bias:
+        inits.append(init("B", r.standard_normal(c_out).astype(np.float32)))
+    out = "c" if activation else "y"
+    nodes = [helper.make_node("Conv", ["x", "W"] + (["B"] if bias else []), [out], name="expand")]
+    if activation:
+        nodes.append(helper.make_node(activation, ["c"], ["y"], name="act"))
+    graph = helper.make_graph(
+        nodes,
+        "pointwise",
+        [tensor("x", [batch, c_in, size, size])],
+        [tensor("y", [batch, c_out, size, size])],
+        initializer=inits,
+    )
+    return models.finish(graph, opset=17)
+
+
+@pytest.mark.parametrize("activation", [None, "Relu", "HardSwish"])
+def test_expansion_conv_takes_its_bias_as_a_filter_column(activation):
+    """A 1x1 Conv of one sample that expands its channels (conv-bias-column) gets the bias as the
+    filters' last column and `bias_column=True`: no bias operand in the call; onnxruntime is the
+    reference; the exact variant keeps the model's weights and bias."""
+    model = pointwise_model(8, 48, 12, activation=activation)
+    source = generate(model, "fast").source
+    call = "rt.conv_activation(" if activation else "rt.conv("
+    assert source.count(call) == 1 and "bias_column=True" in source
+    assert "W_bias_column" in source and '_WEIGHTS["B"]' not in source
+    assert "bias_column" not in generate(model, "exact").source
+    x = _input(model)
+    (expected,) = _onnxruntime(model, x)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "c_in,c_out,size,batch,bias",
+    [
+        (8, 24, 12, 1, True),  # expands 3x only
+        (8, 48, 5, 1, True),  # 25 positions
+        (8, 48, 12, 2, True),  # two samples
+        (8, 48, 12, 1, False),  # no bias
+        (48, 8, 12, 1, True),  # a projection
+    ],
+)
+def test_bias_column_only_for_expansions_of_one_sample(c_in, c_out, size, batch, bias):
+    model = pointwise_model(c_in, c_out, size, batch=batch, bias=bias)
+    source = generate(model, "fast").source
+    assert "bias_column" not in source and "rt.conv(" in source
+    x = _input(model)
+    (expected,) = _onnxruntime(model, x)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)

@@ -31,8 +31,12 @@ def _window_keywords(view: NodeView) -> dict:
 
 def conv_arguments(view: NodeView) -> tuple[list, dict]:
     """rt.conv's operands and keywords for a Conv (or a node with Conv's inputs and attributes:
-    the fused ConvActivation of ops/fused.py)."""
-    return _operands(view), {**_window_keywords(view), "group": view.attr("group")}
+    the fused ConvActivation of ops/fused.py); `bias_column` where optimize.py's
+    conv-bias-column put the bias into the filters."""
+    keywords = {**_window_keywords(view), "group": view.attr("group")}
+    if view.attr("bias_column"):
+        keywords["bias_column"] = True
+    return _operands(view), keywords
 
 
 # Exact through the kernel's twin rt.exact_conv (the arguments of rt.conv): the windows and

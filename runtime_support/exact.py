@@ -152,8 +152,12 @@ def _pairwise(values: np.ndarray, axis: int, combine) -> np.ndarray:
             values, axis = values.transpose((-1,) + tuple(range(values.ndim - 1))), 0
             continue
         if axis == 0:  # contiguous halves: in place once the levels own the array
-            level = values[: half + odd] if owned else np.empty((half + odd,) + values.shape[1:])
-            combine(values[:half], values[half : 2 * half], out=level[:half], dtype=np.float64)
+            if owned:  # float64 already: no type to resolve
+                level = values[: half + odd]
+                combine(values[:half], values[half : 2 * half], out=level[:half])
+            else:
+                level = np.empty((half + odd,) + values.shape[1:])
+                combine(values[:half], values[half : 2 * half], out=level[:half], dtype=np.float64)
             if odd:
                 level[half] = values[count - 1]
         else:
@@ -387,7 +391,7 @@ def _sum_in_type(e: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     bfloat16 addition at a time over the reduced elements in C order, s = RN(s + e[i]), as
     ml_dtypes sums bfloat16 (no wider accumulator); each addition is float32's, rounded to
     bfloat16, which is the correctly rounded bfloat16 sum (24 >= 2 * 8 + 2)."""
-    if e.dtype.name != "bfloat16":
+    if e.dtype in _NUMPY_FLOATS or e.dtype.name != "bfloat16":  # (dtype.name is slow)
         return _rounded(_restore(_sum64(e, axes), e.shape, axes, True), e.dtype)
     values, axis = _gather(e, axes)
     values = np.moveaxis(values, axis, 0)
@@ -1016,7 +1020,8 @@ def exact_conv(
     filters = W.reshape(group, maps // group, per_group * kernel_size)
     Y = _matmul64(filters, columns, (W, ("conv", group))).reshape(maps, batch, out_size)
     if B is not None:  # in place: the product is a fresh array
-        Y += _float64(B).reshape(maps, 1, 1)
+        B = np.asarray(B)
+        np.add(Y, (B if B.dtype in _NUMPY_FLOATS else _float64(B)).reshape(maps, 1, 1), out=Y)
     Y = Y.transpose(1, 0, 2)
     return _rounded(Y.reshape((batch, maps) + out_shape), X.dtype)
 

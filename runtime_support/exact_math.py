@@ -1913,9 +1913,8 @@ def _elementwise(
     Every NaN result becomes numpy's default NaN: which payload and sign an operation passes on
     differs between numpy's SIMD and scalar code (min, max, abs) and between CPUs."""
     x = np.asarray(x)
-    bfloat16 = (
-        x.dtype.name == "bfloat16"
-    )  # ml_dtypes' type, known by name: numpy is our only import
+    # ml_dtypes' type, known by name: numpy is our only import (dtype.name is slow: asked last)
+    bfloat16 = x.dtype not in _FLOAT_TYPES and x.dtype.name == "bfloat16"
     if x.dtype not in _FLOAT_TYPES and not bfloat16:
         raise TypeError(f"{name} takes float16, bfloat16, float32 or float64, not {x.dtype}")
     if not others and x.size <= _BLOCK and not bfloat16:

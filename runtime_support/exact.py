@@ -500,7 +500,13 @@ def exact_softmax(x, axis=-1):
         return _softmax64(x, axis)
     axes, shifted = _exponentials(x, axis)
     powers = exact_exp(shifted)
-    total = _sum_in_type(powers, axes)
+    if x.dtype == np.float32 and x.ndim >= 2 and axes == (x.ndim - 1,):
+        # _sum_in_type's value (the tree over the last axis, which _gather would only reshape)
+        # without its reshaping and its NaN pass: a NaN sum makes a NaN quotient, made np.nan
+        # below; a sum of at most n values of at most 1 cannot overflow
+        total = _pairwise(powers, -1, np.add).astype(np.float32)[..., None]
+    else:
+        total = _sum_in_type(powers, axes)
     if x.dtype == np.float32:
         # float32 division is correctly rounded, and so is float64 division rounded to float32
         # (53 >= 2 * 24 + 2: the double rounding is innocuous), so one float32 division gives the

@@ -106,8 +106,10 @@ def _rounded(values: np.ndarray, dtype) -> np.ndarray:
 
 def _axes(ndim: int, axes, noop_with_empty_axes=0) -> tuple[int, ...]:
     """Sorted non-negative axes; None or empty means all axes, or none with noop_with_empty_axes."""
-    if isinstance(axes, int):  # the common case, without the array below
+    if isinstance(axes, int):  # the common cases, without the arrays below
         return (axes % ndim,)
+    if isinstance(axes, tuple) and axes and all(type(a) is int for a in axes):
+        return tuple(sorted({a % ndim for a in axes}))
     if axes is None or np.asarray(axes).size == 0:
         return () if noop_with_empty_axes else tuple(range(ndim))
     return tuple(sorted({int(a) % ndim for a in np.asarray(axes).reshape(-1)}))

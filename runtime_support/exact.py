@@ -23,6 +23,7 @@ the slice products run through BLAS exactly, and the slice results are combined 
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 
@@ -73,9 +74,20 @@ def _float64(x) -> np.ndarray:
     return np.asarray(x).astype(np.float64)
 
 
+_NUMPY_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _rounded(values: np.ndarray, dtype) -> np.ndarray:
     """float64 `values` rounded once to `dtype` (bfloat16: through float32), NaNs made np.nan;
     truncated toward zero for an integer `dtype`."""
+    if type(values) is np.ndarray and values.dtype == np.float64 and dtype in _NUMPY_FLOATS:
+        # the common case, without the conversions and checks below (same steps)
+        if values.size and np.isnan(np.maximum.reduce(values, axis=None)):
+            values = np.where(np.isnan(values), np.nan, values)
+        if dtype == np.float64:
+            return values
+        with np.errstate(over="ignore"):
+            return values.astype(dtype)
     values = np.asarray(values, dtype=np.float64)
     dtype = np.dtype(dtype)
     if dtype.kind in "iu":
@@ -94,6 +106,10 @@ def _rounded(values: np.ndarray, dtype) -> np.ndarray:
 
 def _axes(ndim: int, axes, noop_with_empty_axes=0) -> tuple[int, ...]:
     """Sorted non-negative axes; None or empty means all axes, or none with noop_with_empty_axes."""
+    if isinstance(axes, int):  # the common cases, without the arrays below
+        return (axes % ndim,)
+    if isinstance(axes, tuple) and axes and all(type(a) is int for a in axes):
+        return tuple(sorted({a % ndim for a in axes}))
     if axes is None or np.asarray(axes).size == 0:
         return () if noop_with_empty_axes else tuple(range(ndim))
     return tuple(sorted({int(a) % ndim for a in np.asarray(axes).reshape(-1)}))
@@ -135,11 +151,15 @@ def _pairwise(values: np.ndarray, axis: int, combine) -> np.ndarray:
     while count > 1:
         half, odd = count // 2, count % 2
         if axis == -1 and count <= 16:  # short rows: finish along the first axis
-            values, axis = np.moveaxis(values, -1, 0), 0
+            values, axis = values.transpose((-1,) + tuple(range(values.ndim - 1))), 0
             continue
         if axis == 0:  # contiguous halves: in place once the levels own the array
-            level = values[: half + odd] if owned else np.empty((half + odd,) + values.shape[1:])
-            combine(values[:half], values[half : 2 * half], out=level[:half], dtype=np.float64)
+            if owned:  # float64 already: no type to resolve
+                level = values[: half + odd]
+                combine(values[:half], values[half : 2 * half], out=level[:half])
+            else:
+                level = np.empty((half + odd,) + values.shape[1:])
+                combine(values[:half], values[half : 2 * half], out=level[:half], dtype=np.float64)
             if odd:
                 level[half] = values[count - 1]
         else:
@@ -359,8 +379,8 @@ def _exponentials(x: np.ndarray, axis) -> tuple[tuple[int, ...], np.ndarray]:
     and bfloat16 subtract in float32 and round to the type, which is their correctly rounded
     difference: 24 >= 2 * 11 + 2 bits, so the double rounding is innocuous)."""
     axes = _axes(x.ndim, axis)
-    if x.dtype.itemsize >= 4:
-        return axes, x - np.max(x, axis=axes, keepdims=True)
+    if x.dtype.itemsize >= 4:  # np.max's value, without its Python wrapper
+        return axes, x - np.maximum.reduce(x, axis=axes, keepdims=True)
     wide = x.astype(np.float32)
     return axes, _rounded(wide - np.max(wide, axis=axes, keepdims=True), x.dtype)
 
@@ -373,7 +393,7 @@ def _sum_in_type(e: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     bfloat16 addition at a time over the reduced elements in C order, s = RN(s + e[i]), as
     ml_dtypes sums bfloat16 (no wider accumulator); each addition is float32's, rounded to
     bfloat16, which is the correctly rounded bfloat16 sum (24 >= 2 * 8 + 2)."""
-    if e.dtype.name != "bfloat16":
+    if e.dtype in _NUMPY_FLOATS or e.dtype.name != "bfloat16":  # (dtype.name is slow)
         return _rounded(_restore(_sum64(e, axes), e.shape, axes, True), e.dtype)
     values, axis = _gather(e, axes)
     values = np.moveaxis(values, axis, 0)
@@ -482,7 +502,22 @@ def exact_softmax(x, axis=-1):
         return _softmax64(x, axis)
     axes, shifted = _exponentials(x, axis)
     powers = exact_exp(shifted)
-    total = _sum_in_type(powers, axes)
+    if x.dtype == np.float32 and x.ndim >= 2 and axes == (x.ndim - 1,):
+        # _sum_in_type's value (the tree over the last axis, which _gather would only reshape)
+        # without its reshaping and its NaN pass: a NaN sum makes a NaN quotient, made np.nan
+        # below; a sum of at most n values of at most 1 cannot overflow
+        total = _pairwise(powers, -1, np.add).astype(np.float32)[..., None]
+    else:
+        total = _sum_in_type(powers, axes)
+    if x.dtype == np.float32:
+        # float32 division is correctly rounded, and so is float64 division rounded to float32
+        # (53 >= 2 * 24 + 2: the double rounding is innocuous), so one float32 division gives the
+        # bits of the float64 quotient rounded once, without the three conversions.
+        with np.errstate(all="ignore"):
+            quotient = np.divide(powers, total, out=powers)
+        if np.isnan(np.maximum.reduce(quotient, axis=None)):
+            quotient[np.isnan(quotient)] = np.nan
+        return quotient
     return _rounded(_float64(powers) / _float64(total), x.dtype)
 
 
@@ -522,6 +557,12 @@ def _slice_count(dtype) -> int:
     width, one product), three for float64 (6 products). docs/exact-kernels.md "The product's
     definition" has the measurements behind one slice."""
     return 3 if np.dtype(dtype) == np.float64 else 1
+
+
+@functools.lru_cache(maxsize=64)
+def _pair_slice_count(a, b) -> int:
+    """_slice_count of the product of dtypes a and b (numpy's result type), settled once."""
+    return _slice_count(np.result_type(a, b))
 
 
 def _tops(x: np.ndarray, axis: int) -> np.ndarray:
@@ -632,12 +673,53 @@ def _inner_block(x: np.ndarray, axis: int, start: int) -> np.ndarray:
 _SMALL_OPERAND = 1 << 16
 
 
-def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
+# The same entries found by the array object the caller was given (a module's weight, whose
+# transposed or reshaped view is a new object at every call), keyed by (id(owner), the caller's
+# tag for how x derives from it, axis, width, count) and checked against the owner's shape,
+# strides and dtype (which numpy lets one reassign on the same object): one dict lookup instead of the walk
+# to the memory's owner and the address of x, about 3 us of a batch-1 product's 10 us of fixed
+# cost. An entry is made only when x's memory is immutable, and lives as long as the owner.
+_BY_OWNER: dict[tuple, tuple] = {}
+
+
+def _owner_entry(owner: tuple | None, axis: int, width: int, count: int):
+    """The _BY_OWNER key and the prepared slices found under it (None if none)."""
+    if owner is None:
+        return None, None
+    array, tag = owner
+    key = (id(array), tag, axis, width, count)
+    entry = _BY_OWNER.get(key)
+    if (
+        entry is not None
+        and entry[0]() is array
+        and entry[1] == (array.shape, array.strides, array.dtype)
+    ):
+        return key, entry[2]
+    return key, None
+
+
+def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int, owner=None):
     """(per-line exponents, whether x is all finite, the slices of each inner block, and for one
     slice the per-line scales 2**(exponent - width) as float64) of one operand of a product:
     axis=-1 for the left-hand one (its rows, exponents e_i), axis=-2 for the right-hand one (its
     columns, f_j). Non-finite values are zeroed before splitting. Cached when x's memory can never
-    change (_immutable_root)."""
+    change (_immutable_root); `owner`, (array, tag), names the array x was made from by a fixed
+    transformation the tag names (x = array.T for tag "T"), under which the entry is found too."""
+    owner_key, found = _owner_entry(owner, axis, width, count)
+    if found is not None:
+        return found
+    prepared = _prepared_by_memory(x, axis, width, count)
+    if owner_key is not None and _immutable_root(x) is not None:
+        array = owner[0]
+        forget = lambda _, key=owner_key: _BY_OWNER.pop(key, None)  # noqa: E731
+        layout = (array.shape, array.strides, array.dtype)
+        _BY_OWNER[owner_key] = (weakref.ref(array, forget), layout, prepared)
+    return prepared
+
+
+def _prepared_by_memory(x: np.ndarray, axis: int, width: int, count: int):
+    """_prepared_slices without the owner: cached by the memory that owns x when it is
+    immutable."""
     root = _immutable_root(x)
     key = None
     if root is not None:
@@ -655,12 +737,18 @@ def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
         x = np.where(np.isfinite(x), x, 0)
         top = _tops(x, axis)
     exponent = np.frexp(top)[1]  # max|x| < 2**exponent per line
-    blocks = [
-        _slices(_inner_block(x, axis, start), width - exponent, width, count, axis == -1)
-        for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
-    ]
-    scale = np.ldexp(2.0**-width, exponent) if count == 1 else None  # 2**(exponent - width)
-    prepared = (exponent, finite, blocks, scale)
+    if count == 1 and x.shape[axis] <= MATMUL_BLOCK:  # one slice of one block: _slices' value
+        scale = np.ldexp(2.0**-width, exponent)  # 2**(exponent - width), at least 2**-174
+        # x * 2**(width - exponent) is ldexp(x, width - exponent): exact (|x| < 2**exponent, a
+        # float32 or narrower value, so the product is a normal float64 below 2**width), and
+        # the reciprocal of a normal power of two is exact. Converted first, then multiplied in
+        # place: a multiplication that converts as it goes is 3 to 5 times slower.
+        y = x.astype(np.float64)
+        np.multiply(y, 1.0 / scale, out=y)
+        np.rint(y, out=y)
+        prepared = (exponent, finite, [y[..., None, :, :] if axis == -1 else [y]], scale)
+    else:
+        prepared = _split_blocks(x, axis, exponent, finite, width, count)
     if key is not None:
         root_id = id(root)
         entry = _PREPARED.get(root_id)
@@ -671,8 +759,22 @@ def _prepared_slices(x: np.ndarray, axis: int, width: int, count: int):
     return prepared
 
 
-def _matmul64(A, B) -> np.ndarray:
-    """The float64 value exact_matmul rounds (see there), with numpy's matmul shapes."""
+def _split_blocks(x, axis, exponent, finite, width, count):
+    """_prepared_by_memory's entry for several slices or blocks."""
+    blocks = [
+        _slices(_inner_block(x, axis, start), width - exponent, width, count, axis == -1)
+        for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
+    ]
+    scale = np.ldexp(2.0**-width, exponent) if count == 1 else None  # 2**(exponent - width)
+    return (exponent, finite, blocks, scale)
+
+
+def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
+    """The float64 value exact_matmul rounds (see there), with numpy's matmul shapes; `a_owner`,
+    `b_owner`: (array, tag) for _prepared_slices, when A or B is a fixed view of an array the
+    caller holds (default: B itself, when it is an ndarray)."""
+    if b_owner is None and isinstance(B, np.ndarray):
+        b_owner = (B, "")
     A, B = np.asarray(A), np.asarray(B)
     vector_a, vector_b = A.ndim == 1, B.ndim == 1
     if vector_a:
@@ -686,9 +788,13 @@ def _matmul64(A, B) -> np.ndarray:
     b = B if B.dtype.kind == "f" else B.astype(np.float32)
     inner = a.shape[-1]
     width = _slice_width(min(inner, MATMUL_BLOCK))
-    count = _slice_count(np.result_type(A.dtype, B.dtype))
-    row_exp, finite_a, a_blocks, row_scale = _prepared_slices(a, -1, width, count)
-    col_exp, finite_b, b_blocks, col_scale = _prepared_slices(b, -2, width, count)
+    count = _pair_slice_count(A.dtype, B.dtype)
+    if a is not A or vector_a:  # an owner's tag names the view given, not this conversion
+        a_owner = None
+    if b is not B or vector_b:
+        b_owner = None
+    row_exp, finite_a, a_blocks, row_scale = _prepared_slices(a, -1, width, count, a_owner)
+    col_exp, finite_b, b_blocks, col_scale = _prepared_slices(b, -2, width, count, b_owner)
     finite = finite_a and finite_b
     total = None
     rows = a.shape[-2]
@@ -797,11 +903,15 @@ def exact_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
         if C is None or beta == 0.0:
             return product
         return product + (C if beta == 1.0 else A.dtype.type(beta) * C)
-    result = _matmul64(a, b)
+    result = _matmul64(a, b, (A, "T") if transA else None, (B, "T" if transB else ""))
     if alpha != 1.0:  # a product by 1.0 changes no bit (NaNs are made np.nan at the end)
         result *= float(np.float32(alpha))
     if C is not None:  # C broadcasts to the product's (M, N): in place into the fresh product
-        result += _float64(C) if beta == 1.0 else _float64(C) * float(np.float32(beta))
+        C = np.asarray(C)
+        if beta == 1.0 and C.dtype in _NUMPY_FLOATS:  # the ufunc's conversion is exact too
+            np.add(result, C, out=result)
+        else:
+            result += _float64(C) if beta == 1.0 else _float64(C) * float(np.float32(beta))
     return _rounded(result, A.dtype)
 
 
@@ -812,6 +922,9 @@ def exact_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
 # output (C/group * prod(kernel)), on float32 or narrower data, is summed directly (exact_conv).
 DIRECT_MAPS = 4
 DIRECT_TERMS = 1024
+# im2col matrices of at most this many entries are gathered (exact_conv); the index holds one
+# intp per entry and is cached per geometry (_windows.window_index).
+_GATHER_COLUMNS = 1 << 18
 
 
 def _direct_conv64(X, W, pads, strides, dilations, group) -> np.ndarray:
@@ -871,7 +984,14 @@ def exact_conv(
       float64; rounded once to X's type. Accuracy: exact_matmul's, with K = C/group * prod(k).
       Constant filters (read-only weights) have their slices cached as exact_matmul caches a
       constant operand."""
-    from runtime_support._windows import explicit_pads, pad_spatial, window_view
+    from runtime_support._windows import (
+        explicit_pads,
+        gather_windows,
+        pad_spatial,
+        window_index,
+        window_positions,
+        window_view,
+    )
 
     X, W = np.asarray(X), np.asarray(W)
     batch, channels = X.shape[:2]
@@ -889,16 +1009,27 @@ def exact_conv(
         if B is not None:
             Y += _float64(B).reshape((maps,) + (1,) * rank)
         return _rounded(Y, X.dtype)
-    windows = window_view(pad_spatial(X, pads, 0), kernel_shape, strides, dilations)
-    out_shape = windows.shape[2 : 2 + rank]
+    padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(X.shape[2:])]
+    out_shape = window_positions(padded, kernel_shape, strides, dilations)
     out_size = math.prod(out_shape)
-    # (N, G, C/G, O, K) -> (G, C/G, K, N, O) -> (G, C/G * K, N * O)
-    columns = windows.reshape(batch, group, per_group, out_size, kernel_size)
-    columns = columns.transpose(1, 2, 4, 0, 3).reshape(group, per_group * kernel_size, -1)
+    gather = min(pads, default=0) >= 0 and min(out_shape, default=1) > 0 and X.size > 0
+    if gather and channels * kernel_size * batch * out_size <= _GATHER_COLUMNS:
+        # the same matrix by one gather through an index settled once per geometry: the
+        # transposing copy of the windows view below runs one short loop per window (conv1 of
+        # the example model, 3 x 32 x 32: 57 -> 23 us at load 3)
+        index = window_index(X.shape, kernel_shape, tuple(pads), strides, dilations, "ctno")
+        columns = gather_windows(X, index, 0, X.dtype)
+        columns = columns.reshape(group, per_group * kernel_size, -1)
+    else:
+        windows = window_view(pad_spatial(X, pads, 0), kernel_shape, strides, dilations)
+        # (N, G, C/G, O, K) -> (G, C/G, K, N, O) -> (G, C/G * K, N * O)
+        columns = windows.reshape(batch, group, per_group, out_size, kernel_size)
+        columns = columns.transpose(1, 2, 4, 0, 3).reshape(group, per_group * kernel_size, -1)
     filters = W.reshape(group, maps // group, per_group * kernel_size)
-    Y = _matmul64(filters, columns).reshape(maps, batch, out_size)
+    Y = _matmul64(filters, columns, (W, ("conv", group))).reshape(maps, batch, out_size)
     if B is not None:  # in place: the product is a fresh array
-        Y += _float64(B).reshape(maps, 1, 1)
+        B = np.asarray(B)
+        np.add(Y, (B if B.dtype in _NUMPY_FLOATS else _float64(B)).reshape(maps, 1, 1), out=Y)
     Y = Y.transpose(1, 0, 2)
     return _rounded(Y.reshape((batch, maps) + out_shape), X.dtype)
 

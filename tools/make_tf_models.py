@@ -120,7 +120,9 @@ def from_keras(name, model, specs, opset, dynamic, feeds, about) -> Built:
         result = model(args[0] if len(args) == 1 else args, training=False)
         result = result if isinstance(result, (list, tuple)) else [result]
         outputs.append([np.asarray(r) for r in result])
-    return Built(name, f"tf2onnx.convert.from_keras ({about})", opset, dynamic, onnx_model, feeds, outputs)
+    return Built(
+        name, f"tf2onnx.convert.from_keras ({about})", opset, dynamic, onnx_model, feeds, outputs
+    )
 
 
 def from_function(name, function, specs, opset, dynamic, feeds, about) -> Built:

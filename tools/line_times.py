@@ -225,7 +225,9 @@ def main(argv=None) -> int:
             blocks.append([s / args.runs for s in timer.seconds])
     floor, around = _floor(100_000)
     per_statement = [
-        statistics.median(column) - floor - (children / args.runs) * around  # the last block's counts
+        statistics.median(column)
+        - floor
+        - (children / args.runs) * around  # the last block's counts
         for column, children in zip(zip(*blocks), timer.children)
     ]
     total = sum(per_statement)
@@ -241,7 +243,9 @@ def main(argv=None) -> int:
     print(f"\n{'us':>8}  line  statement (its node)")
     for i in order[: args.top]:
         text = source[lines[i] - 1].strip()
-        print(f"{per_statement[i] * 1e6:8.2f}  {lines[i]:4d}  {text[:70]}  ({owners[lines[i]][:60]})")
+        print(
+            f"{per_statement[i] * 1e6:8.2f}  {lines[i]:4d}  {text[:70]}  ({owners[lines[i]][:60]})"
+        )
     print(f"\n{'us':>8}  node")
     for node, seconds in sorted(by_node.items(), key=lambda item: -item[1])[: args.top]:
         print(f"{seconds * 1e6:8.2f}  {node[:100]}")

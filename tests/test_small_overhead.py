@@ -205,3 +205,136 @@ def test_lstm_step_kernel_at_two_threads_and_with_read_only_weights():
                 got = rt.lstm_step(X, *weights, None, h, c)
                 for have, want in zip(got, expected):
                     np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-6)
+
+
+# --- Pad: reflect of one axis planned at compile time -----------------------------------------
+
+
+def _pad_model(shape, pads, mode="reflect", axes=None, opset=18):
+    inputs = ["x", "pads"] + (["", "axes"] if axes is not None else [])
+    initializers = [numpy_helper.from_array(np.array(pads, dtype=np.int64), "pads")]
+    if axes is not None:
+        initializers.append(numpy_helper.from_array(np.array(axes, dtype=np.int64), "axes"))
+    graph = helper.make_graph(
+        [helper.make_node("Pad", inputs, ["y"], mode=mode)],
+        "pad",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializers,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+@pytest.mark.parametrize(
+    "shape,pads,axes,planned",
+    [
+        ((1, 576), (0, 0, 0, 64), None, True),  # silero-vad's STFT framing pad
+        ((2, 3, 7), (0, 0, 3, 0, 0, 6), None, True),  # both sides, the longest pads allowed
+        ((5, 2), (4, 0, 0, 0), None, True),  # the first axis, the lower side only
+        ((2, 5), (1, 2), [-1], True),  # through axes, negative
+        (("batch", 9), (0, 2, 0, 3), None, True),  # a symbolic dim not padded
+        ((3, 4), (1, 1, 1, 1), None, False),  # two axes: rt.pad (corners)
+        ((2, 4), (0, 4, 0, 0), None, False),  # a pad as long as the axis: rt.pad
+        (("batch", "n"), (0, 2, 0, 3), None, False),  # the padded axis's size unknown
+    ],
+)
+def test_reflect_pad_of_one_axis_is_one_concatenate_matching_onnxruntime(
+    tmp_path, shape, pads, axes, planned
+):
+    """The fast variant writes a reflect Pad of one known axis as np.concatenate of mirrored
+    views; its values are onnxruntime's (and the exact variant keeps rt.pad, the same values)."""
+    model = _pad_model(shape, pads, axes=axes)
+    module, source = _compiled(model, tmp_path)
+    assert ("np.concatenate(" in source) == planned and ("rt.pad(" in source) != planned
+    _, exact_source = _compiled(model, tmp_path, variant="exact")
+    assert "rt.pad(" in exact_source
+    dims = [d if isinstance(d, int) else 2 + i for i, d in enumerate(shape)]
+    x = np.random.default_rng(0).normal(size=dims).astype(np.float32)
+    if not planned and max(pads) >= min(dims):
+        return  # onnxruntime refuses pads as long as the axis (rt.pad's own tests cover it)
+    (want,) = _ort(model, {"x": x})
+    got = module.run(x)[0]
+    np.testing.assert_array_equal(got, want)
+    assert got.flags.c_contiguous and not np.shares_memory(got, x)
+
+
+# --- inputs of unknown rank: Unsqueeze as a subscript, reduction axes as literals ---------------
+
+
+def _unranked_model(op_type, opset=13, axes=None, **attrs):
+    """One node on an input whose rank the model does not give (as a value out of an If)."""
+    inputs, initializers = ["x"], []
+    if axes is not None:
+        inputs.append("axes")
+        initializers.append(numpy_helper.from_array(np.array(axes, dtype=np.int64), "axes"))
+    graph = helper.make_graph(
+        [helper.make_node(op_type, inputs, ["y"], **attrs)],
+        "unranked",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        initializers,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+@pytest.mark.parametrize("axes", [[0], [1], [0, 2], [3, 1]])
+@pytest.mark.parametrize("shape", [(4,), (2, 3), (2, 1, 3)])
+def test_unsqueeze_of_unknown_rank_is_a_subscript_matching_onnxruntime(tmp_path, axes, shape):
+    """Non-negative axes of an input of unknown rank: a subscript in the fast variant (one module,
+    inputs of several ranks), onnxruntime's values and shapes; negative axes keep
+    np.expand_dims, and so does the exact variant."""
+    model = _unranked_model("Unsqueeze", axes=axes)
+    module, source = _compiled(model, tmp_path)
+    assert "np.expand_dims(" not in source and "None]" in source
+    _, exact_source = _compiled(model, tmp_path, variant="exact")
+    assert "np.expand_dims(" in exact_source
+    if max(axes) >= len(shape) + len(axes):
+        return  # beyond the output's rank: invalid for this input
+    x = np.random.default_rng(0).normal(size=shape).astype(np.float32)
+    (want,) = _ort(model, {"x": x})
+    got = module.run(x)[0]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    _, negative = _compiled(_unranked_model("Unsqueeze", axes=[-1]), tmp_path, name="neg")
+    assert "np.expand_dims(" in negative
+
+
+@pytest.mark.parametrize("op_type", ["ReduceMean", "ReduceSum", "ReduceMax"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("axes", [[1], [2, 0]])
+def test_reductions_of_unknown_rank_take_literal_axes_matching_onnxruntime(
+    tmp_path, op_type, keepdims, axes
+):
+    """Non-negative axes on an input of unknown rank: a literal tuple in the fast variant (no
+    rt.normalize_axes at run time; ReduceMean's kernel then sums and divides directly); the exact
+    variant keeps its run-time normalization. Values as onnxruntime's, float32 and float64."""
+    opset = 18 if op_type != "ReduceSum" else 13
+    model = _unranked_model(op_type, opset=opset, axes=axes, keepdims=keepdims)
+    module, source = _compiled(model, tmp_path)
+    assert "normalize_axes" not in source
+    _, exact_source = _compiled(model, tmp_path, variant="exact")
+    assert "normalize_axes" in exact_source
+    for shape in [(2, 3, 4), (3, 5, 2, 2)]:
+        x = np.random.default_rng(1).normal(size=shape).astype(np.float32)
+        (want,) = _ort(model, {"x": x})
+        got = module.run(x)[0]
+        assert got.shape == want.shape and got.dtype == want.dtype and type(got) is np.ndarray
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+
+
+def test_reduce_mean_kernel_with_tuple_axes_is_the_general_paths_mean():
+    """rt.reduce_mean's short path (literal axes, float32/float64, non-empty) gives the values,
+    shapes and types of its general path; an empty input still means 0 (onnxruntime's)."""
+    from runtime_support import reduction
+
+    rng = np.random.default_rng(2)
+    for dtype in (np.float32, np.float64):
+        x = rng.normal(size=(3, 4, 5)).astype(dtype)
+        for axes in [(1,), (0, 2), (0, 1, 2), (-1,)]:
+            for keepdims in (0, 1):
+                short = rt.reduce_mean(x, axes, keepdims=keepdims)
+                general = reduction._reduce(reduction._mean, x, list(axes), keepdims, 0)
+                assert type(short) is np.ndarray and short.dtype == general.dtype
+                np.testing.assert_array_equal(short, general)
+    empty = rt.reduce_mean(np.zeros((2, 0, 3), np.float32), (1,), keepdims=0)
+    np.testing.assert_array_equal(empty, np.zeros((2, 3), np.float32))

@@ -120,6 +120,10 @@ def reduce_axes(view: NodeView, axes_input_since: int):
         return axes
     if not axes:
         return () if view.attr("noop_with_empty_axes", 0) else None
+    if rank is None and not view.variant.exact and min(axes) >= 0:
+        # the fast variant: non-negative axes need no normalizing against the run-time rank
+        # (rt.normalize_axes cost about 1.5 us a call; numpy refuses an axis beyond the rank)
+        return tuple(sorted(set(axes)))
     if rank is None:
         return axes_of(view, axes)
     return tuple(sorted(normalize_axis(a, rank, view) for a in axes))

@@ -235,7 +235,7 @@ def _pad_model(shape, pads, mode="reflect", axes=None, opset=18):
         (("batch", 9), (0, 2, 0, 3), None, True),  # a symbolic dim not padded
         ((3, 4), (1, 1, 1, 1), None, False),  # two axes: rt.pad (corners)
         ((2, 4), (0, 4, 0, 0), None, False),  # a pad as long as the axis: rt.pad
-        (("batch", "n"), (0, 2, 0, 3), None, False),  # the padded axis's size unknown
+        (("batch", "n"), (0, 2, 0, 3), None, "rt.pad_reflect_axis("),  # the size unknown
     ],
 )
 def test_reflect_pad_of_one_axis_is_one_concatenate_matching_onnxruntime(
@@ -245,10 +245,13 @@ def test_reflect_pad_of_one_axis_is_one_concatenate_matching_onnxruntime(
     views; its values are onnxruntime's (and the exact variant keeps rt.pad, the same values)."""
     model = _pad_model(shape, pads, axes=axes)
     module, source = _compiled(model, tmp_path)
-    assert ("np.concatenate(" in source) == planned and ("rt.pad(" in source) != planned
+    if isinstance(planned, str):
+        assert planned in source and "rt.pad(" not in source
+    else:
+        assert ("np.concatenate(" in source) == planned and ("rt.pad(" in source) != planned
     _, exact_source = _compiled(model, tmp_path, variant="exact")
     assert "rt.pad(" in exact_source
-    dims = [d if isinstance(d, int) else 2 + i for i, d in enumerate(shape)]
+    dims = [d if isinstance(d, int) else 6 + i for i, d in enumerate(shape)]
     x = np.random.default_rng(0).normal(size=dims).astype(np.float32)
     if not planned and max(pads) >= min(dims):
         return  # onnxruntime refuses pads as long as the axis (rt.pad's own tests cover it)
@@ -338,3 +341,20 @@ def test_reduce_mean_kernel_with_tuple_axes_is_the_general_paths_mean():
                 np.testing.assert_array_equal(short, general)
     empty = rt.reduce_mean(np.zeros((2, 0, 3), np.float32), (1,), keepdims=0)
     np.testing.assert_array_equal(empty, np.zeros((2, 3), np.float32))
+
+
+@pytest.mark.parametrize("length", [9, 4, 3, 1])
+def test_reflect_pad_of_an_axis_of_unknown_size_matches_onnxruntime(tmp_path, length):
+    """rt.pad_reflect_axis (the padded axis's size symbolic): one module, inputs whose axis is
+    longer than the pads (the concatenate) and not (rt.pad's call: onnxruntime refuses those, so
+    np.pad's reflection is the reference there)."""
+    model = _pad_model(("batch", "n"), (0, 2, 0, 3))
+    module, source = _compiled(model, tmp_path)
+    assert "rt.pad_reflect_axis(" in source
+    x = np.random.default_rng(length).normal(size=(2, length)).astype(np.float32)
+    got = module.run(x)[0]
+    if length > 3:
+        (want,) = _ort(model, {"x": x})
+    else:
+        want = np.pad(x, [(0, 0), (2, 3)], mode="reflect")
+    np.testing.assert_array_equal(got, want)

@@ -513,7 +513,8 @@ def _reflect_one_axis(view: NodeView, X, mode, pads, axes) -> pyir.Expr | None:
     STFT's framing pad of audio): the pad planned at compile time as one np.concatenate of the
     mirrored views and X (`np.concatenate((x[:, 3:0:-1], x, x[:, -2:-8:-1]), axis=1)`, 2-3 us)
     where rt.pad's run-time plan and its border assignments took 8-14 us. The same values
-    (data movement); the exact variant keeps rt.pad's call."""
+    (data movement); the exact variant keeps rt.pad's call. An axis of unknown size:
+    rt.pad_reflect_axis, the same plan with the sizes checked at run time."""
     if view.variant.exact or mode != "reflect" or not isinstance(pads, list) or X.shape is None:
         return None
     if isinstance(axes, RunTime) or min(pads, default=0) < 0:
@@ -529,7 +530,9 @@ def _reflect_one_axis(view: NodeView, X, mode, pads, axes) -> pyir.Expr | None:
         return None
     axis, b, e = padded[0]
     dim = X.shape[axis]
-    if not isinstance(dim, int) or b >= dim or e >= dim:
+    if not isinstance(dim, int):  # the sizes checked at run time
+        return call("rt.pad_reflect_axis", X, axis, b, e)
+    if b >= dim or e >= dim:
         return None
     lead = [span()] * axis
     parts = []

@@ -64,7 +64,7 @@ from runtime_support._threads import (
 from runtime_support.exact import _immutable_root, exact_matmul
 from runtime_support.exact_math import exact_expm1, exact_sigmoid, exact_softplus, exact_tanh
 
-__all__ = ["exact_gru", "exact_lstm", "exact_rnn", "gru", "lstm", "rnn"]
+__all__ = ["exact_gru", "exact_lstm", "exact_rnn", "gru", "lstm", "lstm_step", "rnn"]
 
 
 # --- arithmetic of the two variants ----------------------------------------------------------------
@@ -952,6 +952,98 @@ def lstm(
         layout,
         input_forget,
     )
+
+
+# --- one step ----------------------------------------------------------------------------------
+# A streaming model calls its LSTM once per chunk with one time step (silero-vad: hidden 128,
+# batch 1), where the layer's generic machinery (_layer's thread rule, _Layer, _Loop's projection
+# and buffers, the outputs' transposes: about 30 us) is most of the call. lstm_step runs such a
+# call as one product and seven ufuncs: gates = [W | R] @ [x; h] + bias, with the sigmoid gates'
+# rows halved as in the time loop (sigmoid(a) = 0.5 * tanh(a / 2) + 0.5, one tanh for all four
+# gates) and the bias a last row of the weights against a 1 after [x; h] (in rows: [batch, gates]),
+# the concatenated weights made once per set of read-only weights (_cached). Whatever is
+# not that case (more steps, two directions, layout 1, sequence lengths or peepholes in use,
+# float16) is lstm's call. The fast variant emits it for an LSTM with the default activations,
+# no clip and no input_forget whose sequence length is 1 or unknown at compile time.
+
+
+def _step_weights(W, R, B):
+    """[W | R | bias]^T [input + hidden + 1, 4 * hidden], the bias the sum of B's two, the sigmoid
+    gates' (i, o, f) columns halved: the product of [x | h | 1] with it adds the bias."""
+    n = R.shape[-1]
+    rows = 4 * n
+    scale = np.ones(rows, dtype=R.dtype)
+    scale[: 3 * n] = R.dtype.type(0.5)
+    bias = np.zeros(rows, dtype=R.dtype) if B is None else B[0, :rows] + B[0, rows:]
+    WR = np.concatenate([W[0], R[0], bias[:, None]], axis=1).T * scale
+    return np.ascontiguousarray(WR)
+
+
+def _one_step(X, W, R, B, initial_h, initial_c):
+    """The step of lstm_step's common case, in rows ([batch, gates]): (Y, Y_h, Y_c), fresh."""
+    dtype = X.dtype
+    batch, n = X.shape[1], R.shape[-1]
+    arrays = (W, R) if B is None else (W, R, B)
+    WR = _cached(arrays, ("step", B is None), lambda: _step_weights(W, R, B))
+    h0 = np.zeros((batch, n), dtype) if initial_h is None else initial_h[0]
+    gates = np.matmul(np.concatenate((X[0], h0, np.ones((batch, 1), dtype)), axis=1), WR)
+    np.tanh(gates, out=gates)
+    sigmoids = gates[:, : 3 * n]
+    sigmoids *= dtype.type(0.5)
+    sigmoids += dtype.type(0.5)
+    i, o, f, g = gates[:, :n], gates[:, n : 2 * n], gates[:, 2 * n : 3 * n], gates[:, 3 * n :]
+    g *= i
+    if initial_c is None:
+        c = np.ascontiguousarray(g)
+    else:
+        c = np.multiply(f, initial_c[0])
+        c += g
+    h = np.tanh(c)
+    h *= o
+    return h[None, None].copy(), h[None], c[None]
+
+
+@kernel(exact=False, exact_twin="rt.exact_lstm")
+def lstm_step(
+    X,
+    W,
+    R,
+    B=None,
+    sequence_lens=None,
+    initial_h=None,
+    initial_c=None,
+    P=None,
+    *,
+    direction="forward",
+    layout=0,
+):
+    """lstm(...) with the default activations, no clip and no input_forget, for a call that is
+    most likely one time step: that step as one product (see above), else lstm's own call."""
+    if (
+        layout == 0
+        and X.ndim == 3
+        and X.shape[0] == 1
+        and W.shape[0] == 1
+        and X.dtype in _STEP_DTYPES
+        and W.dtype == X.dtype
+        and R.dtype == X.dtype
+        and (B is None or B.dtype == X.dtype)
+        and (initial_h is None or initial_h.dtype == X.dtype)
+        and (initial_c is None or initial_c.dtype == X.dtype)
+        and (sequence_lens is None or bool((sequence_lens == 1).all()))
+        and (P is None or not P.any())
+    ):
+        if get_num_threads() == 1:
+            return _one_step(X, W, R, B, initial_h, initial_c)
+        if _largest_product(X, W, R, 0) < ONE_BLAS_THREAD_PRODUCT:  # lstm's thread rule
+            with _one_blas_thread():
+                return _one_step(X, W, R, B, initial_h, initial_c)
+    return lstm(
+        X, W, R, B, sequence_lens, initial_h, initial_c, P, direction=direction, layout=layout
+    )
+
+
+_STEP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 # The exact twins: the same arguments, the same arithmetic in the same order, with _Exact's

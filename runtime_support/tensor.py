@@ -23,6 +23,7 @@ __all__ = [
     "normalize_axes",
     "normalize_axis",
     "pad",
+    "pad_reflect_axis",
     "range_",
     "reshape",
     "slice_",
@@ -149,6 +150,25 @@ def pad(data: np.ndarray, pads, constant_value=None, axes=None, *, mode: str = "
     if mode == "constant":
         return np.pad(data, widths, mode="constant", constant_values=value)
     return np.pad(data, widths, mode=mode)
+
+
+def pad_reflect_axis(data: np.ndarray, axis: int, begin: int, end: int) -> np.ndarray:
+    """ONNX Pad, mode reflect, of the one axis `axis` (non-negative, pads known, the axis's size
+    not): the mirrored views and `data` in one np.concatenate when both pads are shorter than
+    the axis, else pad's call (which takes longer pads as np.pad does). The fast variant's plan
+    of a framing pad whose length is a symbolic dim (silero-vad's audio: 15 -> 3 us)."""
+    dim = data.shape[axis]
+    if begin >= dim or end >= dim or begin < 0 or end < 0:
+        pads = [0] * (2 * data.ndim)
+        pads[axis], pads[data.ndim + axis] = begin, end
+        return pad(data, tuple(pads), mode="reflect")
+    lead = (slice(None),) * axis
+    parts = [data]
+    if begin:
+        parts.insert(0, data[(*lead, slice(begin, 0, -1))])
+    if end:
+        parts.append(data[(*lead, slice(-2, -2 - end, -1))])
+    return np.concatenate(parts, axis=axis)
 
 
 def _constant_border(result, axis, lower, upper, inner, value):

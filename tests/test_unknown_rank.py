@@ -182,7 +182,7 @@ SPECS = [
         17,
         [node("ReduceMean", ["x"], ["y"], axes=[1])],
         {"x": np.zeros((2, 0, 3), np.float32)},
-        marker="rt.normalize_axes(",
+        marker="reduce_mean(",  # the fast variant passes non-negative axes as a literal tuple
     ),
     Spec(
         "reduce_max_int32_empty_axis",
@@ -409,7 +409,8 @@ def test_an_axis_out_of_range_fails_at_run_time_when_the_rank_is_unknown(spec: S
     model = dataclasses.replace(spec, shapes={"y": ()}).model()
     path = compile_model(conformance.hide_shapes(model), tmp_path / "hidden.py", "fast")
     module = import_generated(path, f"unknown_rank_range_{spec.name}")
-    with pytest.raises(ValueError, match="axis .* out of range"):
+    # rt.normalize_axes's message, or numpy's for a non-negative axis passed as it is
+    with pytest.raises(ValueError, match="axis .* out of (range|bounds)"):
         module.run(*spec.inputs.values())
 
 

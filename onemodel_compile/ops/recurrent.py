@@ -60,6 +60,18 @@ def _check_hidden_size(view: NodeView) -> None:
         )
 
 
+def _one_step_likely(view: NodeView, keywords: dict) -> bool:
+    """Whether the fast variant calls rt.lstm_step (runtime_support/recurrent.py: one time step as
+    one product, else rt.lstm's call): an LSTM of one direction, layout 0, the default activations,
+    no clip and no input_forget, whose sequence length is 1 or unknown at compile time (a streaming
+    model's chunk: silero-vad's sequence axis comes out of an If whose branches differ in rank)."""
+    if view.variant.exact or view.op_type != "LSTM" or set(keywords) != {"direction"}:
+        return False
+    X = view.inputs[0]
+    steps = X.shape[0] if X.shape is not None and X.rank == 3 else None
+    return keywords["direction"] != "bidirectional" and not (isinstance(steps, int) and steps != 1)
+
+
 # Exact through the kernels' twins rt.exact_rnn, rt.exact_gru and rt.exact_lstm.
 @emitter("RNN", "GRU", "LSTM", since=7, exact=True)
 def recurrent(view: NodeView) -> pyir.Expr:
@@ -85,6 +97,8 @@ def recurrent(view: NodeView) -> pyir.Expr:
         if name is not None and view.attr(name, 0):
             keywords[name] = view.attr(name)
     args, tensors = pyir.optional_arguments(_INPUTS, view.inputs)
+    if _one_step_likely(view, keywords):
+        kernel = "lstm_step"
     results = call(f"rt.{kernel}", *args, **tensors, **keywords)
     count = len(view.outputs)
     if count == 1:

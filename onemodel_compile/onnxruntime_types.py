@@ -378,4 +378,5 @@ RULES = {
     ("", "MeanVarianceNormalization"): _like(0),
     (DOMAIN, "QLinearSigmoid"): _like(0),
     ("", "ParametricSoftplus"): _like(0),
+    (DOMAIN, "MoE"): _like(0),
 }

@@ -104,6 +104,8 @@ __all__ = [
     "exact_word_conv_embedding",
     "bifurcation_detector",
     "tokenizer",
+    "moe",
+    "exact_moe",
 ]
 
 
@@ -2120,3 +2122,100 @@ def _decoder_masked_mha(
 decoder_masked_multi_head_attention, exact_decoder_masked_multi_head_attention = _twins(
     _decoder_masked_mha, "decoder_masked_multi_head_attention", _decoder_masked_mha.__doc__ or ""
 )
+
+
+# --- mixture of experts ---------------------------------------------------------------------------
+
+
+def _moe_routes(m: _Primitives, router_probs, k: int, normalize: bool):
+    """onnxruntime's MoE routing: the float32 softmax of each row of router logits, its k largest
+    (equal probabilities: the higher expert index first, as std::partial_sort with
+    std::greater over (probability, index) pairs orders them), divided by their sum (added in
+    rank order) with normalize_routing_weights. Returns (experts, weights), both (tokens, k)."""
+    probs = m.softmax(router_probs.astype(np.float32), axis=-1)
+    count = probs.shape[-1]
+    order = np.argsort(-probs[:, ::-1], axis=-1, kind="stable")[:, :k]
+    experts = count - 1 - order
+    weights = np.take_along_axis(probs, experts, axis=-1)
+    if normalize:
+        total = weights[:, 0].copy()
+        for j in range(1, k):
+            total = total + weights[:, j]
+        weights = weights / total[:, None]
+    return experts, weights
+
+
+def _moe_activation(m: _Primitives, h, activation_type, alpha, beta, limit):
+    """The expert's activation in float32, as onnxruntime's CPU MoE computes it: gelu is the tanh
+    approximation; swiglu takes the fused fc1 output interleaved (gate at even positions, linear
+    at odd ones), gate clamped above and linear on both sides at swiglu_limit."""
+    if activation_type == "relu":
+        return np.maximum(h, np.float32(0))
+    if activation_type == "gelu":
+        inner = np.float32(0.7978845608) * (h + np.float32(0.044715) * h * h * h)
+        return np.float32(0.5) * h * (np.float32(1) + m.tanh(inner))
+    if activation_type == "silu":
+        return h * (np.float32(1) / (np.float32(1) + m.exp(-h)))
+    if activation_type == "identity":
+        return h
+    gate, linear = h[:, 0::2], h[:, 1::2]
+    if limit is not None:
+        gate = np.minimum(gate, np.float32(limit))
+        linear = np.clip(linear, np.float32(-limit), np.float32(limit))
+    swish = gate * m.sigmoid(np.float32(alpha) * gate)
+    return swish * (linear + np.float32(beta))
+
+
+def _moe(
+    m,
+    input,
+    router_probs,
+    fc1_experts_weights,
+    fc1_experts_bias=None,
+    fc2_experts_weights=None,
+    fc2_experts_bias=None,
+    *,
+    k=1,
+    activation_type="relu",
+    normalize_routing_weights=0,
+    activation_alpha=1.0,
+    activation_beta=0.0,
+    swiglu_limit=None,
+):
+    """MoE (onnxruntime's CPU kernel): each token's k experts by _moe_routes; expert e computes
+    activation(x @ fc1[e]^T + b1[e]) @ fc2[e]^T + b2[e] (fc1 (experts, fc1 width, hidden), fc2
+    (experts, hidden, inter), intermediate results rounded to the input's type), and a token's
+    output is the sum of its experts' outputs times their routing weights, in float32, added in
+    the order of the experts' indices."""
+    dtype = input.dtype
+    hidden = input.shape[-1]
+    tokens = input.reshape(-1, hidden)
+    experts, weights = _moe_routes(
+        m, router_probs.reshape(tokens.shape[0], -1), k, bool(normalize_routing_weights)
+    )
+    output = np.zeros(tokens.shape, np.float32)
+    for expert in range(fc1_experts_weights.shape[0]):
+        rows, ranks = np.nonzero((experts == expert) & (weights > 0))
+        if rows.size == 0:
+            continue
+        x = tokens[rows].astype(np.float32)
+        h = m.matmul(x, fc1_experts_weights[expert].astype(np.float32).T).astype(dtype)
+        if fc1_experts_bias is not None:
+            h = (h.astype(np.float32) + fc1_experts_bias[expert].astype(np.float32)).astype(dtype)
+        a = _moe_activation(
+            m,
+            h.astype(np.float32),
+            activation_type,
+            activation_alpha,
+            activation_beta,
+            swiglu_limit,
+        ).astype(dtype)
+        w2 = fc2_experts_weights[expert].astype(np.float32)
+        y = m.matmul(a.astype(np.float32), w2.reshape(hidden, -1).T).astype(dtype)
+        if fc2_experts_bias is not None:
+            y = (y.astype(np.float32) + fc2_experts_bias[expert].astype(np.float32)).astype(dtype)
+        output[rows] += weights[rows, ranks][:, None] * y.astype(np.float32)
+    return output.astype(dtype).reshape(input.shape)
+
+
+moe, exact_moe = _twins(_moe, "moe", _moe.__doc__ or "")

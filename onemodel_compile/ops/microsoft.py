@@ -1237,3 +1237,51 @@ def decoder_masked_multi_head_attention(view: NodeView):
         scale=float(np.float32(view.attr("scale"))),
         mask_filter_value=float(np.float32(view.attr("mask_filter_value"))),
     )
+
+
+# --- mixture of experts ---------------------------------------------------------------------------
+
+_MOE = {"k": 1, "activation_type": "relu", "normalize_routing_weights": 0, "use_sparse_mixer": 0}
+_MOE.update({"activation_alpha": 1.0, "activation_beta": 0.0, "swiglu_fusion": 0})
+_MOE_ACTIVATIONS = ("relu", "gelu", "silu", "identity", "swiglu")
+
+
+def _moe_keywords(view: NodeView) -> dict:
+    """The MoE attributes the kernel takes; what onnxruntime's CPU kernel refuses is refused
+    here too (naming the node): swiglu other than fused and interleaved (swiglu_fusion=1), the
+    sparse mixer, an unknown activation."""
+    activation = view.attr("activation_type")
+    if activation not in _MOE_ACTIVATIONS:
+        raise UnsupportedError(
+            f"{view.node.label}: {view.op_type} activation_type {activation!r} is not supported"
+        )
+    if activation == "swiglu" and view.attr("swiglu_fusion") != 1:
+        raise UnsupportedError(
+            f"{view.node.label}: {view.op_type} swiglu with swiglu_fusion="
+            f"{view.attr('swiglu_fusion')} is not supported (onnxruntime's CPU kernel takes 1)"
+        )
+    _refuse(view, "use_sparse_mixer")
+    keywords: dict[str, object] = {"k": view.attr("k"), "activation_type": activation}
+    if view.attr("normalize_routing_weights"):
+        keywords["normalize_routing_weights"] = 1
+    if activation == "swiglu":
+        keywords["activation_alpha"] = float(np.float32(view.attr("activation_alpha")))
+        keywords["activation_beta"] = float(np.float32(view.attr("activation_beta")))
+        if view.attr("swiglu_limit") is not None:
+            keywords["swiglu_limit"] = float(np.float32(view.attr("swiglu_limit")))
+    return keywords
+
+
+@microsoft("MoE", defaults=_MOE, exact=True)
+def moe(view: NodeView):
+    """Mixture of experts: top-k routing over the router's softmax, two expert matrix products
+    per token (rt.moe). onnxruntime's CPU kernel has no fc3 (it fails NOT_IMPLEMENTED), so a node
+    with fc3 inputs is refused."""
+    if view.input(6) is not None or view.input(7) is not None:
+        raise UnsupportedError(f"{view.node.label}: MoE with fc3 weights is not supported")
+    keywords = _moe_keywords(view)
+    optional = {3: "fc1_experts_bias", 4: "fc2_experts_weights", 5: "fc2_experts_bias"}
+    args, named = optional_arguments(view, {**optional, 6: "", 7: ""})
+    if len(args) < 3 or "fc2_experts_weights" not in named and len(args) < 5:
+        raise CompileError(f"{view.node.label}: MoE needs input, router_probs, fc1 and fc2 weights")
+    return call("rt.moe", *args, **named, **keywords)

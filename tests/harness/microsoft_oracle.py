@@ -257,6 +257,7 @@ OPERATORS = tuple("""
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
     DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
+    MoE
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -816,6 +817,20 @@ CASES = [
          c(np.array([2], np.int32), "int32"), c(np.array([1.0], np.float32), "float32")),
          attrs={"decoder": gpt_decoder(seed=13), "init_decoder": gpt_decoder(seed=14),
          **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
+    # mixture of experts: (tokens or batch, sequence, hidden); fc1 (experts, width, hidden),
+    # fc2 (experts, hidden, inter)
+    Case("ms_moe_relu_top1", "MoE", 17, (x(5, 8), x(5, 4), w(4, 6, 8, scale=0.5), w(4, 6),
+         w(4, 8, 6, scale=0.5), w(4, 8)), note=DOT, rtol=1e-4, atol=1e-5),  # fmt: skip
+    Case("ms_moe_gelu_top2_normalized", "MoE", 17, (x(2, 3, 8), x(6, 5), w(5, 6, 8, scale=0.5),
+         None, w(5, 8, 6, scale=0.5)), attrs={"k": 2, "activation_type": "gelu",
+         "normalize_routing_weights": 1}, note=DOT, rtol=1e-4, atol=1e-5),  # fmt: skip
+    Case("ms_moe_silu_top3", "MoE", 17, (x(7, 8), x(7, 4), w(4, 6, 8, scale=0.5), w(4, 6),
+         w(4, 8, 6, scale=0.5)), attrs={"k": 3, "activation_type": "silu"}, note=DOT, rtol=1e-4,
+         atol=1e-5),  # fmt: skip
+    Case("ms_moe_swiglu", "MoE", 17, (x(6, 8), x(6, 4), w(4, 12, 8, scale=0.5), w(4, 12),
+         w(4, 8, 6, scale=0.5), w(4, 8)), attrs={"k": 2, "activation_type": "swiglu",
+         "swiglu_fusion": 1, "activation_alpha": 1.702, "activation_beta": 1.0,
+         "swiglu_limit": 7.0}, note=DOT, rtol=1e-4, atol=1e-5),  # fmt: skip
 ]
 
 

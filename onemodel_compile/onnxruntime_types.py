@@ -379,4 +379,5 @@ RULES = {
     (DOMAIN, "QLinearSigmoid"): _like(0),
     ("", "ParametricSoftplus"): _like(0),
     (DOMAIN, "MoE"): _like(0),
+    (DOMAIN, "QMoE"): _like(0),
 }

@@ -106,6 +106,8 @@ __all__ = [
     "tokenizer",
     "moe",
     "exact_moe",
+    "qmoe",
+    "exact_qmoe",
 ]
 
 
@@ -2166,6 +2168,31 @@ def _moe_activation(m: _Primitives, h, activation_type, alpha, beta, limit):
     return swish * (linear + np.float32(beta))
 
 
+def _qmoe_routes(m: _Primitives, router_probs, k: int, normalize: bool, router_weights=None):
+    """QMoE's routing (unlike MoE's): each token's k largest router logits (equal ones: the higher
+    expert index first), their weights exp(logit - the largest) times 1 / their float32 sum (in
+    rank order); with router_weights, those at the chosen experts instead (times 1 / their sum
+    with normalize_routing_weights). Weights of at most 1e-8 route nowhere (onnxruntime's
+    threshold)."""
+    logits = router_probs.astype(np.float32)
+    count = logits.shape[-1]
+    experts = count - 1 - np.argsort(-logits[:, ::-1], axis=-1, kind="stable")[:, :k]
+    chosen = np.take_along_axis(logits, experts, axis=-1)
+    if router_weights is not None:
+        weights = np.take_along_axis(router_weights.astype(np.float32), experts, axis=-1)
+        if not normalize:
+            return experts, np.where(weights > np.float32(1e-8), weights, np.float32(0))
+    else:
+        weights = m.exp(chosen - chosen[:, :1])
+    total = weights[:, 0].copy()
+    for j in range(1, k):
+        total = total + weights[:, j]
+    with np.errstate(divide="ignore"):
+        inverse = np.where(total == 0, np.float32(0), np.float32(1) / total).astype(np.float32)
+    weights = weights * inverse[:, None]
+    return experts, np.where(weights > np.float32(1e-8), weights, np.float32(0))
+
+
 def _moe(
     m,
     input,
@@ -2181,6 +2208,7 @@ def _moe(
     activation_alpha=1.0,
     activation_beta=0.0,
     swiglu_limit=None,
+    routes=None,
 ):
     """MoE (onnxruntime's CPU kernel): each token's k experts by _moe_routes; expert e computes
     activation(x @ fc1[e]^T + b1[e]) @ fc2[e]^T + b2[e] (fc1 (experts, fc1 width, hidden), fc2
@@ -2190,7 +2218,7 @@ def _moe(
     dtype = input.dtype
     hidden = input.shape[-1]
     tokens = input.reshape(-1, hidden)
-    experts, weights = _moe_routes(
+    experts, weights = routes or _moe_routes(
         m, router_probs.reshape(tokens.shape[0], -1), k, bool(normalize_routing_weights)
     )
     output = np.zeros(tokens.shape, np.float32)
@@ -2219,3 +2247,82 @@ def _moe(
 
 
 moe, exact_moe = _twins(_moe, "moe", _moe.__doc__ or "")
+
+
+def _dequantized_experts(weights, scales, zero_points, bits: int, block_size):
+    """QMoE's integer weights (experts, N, K * bits / 8) uint8, values low bits first, as float32
+    (value - zero point) * scale: scales (experts, N) for one scale per row (of N), (experts, N,
+    K / block_size) by blocks of K; zero points packed like the values, (experts, N * bits / 8)
+    or (experts, N, blocks * bits / 8) (rounded up to bytes), default 2**(bits - 1)."""
+    values = _unpacked(weights, bits).astype(np.float32)
+    experts, rows, columns = values.shape
+    scale = scales.astype(np.float32)
+    if scale.ndim == 3:  # by blocks (one block a row too: its zero points by rows of blocks)
+        blocks = scale.shape[2]
+        per_block = -(-columns // blocks) if not block_size else block_size
+        if zero_points is None:
+            zero = np.float32(1 << (bits - 1))
+        else:
+            zero = _unpacked(zero_points.reshape(experts, rows, -1), bits)[:, :, :blocks]
+            zero = np.repeat(zero.astype(np.float32), per_block, axis=2)[:, :, :columns]
+        return (values - zero) * np.repeat(scale, per_block, axis=2)[:, :, :columns]
+    scale = scale.reshape(experts, rows, 1)
+    if zero_points is None:
+        return (values - np.float32(1 << (bits - 1))) * scale
+    zero = _unpacked(zero_points.reshape(experts, -1), bits)[:, :rows].astype(np.float32)
+    return (values - zero[:, :, None]) * scale
+
+
+def _qmoe(
+    m,
+    input,
+    router_probs,
+    fc1_experts_weights,
+    fc1_scales,
+    fc1_experts_bias=None,
+    fc2_experts_weights=None,
+    fc2_scales=None,
+    fc2_experts_bias=None,
+    fc1_zero_points=None,
+    fc2_zero_points=None,
+    router_weights=None,
+    *,
+    fc1_bits=4,
+    fc2_bits=4,
+    block_size=None,
+    k=1,
+    normalize_routing_weights=0,
+    **activation,
+):
+    """QMoE with integer weights (quant_type 'int'): the experts' weights dequantized
+    (_dequantized_experts), QMoE's routing (_qmoe_routes), then MoE's expert products in
+    float32."""
+    hidden = input.shape[-1]
+    routes = _qmoe_routes(
+        m,
+        router_probs.reshape(-1, router_probs.shape[-1]),
+        k,
+        bool(normalize_routing_weights),
+        None if router_weights is None else router_weights.reshape(-1, router_weights.shape[-1]),
+    )
+    fc1 = _dequantized_experts(
+        fc1_experts_weights, fc1_scales, fc1_zero_points, fc1_bits, block_size
+    )
+    fc2 = _dequantized_experts(
+        fc2_experts_weights, fc2_scales, fc2_zero_points, fc2_bits, block_size
+    )
+    return _moe(
+        m,
+        input,
+        router_probs.reshape(-1, router_probs.shape[-1]),
+        fc1,
+        fc1_experts_bias,
+        fc2.reshape(fc2.shape[0], hidden, -1),
+        fc2_experts_bias,
+        k=k,
+        routes=routes,
+        **activation,
+    )
+
+
+qmoe, exact_qmoe = _twins(_qmoe, "qmoe", _qmoe.__doc__ or "")

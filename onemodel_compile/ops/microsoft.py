@@ -1285,3 +1285,57 @@ def moe(view: NodeView):
     if len(args) < 3 or "fc2_experts_weights" not in named and len(args) < 5:
         raise CompileError(f"{view.node.label}: MoE needs input, router_probs, fc1 and fc2 weights")
     return call("rt.moe", *args, **named, **keywords)
+
+
+_QMOE = {**_MOE, "expert_weight_bits": 4, "quant_type": "int", "weights_prepacked": -1}
+_QMOE["accuracy_level"] = 0
+
+
+@microsoft("QMoE", defaults=_QMOE, exact=True)
+def qmoe(view: NodeView):
+    """MoE with integer-quantized expert weights (rt.qmoe: its own routing, see the kernel).
+    Refused, naming the node: the floating-point quant types (fp4, nvfp4, fp8, wfp4afp8), fc3,
+    prepacked weights (weights_prepacked=1: a layout of the execution provider's), and the
+    configurations in which onnxruntime's CPU kernel quantizes the activations to int8 (MLAS
+    CompInt8: block-wise 8-bit weights at every accuracy level, block-wise weights with
+    accuracy_level 4), whose roundings the compiler does not reproduce."""
+    label = view.node.label
+    if view.attr("quant_type") != "int":
+        raise UnsupportedError(
+            f"{label}: QMoE quant_type {view.attr('quant_type')!r} is not supported"
+        )
+    if any(view.input(i) is not None for i in (8, 9, 10, 13, *range(15, len(view.inputs)))):
+        raise UnsupportedError(
+            f"{label}: QMoE with fc3 or floating-point quantization inputs is not supported"
+        )
+    if view.attr("weights_prepacked") == 1:
+        raise UnsupportedError(f"{label}: QMoE with weights_prepacked=1 is not supported")
+    bits = view.attr("expert_weight_bits")
+    fc1_bits = view.attr("fc1_expert_weight_bits") or bits
+    fc2_bits = view.attr("fc2_expert_weight_bits") or bits
+    for width in (fc1_bits, fc2_bits):
+        if width not in (2, 4, 8):
+            raise UnsupportedError(f"{label}: QMoE with {width}-bit weights is not supported")
+    block_size = view.attr("block_size")
+    if block_size and (8 in (fc1_bits, fc2_bits) or view.attr("accuracy_level") == 4):
+        raise UnsupportedError(
+            f"{label}: QMoE with block-wise {max(fc1_bits, fc2_bits)}-bit weights at accuracy_level "
+            f"{view.attr('accuracy_level')} is not supported (onnxruntime quantizes the "
+            "activations to int8 there)"
+        )
+    keywords = _moe_keywords(view)
+    keywords.update(fc1_bits=fc1_bits, fc2_bits=fc2_bits)
+    if block_size:
+        keywords["block_size"] = block_size
+    optional = {4: "fc1_experts_bias", 5: "fc2_experts_weights", 6: "fc2_scales"}
+    optional.update({7: "fc2_experts_bias", 11: "fc1_zero_points", 12: "fc2_zero_points"})
+    optional.update({14: "router_weights", 8: "", 9: "", 10: "", 13: ""})
+    operands = view.inputs[:15]
+    if len(operands) < 7 or any(operands[i] is None for i in (0, 1, 2, 3, 5, 6)):
+        raise CompileError(
+            f"{label}: QMoE needs input, router_probs, fc1 and fc2 weights and scales"
+        )
+    names = [optional.get(i) for i in range(len(operands))]
+    args, named = pyir.optional_arguments(names, operands)
+    named = {name: operand for name, operand in named.items() if name}
+    return call("rt.qmoe", *args, **named, **keywords)

@@ -257,7 +257,7 @@ OPERATORS = tuple("""
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
     DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
-    MoE
+    MoE QMoE
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -305,6 +305,53 @@ def _nbits_case(name, bits, block_size, k, n, zero_points, bias=False, rows=3, s
     attrs = {"K": k, "N": n, "bits": bits, "block_size": block_size}
     return Case(name, "MatMulNBits", DEFAULT_OPSET, tuple(inputs), attrs=attrs, rtol=1e-4,
                 atol=1e-4, note=DOT, seed=seed)  # fmt: skip
+
+
+def _qmoe_case(
+    name,
+    bits,
+    block=None,
+    zero_points=False,
+    fusion=1,
+    batched=False,
+    router_weights=False,
+    attrs=None,
+    tokens=5,
+    hidden=32,
+    inter=16,
+    experts=4,
+):
+    """A QMoE case (quant_type int): random packed weights, scales, biases and zero points."""
+
+    def weights(n, k):
+        return w(experts, n, k * bits // 8, dtype="uint8", gen="int", low=0, high=255)
+
+    def scales(n, k):
+        shape = (experts, n) if block is None else (experts, n, k // block)
+        return w(*shape, gen="uniform", low=0.01, high=0.1)
+
+    def zeros(n, k):
+        if not zero_points:
+            return None
+        if block is None:
+            return w(experts, -(-n * bits // 8), dtype="uint8", gen="int", low=0, high=255)
+        return w(
+            experts, n, -(-(k // block) * bits // 8), dtype="uint8", gen="int", low=0, high=255
+        )
+
+    width = fusion * inter
+    first = x(1, tokens, hidden) if batched else x(tokens, hidden)
+    inputs = [first, x(tokens, experts), weights(width, hidden), scales(width, hidden)]
+    inputs += [w(experts, width), weights(hidden, inter), scales(hidden, inter)]
+    inputs += [w(experts, hidden), None, None, None, zeros(width, hidden), zeros(hidden, inter)]
+    inputs += [None, x(tokens, experts, gen="uniform", low=0, high=1) if router_weights else None]
+    while inputs[-1] is None:
+        inputs.pop()
+    attrs = {"expert_weight_bits": bits, **(attrs or {})}
+    if block is not None:
+        attrs["block_size"] = block
+    return Case(name, "QMoE", DEFAULT_OPSET, tuple(inputs), attrs=attrs, rtol=1e-4, atol=1e-4,
+                note=DOT)  # fmt: skip
 
 
 CASES = [
@@ -831,6 +878,16 @@ CASES = [
          w(4, 8, 6, scale=0.5), w(4, 8)), attrs={"k": 2, "activation_type": "swiglu",
          "swiglu_fusion": 1, "activation_alpha": 1.702, "activation_beta": 1.0,
          "swiglu_limit": 7.0}, note=DOT, rtol=1e-4, atol=1e-5),  # fmt: skip
+    # QMoE: uint8 weights (experts, N, K * bits / 8), scales per row (experts, N) or per block
+    # (experts, N, K / block_size), packed zero points
+    _qmoe_case("ms_qmoe_int4_rows", 4, attrs={"k": 2}),
+    _qmoe_case("ms_qmoe_int4_blocks_zero_points_gelu", 4, block=16, zero_points=True,
+               batched=True, attrs={"k": 2, "activation_type": "gelu"}),  # fmt: skip
+    _qmoe_case("ms_qmoe_int8_rows_zero_points_swiglu", 8, zero_points=True, fusion=2,
+               attrs={"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1,
+                      "activation_alpha": 1.702, "activation_beta": 1.0, "swiglu_limit": 7.0}),  # fmt: skip
+    _qmoe_case("ms_qmoe_int2_blocks_router_weights", 2, block=16, router_weights=True,
+               attrs={"k": 3, "activation_type": "silu", "normalize_routing_weights": 1}),  # fmt: skip
 ]
 
 

@@ -309,6 +309,19 @@ def _dmmha_types(view: _View):
     ]
 
 
+def _pre_mix_type(view: _View):
+    """HyperConnectionPreMix: (..., H) of the streams' (..., C, H), or of (..., C * H) with
+    num_branches = C."""
+    streams = view.operand(0)
+    shape, branches = streams.shape, view.attr("num_branches")
+    if shape is None:
+        return [_typed(streams.dtype, None)]
+    if branches:
+        last = shape[-1] // branches if isinstance(shape[-1], int) else None
+        return [_typed(streams.dtype, (*shape[:-1], last))]
+    return [_typed(streams.dtype, (*shape[:-2], shape[-1]))]
+
+
 RULES = {
     (DOMAIN, "DecoderMaskedMultiHeadAttention"): _dmmha_types,
     (DOMAIN, "MaxpoolWithMask"): lambda view: [_typed(view.operand(0).dtype, None)],
@@ -380,4 +393,11 @@ RULES = {
     ("", "ParametricSoftplus"): _like(0),
     (DOMAIN, "MoE"): _like(0),
     (DOMAIN, "QMoE"): _like(0),
+    (DOMAIN, "ScaledSiLU"): _like(0),
+    (DOMAIN, "GatedAdd"): _like(0),
+    (DOMAIN, "GatedRMSNorm"): _like(0),
+    (DOMAIN, "BranchwiseRMSNorm"): _like(0),
+    (DOMAIN, "HyperConnectionPreMix"): _pre_mix_type,
+    (DOMAIN, "HyperConnectionPostMix"): _like(0),
+    (DOMAIN, "LinearAttentionGate"): _like(0, 0),
 }

@@ -31,7 +31,13 @@ from runtime_support.exact import (
     exact_softmax,
     exact_sum,
 )
-from runtime_support.exact_math import exact_exp, exact_pow, exact_sigmoid, exact_tanh
+from runtime_support.exact_math import (
+    exact_exp,
+    exact_pow,
+    exact_sigmoid,
+    exact_softplus,
+    exact_tanh,
+)
 from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
 from runtime_support.pool import average_pool, max_pool
@@ -108,6 +114,17 @@ __all__ = [
     "exact_moe",
     "qmoe",
     "exact_qmoe",
+    "scaled_silu",
+    "exact_scaled_silu",
+    "gated_add",
+    "gated_rms_norm",
+    "exact_gated_rms_norm",
+    "branchwise_rms_norm",
+    "exact_branchwise_rms_norm",
+    "hyper_connection_pre_mix",
+    "hyper_connection_post_mix",
+    "linear_attention_gate",
+    "exact_linear_attention_gate",
 ]
 
 
@@ -2326,3 +2343,140 @@ def _qmoe(
 
 
 qmoe, exact_qmoe = _twins(_qmoe, "qmoe", _qmoe.__doc__ or "")
+
+
+# --- the LLM blocks' fused elementwise operators (Qwen3.5, gated DeltaNet, hyper-connections) -----
+
+
+def _softplus(m: _Primitives, x):
+    """log(1 + exp(x)) in float32: numpy's logaddexp, or the library's exact softplus."""
+    return exact_softplus(x) if m is EXACT else np.logaddexp(x, np.float32(0))
+
+
+def _scaled_silu(m, X, scale=None, *, alpha=1.0):
+    """ScaledSiLU: z = X * s rounded to X's type (s the scalar scale input, else alpha), then
+    z * sigmoid(z) with the sigmoid rounded to X's type too; float32 arithmetic."""
+    s = np.float32(alpha) if scale is None else np.float32(np.asarray(scale).reshape(()))
+    z = (X.astype(np.float32) * s).astype(X.dtype)
+    zf = z.astype(np.float32)
+    sigmoid_z = m.sigmoid(zf).astype(X.dtype).astype(np.float32)
+    return (zf * sigmoid_z).astype(X.dtype)
+
+
+scaled_silu, exact_scaled_silu = _twins(_scaled_silu, "scaled_silu", _scaled_silu.__doc__ or "")
+
+
+@kernel(exact=True)
+def gated_add(X, Y, gate):
+    """GatedAdd: X + Y * gate (gate (..., 1) over the last axis), the product rounded to X's type
+    before the sum (float16: each step in float32, rounded to half)."""
+    product = (Y.astype(np.float32) * gate.astype(np.float32)).astype(X.dtype)
+    return (X.astype(np.float32) + product.astype(np.float32)).astype(X.dtype)
+
+
+def _inverse_rms(m: _Primitives, values, epsilon):
+    """1 / sqrt(mean(values**2) + epsilon) over the last axis (kept), float32."""
+    mean = m.mean(values * values, -1)
+    return np.float32(1) / np.sqrt(mean + np.float32(epsilon))
+
+
+def _gated_rms_norm(m, X, scale, gate, *, activation="silu", epsilon=1e-5):
+    """GatedRMSNorm: over each group of C (scale's length) of the last axis, X / rms * scale *
+    act(gate), act silu (z sigmoid(z)) or sigmoid; float32 arithmetic, rounded once to X's
+    type."""
+    size = scale.size
+    x = X.astype(np.float32).reshape(-1, size)
+    z = gate.astype(np.float32).reshape(-1, size)
+    normalized = x * _inverse_rms(m, x, epsilon) * scale.astype(np.float32).reshape(-1)
+    gated = z * m.sigmoid(z) if activation in ("silu", "swish") else m.sigmoid(z)
+    return (normalized * gated).astype(X.dtype).reshape(X.shape)
+
+
+gated_rms_norm, exact_gated_rms_norm = _twins(
+    _gated_rms_norm, "gated_rms_norm", _gated_rms_norm.__doc__ or ""
+)
+
+
+def _streams(X, num_branches: int):
+    """(rows, branches, hidden) of hyper-connection streams: grouped (..., C, H), or flattened
+    (..., C * H) with num_branches = C; also the prefix of the shape."""
+    if num_branches:
+        prefix, hidden = X.shape[:-1], X.shape[-1] // num_branches
+        return X.reshape(-1, num_branches, hidden), prefix, num_branches, hidden
+    prefix, branches, hidden = X.shape[:-2], X.shape[-2], X.shape[-1]
+    return X.reshape(-1, branches, hidden), prefix, branches, hidden
+
+
+def _gates(gate, rows: int, branches: int, hidden: int) -> np.ndarray:
+    """A mixing gate as (rows, C, 1) (one per branch: (..., C) or (..., C, 1)) or (rows, C, H)."""
+    g = np.asarray(gate).astype(np.float32)
+    per_branch = g.size == rows * branches
+    return g.reshape(rows, branches, 1 if per_branch else hidden)
+
+
+def _branchwise_rms_norm(m, X, scale=None, *, num_branches=0, epsilon=1e-5):
+    """BranchwiseRMSNorm: RMS normalization of each branch's H values, times scale (H), (C, H)
+    or (C * H), float32 arithmetic rounded to X's type."""
+    x, _, branches, hidden = _streams(X, num_branches)
+    x = x.astype(np.float32)
+    y = x * _inverse_rms(m, x, epsilon)
+    if scale is not None:
+        s = np.asarray(scale).astype(np.float32)
+        y = y * (s.reshape(hidden) if s.size == hidden else s.reshape(branches, hidden))
+    return y.astype(X.dtype).reshape(X.shape)
+
+
+branchwise_rms_norm, exact_branchwise_rms_norm = _twins(
+    _branchwise_rms_norm, "branchwise_rms_norm", _branchwise_rms_norm.__doc__ or ""
+)
+
+
+@kernel(exact=True)
+def hyper_connection_pre_mix(streams, pre_mix, *, reduction_scale=1.0, num_branches=0):
+    """HyperConnectionPreMix: sum over the branches c (in order, float32) of streams[..., c, h] *
+    pre_mix, times reduction_scale; returns (..., H) in the streams' type."""
+    x, prefix, branches, hidden = _streams(streams, num_branches)
+    x = x.astype(np.float32)
+    g = _gates(pre_mix, x.shape[0], branches, hidden)
+    total = x[:, 0] * g[:, 0]
+    for c in range(1, branches):
+        total = total + x[:, c] * g[:, c]
+    y = total * np.float32(reduction_scale)
+    return y.astype(streams.dtype).reshape(*prefix, hidden)
+
+
+@kernel(exact=True)
+def hyper_connection_post_mix(streams, block_output, post_mix, stream_mix=None, *, num_branches=0):
+    """HyperConnectionPostMix: Y[..., k, h] = sum over c (in order, float32) of stream_mix[..., c,
+    k] * streams[..., c, h] (the streams themselves without stream_mix), + post_mix[..., k, h] *
+    block_output[..., h]; the streams' shape and type."""
+    x, _, branches, hidden = _streams(streams, num_branches)
+    x = x.astype(np.float32)
+    rows = x.shape[0]
+    if stream_mix is None:
+        mixed = x
+    else:
+        mix = np.asarray(stream_mix).astype(np.float32).reshape(rows, branches, branches)
+        mixed = mix[:, 0, :, None] * x[:, 0:1, :]
+        for c in range(1, branches):
+            mixed = mixed + mix[:, c, :, None] * x[:, c : c + 1, :]
+    block = block_output.astype(np.float32).reshape(rows, 1, hidden)
+    y = mixed + _gates(post_mix, rows, branches, hidden) * block
+    return y.astype(streams.dtype).reshape(streams.shape)
+
+
+def _linear_attention_gate(m, a, dt_bias, decay_scale, b=None, *, outputs=1):
+    """LinearAttentionGate: decay = decay_scale * softplus(a + dt_bias) (per head, the last
+    axis), and (outputs=2) beta = sigmoid(b); float32 arithmetic rounded to a's type."""
+    biased = a.astype(np.float32) + dt_bias.astype(np.float32).reshape(-1)
+    decay = (decay_scale.astype(np.float32).reshape(-1) * _softplus(m, biased)).astype(a.dtype)
+    if outputs == 1:
+        return decay
+    if b is None:
+        raise ValueError("LinearAttentionGate's beta output needs its b input")
+    return decay, m.sigmoid(b.astype(np.float32)).astype(a.dtype)
+
+
+linear_attention_gate, exact_linear_attention_gate = _twins(
+    _linear_attention_gate, "linear_attention_gate", _linear_attention_gate.__doc__ or ""
+)

@@ -49,13 +49,6 @@ NOT_COMPILED = {
     ("com.microsoft", "MRotaryEmbedding"): "not yet: multimodal rotary embedding (Qwen-VL)",
     ("com.microsoft", "NGramHashMapping"): "not yet: Engram n-gram hash ids",
     ("com.microsoft", "VarlenNGramHashMapping"): "not yet: Engram n-gram hash ids, packed",
-    ("com.microsoft", "ScaledSiLU"): "not yet",
-    ("com.microsoft", "GatedAdd"): "not yet",
-    ("com.microsoft", "GatedRMSNorm"): "not yet",
-    ("com.microsoft", "BranchwiseRMSNorm"): "not yet",
-    ("com.microsoft", "HyperConnectionPreMix"): "not yet",
-    ("com.microsoft", "HyperConnectionPostMix"): "not yet",
-    ("com.microsoft", "LinearAttentionGate"): "not yet",
     **{
         ("com.microsoft.nchwc", op): NCHWC
         for op in (

@@ -1339,3 +1339,67 @@ def qmoe(view: NodeView):
     args, named = pyir.optional_arguments(names, operands)
     named = {name: operand for name, operand in named.items() if name}
     return call("rt.qmoe", *args, **named, **keywords)
+
+
+# --- the LLM blocks' fused elementwise operators --------------------------------------------------
+
+_EPSILON = float(np.float32(1e-5))
+
+
+@microsoft("ScaledSiLU", defaults={"alpha": 1.0}, exact=True)
+def scaled_silu(view: NodeView):
+    keywords = {}
+    if view.attr("alpha") != 1.0:
+        keywords["alpha"] = float(np.float32(view.attr("alpha")))
+    return _kernel_call(view, "scaled_silu", {1: "scale"}, **keywords)
+
+
+@microsoft("GatedAdd", exact=True)
+def gated_add(view: NodeView):
+    return call("rt.gated_add", *view.inputs[:3])
+
+
+@microsoft("GatedRMSNorm", defaults={"activation": "silu", "epsilon": _EPSILON}, exact=True)
+def gated_rms_norm(view: NodeView):
+    activation = view.attr("activation")
+    if activation not in ("silu", "swish", "sigmoid"):
+        raise UnsupportedError(
+            f"{view.node.label}: GatedRMSNorm activation {activation!r} is not supported"
+        )
+    return call(
+        "rt.gated_rms_norm",
+        *view.inputs[:3],
+        activation="silu" if activation == "swish" else activation,
+        epsilon=view.attr("epsilon"),
+    )
+
+
+@microsoft("BranchwiseRMSNorm", defaults={"num_branches": 0, "epsilon": _EPSILON}, exact=True)
+def branchwise_rms_norm(view: NodeView):
+    keywords = {"epsilon": view.attr("epsilon")}
+    if view.attr("num_branches"):
+        keywords["num_branches"] = int(view.attr("num_branches"))
+    return _kernel_call(view, "branchwise_rms_norm", {1: "scale"}, **keywords)
+
+
+@microsoft(
+    "HyperConnectionPreMix", defaults={"reduction_scale": 1.0, "num_branches": 0}, exact=True
+)
+def hyper_connection_pre_mix(view: NodeView):
+    keywords: dict[str, object] = {}
+    if view.attr("reduction_scale") != 1.0:
+        keywords["reduction_scale"] = float(np.float32(view.attr("reduction_scale")))
+    if view.attr("num_branches"):
+        keywords["num_branches"] = int(view.attr("num_branches"))
+    return call("rt.hyper_connection_pre_mix", *view.inputs[:2], **keywords)
+
+
+@microsoft("HyperConnectionPostMix", defaults={"num_branches": 0}, exact=True)
+def hyper_connection_post_mix(view: NodeView):
+    keywords = {"num_branches": int(view.attr("num_branches"))} if view.attr("num_branches") else {}
+    return _kernel_call(view, "hyper_connection_post_mix", {3: "stream_mix"}, **keywords)
+
+
+@microsoft("LinearAttentionGate", exact=True)
+def linear_attention_gate(view: NodeView):
+    return _kernel_call(view, "linear_attention_gate", {3: "b"})

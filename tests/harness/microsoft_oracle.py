@@ -257,7 +257,8 @@ OPERATORS = tuple("""
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
     DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
-    MoE QMoE
+    MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
+    HyperConnectionPostMix LinearAttentionGate
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -888,6 +889,40 @@ CASES = [
                       "activation_alpha": 1.702, "activation_beta": 1.0, "swiglu_limit": 7.0}),  # fmt: skip
     _qmoe_case("ms_qmoe_int2_blocks_router_weights", 2, block=16, router_weights=True,
                attrs={"k": 3, "activation_type": "silu", "normalize_routing_weights": 1}),  # fmt: skip
+    # the LLM blocks' fused elementwise operators (Qwen3.5, gated DeltaNet, hyper-connections)
+    Case("ms_scaled_silu_alpha", "ScaledSiLU", 17, (x(3, 7, scale=3),), attrs={"alpha": 1.7},
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_scaled_silu_scale_input", "ScaledSiLU", 17, (x(2, 5, scale=3), c(np.float32(0.8),
+         "float32")), note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_scaled_silu_f16", "ScaledSiLU", 17, (x(4, 6, scale=3, dtype="float16"),),
+         attrs={"alpha": 0.5}, note=GELU, rtol=1e-3, atol=1e-3),  # fmt: skip
+    Case("ms_gated_add", "GatedAdd", 17, (x(2, 3, 8), x(2, 3, 8), x(2, 3, 1))),
+    Case("ms_gated_add_f16", "GatedAdd", 17, (x(4, 16, dtype="float16"), x(4, 16,
+         dtype="float16"), x(4, 1, dtype="float16"))),  # fmt: skip
+    Case("ms_gated_rms_norm_silu", "GatedRMSNorm", 17, (x(2, 3, 16), w(8), x(2, 3, 16)),
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_gated_rms_norm_sigmoid", "GatedRMSNorm", 17, (x(3, 8), w(8), x(3, 8)),
+         attrs={"activation": "sigmoid", "epsilon": 1e-6}, note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    Case("ms_branchwise_rms_norm", "BranchwiseRMSNorm", 17, (x(2, 4, 8), w(4, 8)), note=DOT,
+         rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_branchwise_rms_norm_flat", "BranchwiseRMSNorm", 17, (x(3, 32), w(8)),
+         attrs={"num_branches": 4, "epsilon": 1e-6}, note=DOT, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_branchwise_rms_norm_no_scale", "BranchwiseRMSNorm", 17, (x(2, 3, 4, 8),), note=DOT,
+         rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_pre_mix", "HyperConnectionPreMix", 17, (x(2, 4, 8), x(2, 4))),
+    Case("ms_pre_mix_flat", "HyperConnectionPreMix", 17, (x(3, 32), x(3, 32)),
+         attrs={"num_branches": 4, "reduction_scale": 0.25}),  # fmt: skip
+    Case("ms_pre_mix_column", "HyperConnectionPreMix", 17, (x(2, 3, 4, 8), x(2, 3, 4, 1))),
+    Case("ms_post_mix", "HyperConnectionPostMix", 17, (x(2, 4, 8), x(2, 8), x(2, 4),
+         x(2, 4, 4))),  # fmt: skip
+    Case("ms_post_mix_flat", "HyperConnectionPostMix", 17, (x(3, 32), x(3, 8), x(3, 4, 8)),
+         attrs={"num_branches": 4}),  # fmt: skip
+    Case("ms_linear_attention_gate", "LinearAttentionGate", 17, (x(2, 3, 4, scale=4), w(4),
+         w(4, gen="uniform", low=-2, high=-0.1)), note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_linear_attention_gate_beta", "LinearAttentionGate", 17, (x(2, 3, 4, scale=4), w(4),
+         w(4, gen="uniform", low=-2, high=-0.1), x(2, 3, 4, scale=4)), outputs=2, note=GELU,
+         rtol=1e-5, atol=1e-6),  # fmt: skip
 ]
 
 

@@ -125,6 +125,8 @@ __all__ = [
     "hyper_connection_post_mix",
     "linear_attention_gate",
     "exact_linear_attention_gate",
+    "linear_attention",
+    "exact_linear_attention",
 ]
 
 
@@ -2479,4 +2481,75 @@ def _linear_attention_gate(m, a, dt_bias, decay_scale, b=None, *, outputs=1):
 
 linear_attention_gate, exact_linear_attention_gate = _twins(
     _linear_attention_gate, "linear_attention_gate", _linear_attention_gate.__doc__ or ""
+)
+
+
+def _linear_attention(
+    m,
+    query,
+    key,
+    value,
+    past_state=None,
+    decay=None,
+    beta=None,
+    *,
+    q_num_heads,
+    kv_num_heads,
+    update_rule="gated_delta",
+    scale=0.0,
+    outputs=1,
+):
+    """LinearAttention: the recurrence run token by token (onnxruntime may use a chunk-parallel
+    form; the values are the same up to rounding). State S (batch, kv heads, d_k, d_v), zeros
+    without past_state; per token: gated rules S = exp(g) S (g per head or per key dimension);
+    delta rules S = S + k (x) beta (v - S^T k) (with the decayed S); linear/gated S = S + k (x) v;
+    output scale q^T S (scale 0: 1 / sqrt(d_k)). Query head i reads kv head i // (H_q / H_kv);
+    with more kv heads than query heads, kv head j reads query head j // (H_kv / H_q) and the
+    output has one head per kv head. Float32 arithmetic; returns (output, present_state)."""
+    batch, steps, _ = query.shape
+    d_k = query.shape[-1] // q_num_heads
+    d_v = value.shape[-1] // kv_num_heads
+    heads = max(q_num_heads, kv_num_heads)
+    q = query.astype(np.float32).reshape(batch, steps, q_num_heads, d_k)
+    k = key.astype(np.float32).reshape(batch, steps, kv_num_heads, d_k)
+    v = value.astype(np.float32).reshape(batch, steps, kv_num_heads, d_v)
+    if q_num_heads >= kv_num_heads:
+        kv_of = np.arange(heads) // (q_num_heads // kv_num_heads)
+        q_of = np.arange(heads)
+    else:
+        kv_of = np.arange(heads)
+        q_of = np.arange(heads) // (kv_num_heads // q_num_heads)
+    state = (
+        np.zeros((batch, kv_num_heads, d_k, d_v), np.float32)
+        if past_state is None
+        else np.array(past_state, np.float32)
+    )
+    factor = np.float32(scale) if scale else np.float32(1.0 / np.sqrt(d_k))
+    gated, delta = update_rule in ("gated", "gated_delta"), update_rule in ("delta", "gated_delta")
+    if gated and decay is None or delta and beta is None:
+        raise ValueError(f"LinearAttention's {update_rule} rule needs its decay and beta inputs")
+    g = None if decay is None else decay.astype(np.float32).reshape(batch, steps, kv_num_heads, -1)
+    rate = None if beta is None else beta.astype(np.float32).reshape(batch, steps, -1)
+    out = np.empty((batch, steps, heads, d_v), np.float32)
+    for t in range(steps):
+        kt, vt = k[:, t], v[:, t]
+        if gated:
+            state = m.exp(g[:, t])[..., None] * state  # (b, h, d_k or 1, 1) over (b, h, d_k, d_v)
+        if delta:
+            memory = m.matmul(kt[:, :, None, :], state)[:, :, 0, :]  # S^T k: (b, h, d_v)
+            bt = rate[:, t]
+            bt = np.broadcast_to(bt if bt.shape[-1] == kv_num_heads else bt[:, :1], kt.shape[:2])
+            update = bt[..., None] * (vt - memory)
+        else:
+            update = vt
+        state = state + kt[..., :, None] * update[..., None, :]
+        read = m.matmul(q[:, t][:, q_of][:, :, None, :], state[:, kv_of])[:, :, 0, :]
+        out[:, t] = factor * read
+    output = out.reshape(batch, steps, heads * d_v).astype(query.dtype)
+    present = state.astype(np.float32 if past_state is None else past_state.dtype)
+    return (output, present)[:outputs] if outputs > 1 else output
+
+
+linear_attention, exact_linear_attention = _twins(
+    _linear_attention, "linear_attention", _linear_attention.__doc__ or ""
 )

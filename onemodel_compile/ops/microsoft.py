@@ -1403,3 +1403,34 @@ def hyper_connection_post_mix(view: NodeView):
 @microsoft("LinearAttentionGate", exact=True)
 def linear_attention_gate(view: NodeView):
     return _kernel_call(view, "linear_attention_gate", {3: "b"})
+
+
+_LINEAR_ATTENTION = {"update_rule": "gated_delta", "scale": 0.0, "state_window": 0}
+_LINEAR_ATTENTION["chunk_size"] = 64
+
+
+@microsoft(
+    "LinearAttention",
+    defaults=_LINEAR_ATTENTION,
+    required=("q_num_heads", "kv_num_heads"),
+    exact=True,
+)
+def linear_attention(view: NodeView):
+    """The linear-attention recurrence token by token (rt.linear_attention); chunk_size is a
+    tuning hint of onnxruntime's. Refused, naming the node: state_window > 0 (per-token states)."""
+    rule = view.attr("update_rule")
+    if rule not in ("linear", "gated", "delta", "gated_delta"):
+        raise UnsupportedError(
+            f"{view.node.label}: LinearAttention update_rule {rule!r} is not supported"
+        )
+    _refuse(view, "state_window")
+    keywords: dict[str, object] = {
+        "q_num_heads": int(view.attr("q_num_heads")),
+        "kv_num_heads": int(view.attr("kv_num_heads")),
+        "update_rule": rule,
+    }
+    if view.attr("scale"):
+        keywords["scale"] = float(np.float32(view.attr("scale")))
+    return _kernel_call(
+        view, "linear_attention", {3: "past_state", 4: "decay", 5: "beta"}, **keywords
+    )

@@ -258,7 +258,7 @@ OPERATORS = tuple("""
     DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
-    HyperConnectionPostMix LinearAttentionGate
+    HyperConnectionPostMix LinearAttentionGate LinearAttention
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -353,6 +353,14 @@ def _qmoe_case(
         attrs["block_size"] = block
     return Case(name, "QMoE", DEFAULT_OPSET, tuple(inputs), attrs=attrs, rtol=1e-4, atol=1e-4,
                 note=DOT)  # fmt: skip
+
+
+def _unit_keys(batch, steps, heads, size):
+    """Keys of unit length per head (the delta rules expect L2-normalized keys)."""
+    rng = np.random.default_rng(batch * 1000 + steps * 10 + heads)
+    keys = rng.standard_normal((batch, steps, heads, size))
+    keys /= np.linalg.norm(keys, axis=-1, keepdims=True)
+    return x(dtype="float32", value=keys.reshape(batch, steps, heads * size).astype(np.float32))
 
 
 CASES = [
@@ -923,6 +931,22 @@ CASES = [
     Case("ms_linear_attention_gate_beta", "LinearAttentionGate", 17, (x(2, 3, 4, scale=4), w(4),
          w(4, gen="uniform", low=-2, high=-0.1), x(2, 3, 4, scale=4)), outputs=2, note=GELU,
          rtol=1e-5, atol=1e-6),  # fmt: skip
+    # LinearAttention (B, T, heads * size): keys normalized, decay log-space (negative)
+    Case("ms_linear_attention_gated_delta", "LinearAttention", 17, (x(2, 5, 8), _unit_keys(2, 5, 2,
+         4), x(2, 5, 6), x(2, 2, 4, 3), x(2, 5, 2, gen="uniform", low=-1, high=-0.05), x(2, 5, 2,
+         gen="uniform", low=0, high=1)), attrs={"q_num_heads": 2, "kv_num_heads": 2}, outputs=2,
+         note=DOT, rtol=1e-5, atol=1e-5),  # fmt: skip
+    Case("ms_linear_attention_gqa_prefill", "LinearAttention", 17, (x(1, 9, 16), _unit_keys(1, 9, 2,
+         4), x(1, 9, 6), None, x(1, 9, 8, gen="uniform", low=-1, high=-0.05)), attrs={
+         "q_num_heads": 4, "kv_num_heads": 2, "update_rule": "gated"}, outputs=2, note=DOT,
+         rtol=1e-5, atol=1e-5),  # fmt: skip
+    Case("ms_linear_attention_inverse_gqa_delta", "LinearAttention", 17, (x(2, 1, 4),
+         _unit_keys(2, 1, 4, 4), x(2, 1, 12), x(2, 4, 4, 3), None, x(2, 1, 1, gen="uniform", low=0,
+         high=1)), attrs={"q_num_heads": 1, "kv_num_heads": 4, "update_rule": "delta",
+         "scale": 0.3}, outputs=2, note=DOT, rtol=1e-5, atol=1e-5),  # fmt: skip
+    Case("ms_linear_attention_linear", "LinearAttention", 17, (x(2, 3, 8), x(2, 3, 8), x(2, 3, 8)),
+         attrs={"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"}, outputs=2, note=DOT,
+         rtol=1e-5, atol=1e-5),  # fmt: skip
 ]
 
 

@@ -127,6 +127,8 @@ __all__ = [
     "exact_linear_attention_gate",
     "linear_attention",
     "exact_linear_attention",
+    "microsoft_causal_conv_with_state",
+    "exact_microsoft_causal_conv_with_state",
 ]
 
 
@@ -2552,4 +2554,60 @@ def _linear_attention(
 
 linear_attention, exact_linear_attention = _twins(
     _linear_attention, "linear_attention", _linear_attention.__doc__ or ""
+)
+
+
+def _causal_conv_with_state(
+    m,
+    input,
+    weight,
+    bias=None,
+    past_state=None,
+    *,
+    dilation=1,
+    activation="none",
+    channels_last=0,
+    outputs=1,
+):
+    """CausalConvWithState, one spatial axis: the depthwise causal convolution of past_state
+    (zeros without it: (k - 1) * dilation positions) followed by the input, output position t
+    reading virtual positions t + j * dilation for tap j (in order, float32), + bias, silu when
+    asked; present_state the virtual input's last (k - 1) * dilation positions. channels_last:
+    (batch, length, d_1, ...) activations and states, channels = d_1 * ...; returns (output,
+    present_state)."""
+    x = input.astype(np.float32)
+    if channels_last:
+        x = np.moveaxis(x.reshape(x.shape[0], x.shape[1], -1), 1, 2)  # (batch, channels, length)
+    batch, channels, length = x.shape
+    taps = weight.shape[-1]
+    state_length = (taps - 1) * dilation
+    if past_state is None:
+        past = np.zeros((batch, channels, state_length), np.float32)
+    else:
+        past = past_state.astype(np.float32)
+        if channels_last:
+            past = np.moveaxis(past.reshape(batch, state_length, -1), 1, 2)
+    virtual = np.concatenate([past, x], axis=-1)
+    w = weight.astype(np.float32).reshape(channels, taps)
+    y = w[None, :, 0, None] * virtual[:, :, 0:length]
+    for j in range(1, taps):
+        start = j * dilation
+        y = y + w[None, :, j, None] * virtual[:, :, start : start + length]
+    if bias is not None:
+        y = y + bias.astype(np.float32).reshape(1, channels, 1)
+    if activation in ("silu", "swish"):
+        y = y * m.sigmoid(y)
+    present = virtual[:, :, virtual.shape[-1] - state_length :]
+    if channels_last:
+        y = np.moveaxis(y, 1, 2).reshape(input.shape)
+        present = np.moveaxis(present, 1, 2).reshape(batch, state_length, *input.shape[2:])
+    y = y.astype(input.dtype)
+    present = present.astype(input.dtype)
+    return (y, present)[:outputs] if outputs > 1 else y
+
+
+microsoft_causal_conv_with_state, exact_microsoft_causal_conv_with_state = _twins(
+    _causal_conv_with_state,
+    "microsoft_causal_conv_with_state",
+    _causal_conv_with_state.__doc__ or "",
 )

@@ -1434,3 +1434,34 @@ def linear_attention(view: NodeView):
     return _kernel_call(
         view, "linear_attention", {3: "past_state", 4: "decay", 5: "beta"}, **keywords
     )
+
+
+_CAUSAL_CONV = {"state_window": 0, "channels_last": 0, "dilation": 1, "ndim": 1}
+_CAUSAL_CONV["activation"] = "none"
+
+
+@microsoft("CausalConvWithState", defaults=_CAUSAL_CONV, exact=True)
+def causal_conv_with_state(view: NodeView):
+    """The stateful causal depthwise convolution along one axis
+    (rt.microsoft_causal_conv_with_state; onnx's CausalConvWithState of opset 27 is ops/conv.py's).
+    Refused, naming the node: ndim 2 and 3, state_window > 0 (per-position states)."""
+    if view.attr("ndim") != 1:
+        raise UnsupportedError(
+            f"{view.node.label}: CausalConvWithState with ndim={view.attr('ndim')} is not supported"
+        )
+    _refuse(view, "state_window")
+    activation = view.attr("activation")
+    if activation not in ("none", "silu", "swish"):
+        raise UnsupportedError(
+            f"{view.node.label}: CausalConvWithState activation {activation!r} is not supported"
+        )
+    keywords: dict[str, object] = {}
+    if view.attr("dilation") != 1:
+        keywords["dilation"] = int(view.attr("dilation"))
+    if activation != "none":
+        keywords["activation"] = "silu"
+    if view.attr("channels_last"):
+        keywords["channels_last"] = 1
+    return _kernel_call(
+        view, "microsoft_causal_conv_with_state", {2: "bias", 3: "past_state"}, **keywords
+    )

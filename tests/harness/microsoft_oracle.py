@@ -258,7 +258,7 @@ OPERATORS = tuple("""
     DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
-    HyperConnectionPostMix LinearAttentionGate LinearAttention
+    HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -947,6 +947,16 @@ CASES = [
     Case("ms_linear_attention_linear", "LinearAttention", 17, (x(2, 3, 8), x(2, 3, 8), x(2, 3, 8)),
          attrs={"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"}, outputs=2, note=DOT,
          rtol=1e-5, atol=1e-5),  # fmt: skip
+    # CausalConvWithState: (batch, channels, length), weight (channels, 1, k), state (batch,
+    # channels, (k - 1) * dilation)
+    Case("ms_causal_conv_state", "CausalConvWithState", 17, (x(2, 6, 5), w(6, 1, 4), w(6),
+         x(2, 6, 3)), outputs=2, attrs={"activation": "silu"}, note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    Case("ms_causal_conv_first_dilated", "CausalConvWithState", 17, (x(1, 4, 7), w(4, 1, 3)),
+         outputs=2, attrs={"dilation": 2}, note=DOT, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_causal_conv_channels_last", "CausalConvWithState", 17, (x(2, 1, 2, 3), w(6, 1, 3),
+         None, x(2, 2, 2, 3)), outputs=2, attrs={"channels_last": 1, "activation": "swish"},
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
 ]
 
 

@@ -418,6 +418,7 @@ RULES = {
     (DOMAIN, "HyperConnectionPostMix"): _like(0),
     (DOMAIN, "LinearAttentionGate"): _like(0, 0),
     (DOMAIN, "LinearAttention"): _linear_attention_types,
+    (DOMAIN, "EngramGate"): _like(0, 0),
     (DOMAIN, "CausalConvWithState"): lambda view: [
         view.operand(0).type,
         _typed(view.operand(0).dtype, None),

@@ -129,6 +129,8 @@ __all__ = [
     "exact_linear_attention",
     "microsoft_causal_conv_with_state",
     "exact_microsoft_causal_conv_with_state",
+    "engram_gate",
+    "exact_engram_gate",
 ]
 
 
@@ -2611,3 +2613,32 @@ microsoft_causal_conv_with_state, exact_microsoft_causal_conv_with_state = _twin
     "microsoft_causal_conv_with_state",
     _causal_conv_with_state.__doc__ or "",
 )
+
+
+def _engram_gate(
+    m, key, query, value, key_norm_scale, query_norm_scale, conv_norm_scale=None, *, epsilon=1e-5,
+    outputs=1,
+):  # fmt: skip
+    """EngramGate: dot = sum over the hidden axis of RMSNorm(key) * RMSNorm(query) / sqrt(hidden)
+    (each with its (hc, hidden) scale), gate = sigmoid(sign(dot) sqrt(max(|dot|, 1e-6))), output
+    gate * value (value shared by the hc hyper-connections); gated_value_normed (outputs=2)
+    RMSNorm(output) * conv_norm_scale. Float32 arithmetic rounded to the key's type."""
+    hidden = key.shape[-1]
+
+    def rms(x, scale):
+        return x * _inverse_rms(m, x, epsilon) * scale.astype(np.float32)
+
+    k = rms(key.astype(np.float32), key_norm_scale)
+    q = rms(query.astype(np.float32), query_norm_scale)
+    dot = m.mean(k * q, -1) * np.float32(hidden) / np.sqrt(np.float32(hidden))
+    signed = np.sign(dot) * np.sqrt(np.maximum(np.abs(dot), np.float32(1e-6)))
+    gated = m.sigmoid(signed.astype(np.float32)) * value.astype(np.float32)[..., None, :]
+    output = gated.astype(key.dtype)
+    if outputs == 1:
+        return output
+    if conv_norm_scale is None:
+        raise ValueError("EngramGate's gated_value_normed output needs conv_norm_scale")
+    return output, rms(gated, conv_norm_scale).astype(key.dtype)
+
+
+engram_gate, exact_engram_gate = _twins(_engram_gate, "engram_gate", _engram_gate.__doc__ or "")

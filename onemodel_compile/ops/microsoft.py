@@ -1465,3 +1465,8 @@ def causal_conv_with_state(view: NodeView):
     return _kernel_call(
         view, "microsoft_causal_conv_with_state", {2: "bias", 3: "past_state"}, **keywords
     )
+
+
+@microsoft("EngramGate", defaults={"epsilon": _EPSILON}, exact=True)
+def engram_gate(view: NodeView):
+    return _kernel_call(view, "engram_gate", {5: "conv_norm_scale"}, epsilon=view.attr("epsilon"))

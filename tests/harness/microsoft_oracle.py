@@ -258,7 +258,7 @@ OPERATORS = tuple("""
     DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
-    HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState
+    HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState EngramGate
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -957,6 +957,12 @@ CASES = [
     Case("ms_causal_conv_channels_last", "CausalConvWithState", 17, (x(2, 1, 2, 3), w(6, 1, 3),
          None, x(2, 2, 2, 3)), outputs=2, attrs={"channels_last": 1, "activation": "swish"},
          note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    # EngramGate: key and query (batch, sequence, hc, hidden), value (batch, sequence, hidden)
+    Case("ms_engram_gate", "EngramGate", 17, (x(2, 3, 2, 8), x(2, 3, 2, 8), x(2, 3, 8),
+         w(2, 8), w(2, 8)), note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_engram_gate_normed", "EngramGate", 17, (x(1, 4, 3, 16), x(1, 4, 3, 16), x(1, 4, 16),
+         w(3, 16), w(3, 16), w(3, 16)), outputs=2, attrs={"epsilon": 1e-6}, note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
 ]
 
 

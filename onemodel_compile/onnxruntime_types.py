@@ -419,6 +419,10 @@ RULES = {
     (DOMAIN, "LinearAttentionGate"): _like(0, 0),
     (DOMAIN, "LinearAttention"): _linear_attention_types,
     (DOMAIN, "EngramGate"): _like(0, 0),
+    (DOMAIN, "NGramHashMapping"): lambda view: [
+        _typed(view.operand(0).dtype, None),
+        _typed(view.operand(0).dtype, None),
+    ],
     (DOMAIN, "CausalConvWithState"): lambda view: [
         view.operand(0).type,
         _typed(view.operand(0).dtype, None),

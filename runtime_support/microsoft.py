@@ -131,6 +131,7 @@ __all__ = [
     "exact_microsoft_causal_conv_with_state",
     "engram_gate",
     "exact_engram_gate",
+    "ngram_hash_mapping",
 ]
 
 
@@ -2642,3 +2643,43 @@ def _engram_gate(
 
 
 engram_gate, exact_engram_gate = _twins(_engram_gate, "engram_gate", _engram_gate.__doc__ or "")
+
+
+@kernel(exact=True)
+def ngram_hash_mapping(
+    input_ids, multipliers, vocab_sizes, past_ids=None, head_offsets=None, *, pad_id,
+    n_head_per_ngram, max_ngram_size, outputs=1,
+):  # fmt: skip
+    """NGramHashMapping: for n = 2 .. max_ngram_size, mix = x_0 m_0 ^ x_1 m_1 ^ ... ^ x_(n-1)
+    m_(n-1) with x_i the id i positions back (before the sequence: past_ids, right-aligned, else
+    pad_id), products wrapping in the ids' type; each head of order n emits mix modulo its
+    vocabulary size (+ head_offsets); returns hash_ids (batch, sequence, (max_ngram_size - 1)
+    n_head_per_ngram) and (outputs=2) present_ids, the last max_ngram_size - 1 ids of past_ids
+    followed by input_ids."""
+    ids = np.asarray(input_ids)
+    dtype = ids.dtype
+    batch, length = ids.shape
+    history = max_ngram_size - 1
+    past = (
+        np.full((batch, history), pad_id, dtype)
+        if past_ids is None
+        else np.asarray(past_ids, dtype).reshape(batch, history)
+    )
+    virtual = np.concatenate([past, ids], axis=1)
+    sizes = np.asarray(vocab_sizes, dtype).reshape(-1)
+    factors = np.asarray(multipliers, dtype).reshape(-1)
+    columns = []
+    with np.errstate(over="ignore"):
+        mix = virtual[:, history:] * factors[0]
+        for n in range(2, max_ngram_size + 1):
+            shift = n - 1
+            mix = mix ^ (virtual[:, history - shift : history - shift + length] * factors[shift])
+            for head in range(n_head_per_ngram):
+                size = sizes[(n - 2) * n_head_per_ngram + head]
+                columns.append(np.remainder(mix, size))  # the vocabulary sizes are positive
+        hashes = np.stack(columns, axis=-1).astype(dtype)
+        if head_offsets is not None:
+            hashes = hashes + np.asarray(head_offsets, dtype).reshape(-1)
+    if outputs == 1:
+        return hashes
+    return hashes, np.ascontiguousarray(virtual[:, virtual.shape[1] - history :])

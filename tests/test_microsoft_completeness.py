@@ -44,7 +44,6 @@ NOT_COMPILED = {
     ("com.microsoft", "SparseToDenseMatMul"): "sparse tensors are outside the compiler's scope",
     ("com.microsoft", "SampleOp"): "onnxruntime's example of a contrib operator, in no model",
     ("com.microsoft", "MRotaryEmbedding"): "not yet: multimodal rotary embedding (Qwen-VL)",
-    ("com.microsoft", "NGramHashMapping"): "not yet: Engram n-gram hash ids",
     ("com.microsoft", "VarlenNGramHashMapping"): "not yet: Engram n-gram hash ids, packed",
     **{
         ("com.microsoft.nchwc", op): NCHWC

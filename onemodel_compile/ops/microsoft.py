@@ -1470,3 +1470,29 @@ def causal_conv_with_state(view: NodeView):
 @microsoft("EngramGate", defaults={"epsilon": _EPSILON}, exact=True)
 def engram_gate(view: NodeView):
     return _kernel_call(view, "engram_gate", {5: "conv_norm_scale"}, epsilon=view.attr("epsilon"))
+
+
+@microsoft(
+    "NGramHashMapping",
+    defaults={"reset_on_eos": 0},
+    required=("pad_id", "n_head_per_ngram", "max_ngram_size"),
+    exact=True,
+)
+def ngram_hash_mapping(view: NodeView):
+    """Engram's n-gram hash ids (rt.ngram_hash_mapping). Refused, naming the node: the
+    eos_token_id and segment_ids inputs (history resets)."""
+    for position, name in ((5, "eos_token_id"), (6, "segment_ids")):
+        if view.input(position) is not None:
+            raise UnsupportedError(
+                f"{view.node.label}: NGramHashMapping's {name} input is not supported"
+            )
+    keywords = {
+        name: int(view.attr(name)) for name in ("pad_id", "n_head_per_ngram", "max_ngram_size")
+    }
+    optional = {3: "past_ids", 4: "head_offsets", 5: "", 6: ""}
+    args, named = optional_arguments(view, optional)
+    named = {name: operand for name, operand in named.items() if name}
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call("rt.ngram_hash_mapping", *args, **named, **keywords)

@@ -259,6 +259,7 @@ OPERATORS = tuple("""
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
     HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState EngramGate
+    NGramHashMapping
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -361,6 +362,10 @@ def _unit_keys(batch, steps, heads, size):
     keys = rng.standard_normal((batch, steps, heads, size))
     keys /= np.linalg.norm(keys, axis=-1, keepdims=True)
     return x(dtype="float32", value=keys.reshape(batch, steps, heads * size).astype(np.float32))
+
+
+def _token_ids(*shape, dtype="int64"):
+    return x(*shape, dtype=dtype, gen="int", low=0, high=50000)
 
 
 CASES = [
@@ -963,6 +968,15 @@ CASES = [
     Case("ms_engram_gate_normed", "EngramGate", 17, (x(1, 4, 3, 16), x(1, 4, 3, 16), x(1, 4, 16),
          w(3, 16), w(3, 16), w(3, 16)), outputs=2, attrs={"epsilon": 1e-6}, note=GELU, rtol=1e-5,
          atol=1e-6),  # fmt: skip
+    # NGramHashMapping: ids (batch, sequence); multipliers wrap in the ids' type
+    Case("ms_ngram_hash", "NGramHashMapping", 17, (_token_ids(2, 6, dtype="int64"), c(np.array([3, 5,
+         7], np.int64)), c(np.array([97, 89, 83, 79], np.int64))), outputs=2, attrs={"pad_id": 0,
+         "n_head_per_ngram": 2, "max_ngram_size": 3}),  # fmt: skip
+    Case("ms_ngram_hash_past_wrapping", "NGramHashMapping", 17, (_token_ids(2, 4, dtype="int32"),
+         c(np.array([2147483629, 1000003, 2147483587, 65537], np.int32), "int32"),
+         c(np.array([101, 103, 107, 109, 113, 127], np.int32), "int32"), _token_ids(2, 3,
+         dtype="int32"), c(np.array([0, 101, 204, 311, 420, 533], np.int32), "int32")), outputs=2,
+         attrs={"pad_id": 1, "n_head_per_ngram": 2, "max_ngram_size": 4}),  # fmt: skip
 ]
 
 

@@ -419,6 +419,7 @@ RULES = {
     (DOMAIN, "LinearAttentionGate"): _like(0, 0),
     (DOMAIN, "LinearAttention"): _linear_attention_types,
     (DOMAIN, "EngramGate"): _like(0, 0),
+    (DOMAIN, "MRotaryEmbedding"): _like(0),
     (DOMAIN, "NGramHashMapping"): lambda view: [
         _typed(view.operand(0).dtype, None),
         _typed(view.operand(0).dtype, None),

@@ -132,6 +132,7 @@ __all__ = [
     "engram_gate",
     "exact_engram_gate",
     "ngram_hash_mapping",
+    "mrotary_embedding",
 ]
 
 
@@ -2683,3 +2684,50 @@ def ngram_hash_mapping(
     if outputs == 1:
         return hashes
     return hashes, np.ascontiguousarray(virtual[:, virtual.shape[1] - history :])
+
+
+def _mrope_streams(half: int, section, layout: int) -> np.ndarray:
+    """Which of the three position streams (temporal, height, width) each of the half rotary
+    features takes: contiguous sections (layout 0), or temporal everywhere with height at every
+    third feature from 1 for the first 3 section[1], width from 2 for the first 3 section[2]
+    (layout 1)."""
+    if layout == 0:
+        streams = np.repeat(np.arange(3), np.asarray(section, np.int64))
+    else:
+        streams = np.zeros(half, np.int64)
+        streams[1 : 3 * int(section[1]) : 3] = 1
+        streams[2 : 3 * int(section[2]) : 3] = 2
+    if streams.size != half:
+        raise ValueError(f"MRotaryEmbedding: mrope_section {list(section)} does not sum to {half}")
+    return streams
+
+
+@kernel(exact=True)
+def mrotary_embedding(
+    input, position_ids, cos_cache, sin_cache, *, mrope_section, mrope_layout=0, interleaved=0,
+    num_heads=0, rotary_embedding_dim=0,
+):  # fmt: skip
+    """MRotaryEmbedding (Qwen-VL's M-RoPE): each rotary feature's cosine and sine looked up at the
+    position of its stream (_mrope_streams) in position_ids (3, batch, sequence), then the default
+    domain's rotation (rt.rotary_embedding) with those per-token angles; a 3-D input without
+    num_heads has heads of twice cos_cache's width."""
+    if input.ndim == 3 and not num_heads:
+        num_heads = input.shape[2] // (2 * cos_cache.shape[1])
+    half = cos_cache.shape[1]
+    positions = np.asarray(position_ids, np.int64)
+    if positions.size and not (0 <= positions.min() and positions.max() < cos_cache.shape[0]):
+        raise ValueError(f"MRotaryEmbedding: position_ids must lie in [0, {cos_cache.shape[0]})")
+    streams = _mrope_streams(half, mrope_section, mrope_layout)
+    chosen = positions[streams]  # (half, batch, sequence)
+    features = np.arange(half)[:, None, None]
+    cos = np.moveaxis(cos_cache[chosen, features], 0, -1)
+    sin = np.moveaxis(sin_cache[chosen, features], 0, -1)
+    return rotary_embedding(
+        input,
+        cos,
+        sin,
+        None,
+        interleaved=interleaved,
+        num_heads=num_heads,
+        rotary_embedding_dim=rotary_embedding_dim,
+    )

@@ -43,7 +43,6 @@ NOT_COMPILED = {
     ("com.microsoft", "MatMulFpQ4"): "deprecated (MatMulNBits replaced it)",
     ("com.microsoft", "SparseToDenseMatMul"): "sparse tensors are outside the compiler's scope",
     ("com.microsoft", "SampleOp"): "onnxruntime's example of a contrib operator, in no model",
-    ("com.microsoft", "MRotaryEmbedding"): "not yet: multimodal rotary embedding (Qwen-VL)",
     ("com.microsoft", "VarlenNGramHashMapping"): "not yet: Engram n-gram hash ids, packed",
     **{
         ("com.microsoft.nchwc", op): NCHWC

@@ -1496,3 +1496,25 @@ def ngram_hash_mapping(view: NodeView):
     if outputs > 1:
         keywords["outputs"] = outputs
     return call("rt.ngram_hash_mapping", *args, **named, **keywords)
+
+
+_MROPE = {"mrope_layout": 0, "interleaved": 0, "num_heads": 0, "rotary_embedding_dim": 0}
+_MROPE.update({"is_packed_batching": 0, "scale": 1.0})
+
+
+@microsoft("MRotaryEmbedding", defaults=_MROPE, required=("mrope_section",), exact=True)
+def mrotary_embedding(view: NodeView):
+    """Multimodal rotary embedding (rt.mrotary_embedding). Refused, naming the node:
+    is_packed_batching and a scale other than 1, as for RotaryEmbedding."""
+    _refuse(view, "is_packed_batching")
+    if view.attr("scale") != 1.0:
+        raise UnsupportedError(
+            f"{view.node.label}: MRotaryEmbedding with scale != 1 is not supported"
+        )
+    keywords: dict[str, object] = {
+        "mrope_section": tuple(int(s) for s in view.attr("mrope_section"))
+    }
+    for name in ("mrope_layout", "interleaved", "num_heads", "rotary_embedding_dim"):
+        if view.attr(name):
+            keywords[name] = int(view.attr(name))
+    return call("rt.mrotary_embedding", *view.inputs[:4], **keywords)

@@ -259,7 +259,7 @@ OPERATORS = tuple("""
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
     HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState EngramGate
-    NGramHashMapping
+    NGramHashMapping MRotaryEmbedding
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -977,6 +977,17 @@ CASES = [
          c(np.array([101, 103, 107, 109, 113, 127], np.int32), "int32"), _token_ids(2, 3,
          dtype="int32"), c(np.array([0, 101, 204, 311, 420, 533], np.int32), "int32")), outputs=2,
          attrs={"pad_id": 1, "n_head_per_ngram": 2, "max_ngram_size": 4}),  # fmt: skip
+    # MRotaryEmbedding: position_ids (3, batch, sequence) of temporal, height, width streams
+    Case("ms_mrope_sections", "MRotaryEmbedding", 17, (x(2, 5, 16), x(3, 2, 5, dtype="int64",
+         gen="int", low=0, high=11), w(12, 4), w(12, 4)), attrs={"mrope_section": [2, 1, 1],
+         "num_heads": 2}, note=DOT, rtol=1e-6, atol=1e-6),  # fmt: skip
+    Case("ms_mrope_interleaved_4d", "MRotaryEmbedding", 17, (x(1, 3, 4, 12), x(3, 1, 4,
+         dtype="int64", gen="int", low=0, high=7), w(8, 6), w(8, 6)), attrs={"mrope_section": [2,
+         2, 2], "mrope_layout": 1, "interleaved": 1}, note=DOT, rtol=1e-6, atol=1e-6),  # fmt: skip
+    Case("ms_mrope_partial", "MRotaryEmbedding", 17, (x(1, 3, 32), x(3, 1, 3, dtype="int64",
+         gen="int", low=0, high=5), w(6, 4), w(6, 4)), attrs={"mrope_section": [2, 1, 1],
+         "rotary_embedding_dim": 8, "num_heads": 2, "mrope_layout": 1}, note=DOT, rtol=1e-6,
+         atol=1e-6),  # fmt: skip
 ]
 
 

@@ -32,10 +32,14 @@ NCHWC = (
 # (domain, operator) -> why the compiler does not compile it.
 NOT_COMPILED = {
     ("com.microsoft", "WhisperBeamSearch"): (
-        "not yet: Whisper's encoder-decoder generation loop (encoder and decoder subgraphs, "
-        "cross-attention pasts, timestamp logits processing)"
+        "not yet (session 9 chose the LLM operators first): Whisper's encoder-decoder loop "
+        "(encoder and decoder subgraphs, cross-attention pasts, timestamp logits processing), "
+        "like BeamSearch's model_type 1 and 2, refused naming the node"
     ),
-    ("com.microsoft", "AttnLSTM"): "not yet: LSTM with Bahdanau attention (memory and its mask)",
+    ("com.microsoft", "AttnLSTM"): (
+        "not yet (session 9 chose the LLM operators first): LSTM with Bahdanau attention over a "
+        "memory and its lengths, a seq2seq operator of onnxruntime's early days"
+    ),
     ("com.microsoft", "SparseAttention"): (
         "its CPU kernel runs only when past and present are one buffer (onnxruntime-genai's "
         "in-place cache): an ordinary session fails, so there is nothing to compare with"
@@ -43,7 +47,10 @@ NOT_COMPILED = {
     ("com.microsoft", "MatMulFpQ4"): "deprecated (MatMulNBits replaced it)",
     ("com.microsoft", "SparseToDenseMatMul"): "sparse tensors are outside the compiler's scope",
     ("com.microsoft", "SampleOp"): "onnxruntime's example of a contrib operator, in no model",
-    ("com.microsoft", "VarlenNGramHashMapping"): "not yet: Engram n-gram hash ids, packed",
+    ("com.microsoft", "VarlenNGramHashMapping"): (
+        "not yet (session 9 ran out of time): NGramHashMapping over packed variable-length "
+        "requests (cumulative_sequence_length), with segment and EOS resets and state capture"
+    ),
     **{
         ("com.microsoft.nchwc", op): NCHWC
         for op in (

@@ -1436,7 +1436,7 @@ def linear_attention(view: NodeView):
     )
 
 
-_CAUSAL_CONV = {"state_window": 0, "channels_last": 0, "dilation": 1, "ndim": 1}
+_CAUSAL_CONV: dict[str, object] = {"state_window": 0, "channels_last": 0, "dilation": 1, "ndim": 1}
 _CAUSAL_CONV["activation"] = "none"
 
 
@@ -1498,8 +1498,8 @@ def ngram_hash_mapping(view: NodeView):
     return call("rt.ngram_hash_mapping", *args, **named, **keywords)
 
 
-_MROPE = {"mrope_layout": 0, "interleaved": 0, "num_heads": 0, "rotary_embedding_dim": 0}
-_MROPE.update({"is_packed_batching": 0, "scale": 1.0})
+_MROPE: dict[str, object] = {"mrope_layout": 0, "interleaved": 0, "num_heads": 0}
+_MROPE.update({"rotary_embedding_dim": 0, "is_packed_batching": 0, "scale": 1.0})
 
 
 @microsoft("MRotaryEmbedding", defaults=_MROPE, required=("mrope_section",), exact=True)

@@ -309,6 +309,36 @@ def _dmmha_types(view: _View):
     ]
 
 
+def _pre_mix_type(view: _View):
+    """HyperConnectionPreMix: (..., H) of the streams' (..., C, H), or of (..., C * H) with
+    num_branches = C."""
+    streams = view.operand(0)
+    shape, branches = streams.shape, view.attr("num_branches")
+    if shape is None:
+        return [_typed(streams.dtype, None)]
+    if branches:
+        last = shape[-1] // branches if isinstance(shape[-1], int) else None
+        return [_typed(streams.dtype, (*shape[:-1], last))]
+    return [_typed(streams.dtype, (*shape[:-2], shape[-1]))]
+
+
+def _linear_attention_types(view: _View):
+    """LinearAttention: output (batch, steps, max(H_q, H_kv) d_v) of the query's type, the state
+    (batch, H_kv, d_k, d_v) of past_state's type (float32 without one)."""
+    query, value = view.operand(0), view.operand(2)
+    heads = max(int(view.attr("q_num_heads")), int(view.attr("kv_num_heads")))
+    out_shape = None
+    if query.shape is not None and value.shape is not None and len(value.shape) == 3:
+        d_v = (
+            value.shape[2] // int(view.attr("kv_num_heads"))
+            if isinstance(value.shape[2], int)
+            else None
+        )
+        out_shape = (query.shape[0], query.shape[1], None if d_v is None else heads * d_v)
+    state = view.operand(3).type if view.input(3) else _typed(np.float32, None)
+    return [_typed(query.dtype, out_shape), _typed(state.dtype, None)]
+
+
 RULES = {
     (DOMAIN, "DecoderMaskedMultiHeadAttention"): _dmmha_types,
     (DOMAIN, "MaxpoolWithMask"): lambda view: [_typed(view.operand(0).dtype, None)],
@@ -378,4 +408,24 @@ RULES = {
     ("", "MeanVarianceNormalization"): _like(0),
     (DOMAIN, "QLinearSigmoid"): _like(0),
     ("", "ParametricSoftplus"): _like(0),
+    (DOMAIN, "MoE"): _like(0),
+    (DOMAIN, "QMoE"): _like(0),
+    (DOMAIN, "ScaledSiLU"): _like(0),
+    (DOMAIN, "GatedAdd"): _like(0),
+    (DOMAIN, "GatedRMSNorm"): _like(0),
+    (DOMAIN, "BranchwiseRMSNorm"): _like(0),
+    (DOMAIN, "HyperConnectionPreMix"): _pre_mix_type,
+    (DOMAIN, "HyperConnectionPostMix"): _like(0),
+    (DOMAIN, "LinearAttentionGate"): _like(0, 0),
+    (DOMAIN, "LinearAttention"): _linear_attention_types,
+    (DOMAIN, "EngramGate"): _like(0, 0),
+    (DOMAIN, "MRotaryEmbedding"): _like(0),
+    (DOMAIN, "NGramHashMapping"): lambda view: [
+        _typed(view.operand(0).dtype, None),
+        _typed(view.operand(0).dtype, None),
+    ],
+    (DOMAIN, "CausalConvWithState"): lambda view: [
+        view.operand(0).type,
+        _typed(view.operand(0).dtype, None),
+    ],
 }

@@ -32,7 +32,13 @@ from runtime_support.exact import (
     exact_softmax,
     exact_sum,
 )
-from runtime_support.exact_math import exact_exp, exact_pow, exact_sigmoid, exact_tanh
+from runtime_support.exact_math import (
+    exact_exp,
+    exact_pow,
+    exact_sigmoid,
+    exact_softplus,
+    exact_tanh,
+)
 from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
 from runtime_support.pool import average_pool, max_pool
@@ -105,6 +111,29 @@ __all__ = [
     "exact_word_conv_embedding",
     "bifurcation_detector",
     "tokenizer",
+    "moe",
+    "exact_moe",
+    "qmoe",
+    "exact_qmoe",
+    "scaled_silu",
+    "exact_scaled_silu",
+    "gated_add",
+    "gated_rms_norm",
+    "exact_gated_rms_norm",
+    "branchwise_rms_norm",
+    "exact_branchwise_rms_norm",
+    "hyper_connection_pre_mix",
+    "hyper_connection_post_mix",
+    "linear_attention_gate",
+    "exact_linear_attention_gate",
+    "linear_attention",
+    "exact_linear_attention",
+    "microsoft_causal_conv_with_state",
+    "exact_microsoft_causal_conv_with_state",
+    "engram_gate",
+    "exact_engram_gate",
+    "ngram_hash_mapping",
+    "mrotary_embedding",
 ]
 
 
@@ -2127,3 +2156,585 @@ def _decoder_masked_mha(
 decoder_masked_multi_head_attention, exact_decoder_masked_multi_head_attention = _twins(
     _decoder_masked_mha, "decoder_masked_multi_head_attention", _decoder_masked_mha.__doc__ or ""
 )
+
+
+# --- mixture of experts ---------------------------------------------------------------------------
+
+
+def _moe_routes(m: _Primitives, router_probs, k: int, normalize: bool):
+    """onnxruntime's MoE routing: the float32 softmax of each row of router logits, its k largest
+    (equal probabilities: the higher expert index first, as std::partial_sort with
+    std::greater over (probability, index) pairs orders them), divided by their sum (added in
+    rank order) with normalize_routing_weights. Returns (experts, weights), both (tokens, k)."""
+    probs = m.softmax(router_probs.astype(np.float32), axis=-1)
+    count = probs.shape[-1]
+    order = np.argsort(-probs[:, ::-1], axis=-1, kind="stable")[:, :k]
+    experts = count - 1 - order
+    weights = np.take_along_axis(probs, experts, axis=-1)
+    if normalize:
+        total = weights[:, 0].copy()
+        for j in range(1, k):
+            total = total + weights[:, j]
+        weights = weights / total[:, None]
+    return experts, weights
+
+
+def _moe_activation(m: _Primitives, h, activation_type, alpha, beta, limit):
+    """The expert's activation in float32, as onnxruntime's CPU MoE computes it: gelu is the tanh
+    approximation; swiglu takes the fused fc1 output interleaved (gate at even positions, linear
+    at odd ones), gate clamped above and linear on both sides at swiglu_limit."""
+    if activation_type == "relu":
+        return np.maximum(h, np.float32(0))
+    if activation_type == "gelu":
+        inner = np.float32(0.7978845608) * (h + np.float32(0.044715) * h * h * h)
+        return np.float32(0.5) * h * (np.float32(1) + m.tanh(inner))
+    if activation_type == "silu":
+        return h * (np.float32(1) / (np.float32(1) + m.exp(-h)))
+    if activation_type == "identity":
+        return h
+    gate, linear = h[:, 0::2], h[:, 1::2]
+    if limit is not None:
+        gate = np.minimum(gate, np.float32(limit))
+        linear = np.clip(linear, np.float32(-limit), np.float32(limit))
+    swish = gate * m.sigmoid(np.float32(alpha) * gate)
+    return swish * (linear + np.float32(beta))
+
+
+def _qmoe_routes(m: _Primitives, router_probs, k: int, normalize: bool, router_weights=None):
+    """QMoE's routing (unlike MoE's): each token's k largest router logits (equal ones: the higher
+    expert index first), their weights exp(logit - the largest) times 1 / their float32 sum (in
+    rank order); with router_weights, those at the chosen experts instead (times 1 / their sum
+    with normalize_routing_weights). Weights of at most 1e-8 route nowhere (onnxruntime's
+    threshold)."""
+    logits = router_probs.astype(np.float32)
+    count = logits.shape[-1]
+    experts = count - 1 - np.argsort(-logits[:, ::-1], axis=-1, kind="stable")[:, :k]
+    chosen = np.take_along_axis(logits, experts, axis=-1)
+    if router_weights is not None:
+        weights = np.take_along_axis(router_weights.astype(np.float32), experts, axis=-1)
+        if not normalize:
+            return experts, np.where(weights > np.float32(1e-8), weights, np.float32(0))
+    else:
+        weights = m.exp(chosen - chosen[:, :1])
+    total = weights[:, 0].copy()
+    for j in range(1, k):
+        total = total + weights[:, j]
+    with np.errstate(divide="ignore"):
+        inverse = np.where(total == 0, np.float32(0), np.float32(1) / total).astype(np.float32)
+    weights = weights * inverse[:, None]
+    return experts, np.where(weights > np.float32(1e-8), weights, np.float32(0))
+
+
+def _moe(
+    m,
+    input,
+    router_probs,
+    fc1_experts_weights,
+    fc1_experts_bias=None,
+    fc2_experts_weights=None,
+    fc2_experts_bias=None,
+    *,
+    k=1,
+    activation_type="relu",
+    normalize_routing_weights=0,
+    activation_alpha=1.0,
+    activation_beta=0.0,
+    swiglu_limit=None,
+    routes=None,
+):
+    """MoE (onnxruntime's CPU kernel): each token's k experts by _moe_routes; expert e computes
+    activation(x @ fc1[e]^T + b1[e]) @ fc2[e]^T + b2[e] (fc1 (experts, fc1 width, hidden), fc2
+    (experts, hidden, inter), intermediate results rounded to the input's type), and a token's
+    output is the sum of its experts' outputs times their routing weights, in float32, added in
+    the order of the experts' indices."""
+    dtype = input.dtype
+    hidden = input.shape[-1]
+    tokens = input.reshape(-1, hidden)
+    experts, weights = routes or _moe_routes(
+        m, router_probs.reshape(tokens.shape[0], -1), k, bool(normalize_routing_weights)
+    )
+    output = np.zeros(tokens.shape, np.float32)
+    for expert in range(fc1_experts_weights.shape[0]):
+        rows, ranks = np.nonzero((experts == expert) & (weights > 0))
+        if rows.size == 0:
+            continue
+        x = tokens[rows].astype(np.float32)
+        h = m.matmul(x, fc1_experts_weights[expert].astype(np.float32).T).astype(dtype)
+        if fc1_experts_bias is not None:
+            h = (h.astype(np.float32) + fc1_experts_bias[expert].astype(np.float32)).astype(dtype)
+        a = _moe_activation(
+            m,
+            h.astype(np.float32),
+            activation_type,
+            activation_alpha,
+            activation_beta,
+            swiglu_limit,
+        ).astype(dtype)
+        w2 = fc2_experts_weights[expert].astype(np.float32)
+        y = m.matmul(a.astype(np.float32), w2.reshape(hidden, -1).T).astype(dtype)
+        if fc2_experts_bias is not None:
+            y = (y.astype(np.float32) + fc2_experts_bias[expert].astype(np.float32)).astype(dtype)
+        output[rows] += weights[rows, ranks][:, None] * y.astype(np.float32)
+    return output.astype(dtype).reshape(input.shape)
+
+
+moe, exact_moe = _twins(_moe, "moe", _moe.__doc__ or "")
+
+
+def _dequantized_experts(weights, scales, zero_points, bits: int, block_size):
+    """QMoE's integer weights (experts, N, K * bits / 8) uint8, values low bits first, as float32
+    (value - zero point) * scale: scales (experts, N) for one scale per row (of N), (experts, N,
+    K / block_size) by blocks of K; zero points packed like the values, (experts, N * bits / 8)
+    or (experts, N, blocks * bits / 8) (rounded up to bytes), default 2**(bits - 1)."""
+    values = _unpacked(weights, bits).astype(np.float32)
+    experts, rows, columns = values.shape
+    scale = scales.astype(np.float32)
+    if scale.ndim == 3:  # by blocks (one block a row too: its zero points by rows of blocks)
+        blocks = scale.shape[2]
+        per_block = -(-columns // blocks) if not block_size else block_size
+        if zero_points is None:
+            zero = np.float32(1 << (bits - 1))
+        else:
+            zero = _unpacked(zero_points.reshape(experts, rows, -1), bits)[:, :, :blocks]
+            zero = np.repeat(zero.astype(np.float32), per_block, axis=2)[:, :, :columns]
+        return (values - zero) * np.repeat(scale, per_block, axis=2)[:, :, :columns]
+    scale = scale.reshape(experts, rows, 1)
+    if zero_points is None:
+        return (values - np.float32(1 << (bits - 1))) * scale
+    zero = _unpacked(zero_points.reshape(experts, -1), bits)[:, :rows].astype(np.float32)
+    return (values - zero[:, :, None]) * scale
+
+
+def _qmoe(
+    m,
+    input,
+    router_probs,
+    fc1_experts_weights,
+    fc1_scales,
+    fc1_experts_bias=None,
+    fc2_experts_weights=None,
+    fc2_scales=None,
+    fc2_experts_bias=None,
+    fc1_zero_points=None,
+    fc2_zero_points=None,
+    router_weights=None,
+    *,
+    fc1_bits=4,
+    fc2_bits=4,
+    block_size=None,
+    k=1,
+    normalize_routing_weights=0,
+    **activation,
+):
+    """QMoE with integer weights (quant_type 'int'): the experts' weights dequantized
+    (_dequantized_experts), QMoE's routing (_qmoe_routes), then MoE's expert products in
+    float32."""
+    hidden = input.shape[-1]
+    routes = _qmoe_routes(
+        m,
+        router_probs.reshape(-1, router_probs.shape[-1]),
+        k,
+        bool(normalize_routing_weights),
+        None if router_weights is None else router_weights.reshape(-1, router_weights.shape[-1]),
+    )
+    fc1 = _dequantized_experts(
+        fc1_experts_weights, fc1_scales, fc1_zero_points, fc1_bits, block_size
+    )
+    fc2 = _dequantized_experts(
+        fc2_experts_weights, fc2_scales, fc2_zero_points, fc2_bits, block_size
+    )
+    return _moe(
+        m,
+        input,
+        router_probs.reshape(-1, router_probs.shape[-1]),
+        fc1,
+        fc1_experts_bias,
+        fc2.reshape(fc2.shape[0], hidden, -1),
+        fc2_experts_bias,
+        k=k,
+        routes=routes,
+        **activation,
+    )
+
+
+qmoe, exact_qmoe = _twins(_qmoe, "qmoe", _qmoe.__doc__ or "")
+
+
+# --- the LLM blocks' fused elementwise operators (Qwen3.5, gated DeltaNet, hyper-connections) -----
+
+
+def _softplus(m: _Primitives, x):
+    """log(1 + exp(x)) in float32: numpy's logaddexp, or the library's exact softplus."""
+    return exact_softplus(x) if m is EXACT else np.logaddexp(x, np.float32(0))
+
+
+def _scaled_silu(m, X, scale=None, *, alpha=1.0):
+    """ScaledSiLU: z = X * s rounded to X's type (s the scalar scale input, else alpha), then
+    z * sigmoid(z) with the sigmoid rounded to X's type too; float32 arithmetic."""
+    s = np.float32(alpha) if scale is None else np.float32(np.asarray(scale).reshape(()))
+    z = (X.astype(np.float32) * s).astype(X.dtype)
+    zf = z.astype(np.float32)
+    sigmoid_z = m.sigmoid(zf).astype(X.dtype).astype(np.float32)
+    return (zf * sigmoid_z).astype(X.dtype)
+
+
+scaled_silu, exact_scaled_silu = _twins(_scaled_silu, "scaled_silu", _scaled_silu.__doc__ or "")
+
+
+@kernel(exact=True)
+def gated_add(X, Y, gate):
+    """GatedAdd: X + Y * gate (gate (..., 1) over the last axis), the product rounded to X's type
+    before the sum (float16: each step in float32, rounded to half)."""
+    product = (Y.astype(np.float32) * gate.astype(np.float32)).astype(X.dtype)
+    return (X.astype(np.float32) + product.astype(np.float32)).astype(X.dtype)
+
+
+def _inverse_rms(m: _Primitives, values, epsilon):
+    """1 / sqrt(mean(values**2) + epsilon) over the last axis (kept), float32."""
+    mean = m.mean(values * values, -1)
+    return np.float32(1) / np.sqrt(mean + np.float32(epsilon))
+
+
+def _gated_rms_norm(m, X, scale, gate, *, activation="silu", epsilon=1e-5):
+    """GatedRMSNorm: over each group of C (scale's length) of the last axis, X / rms * scale *
+    act(gate), act silu (z sigmoid(z)) or sigmoid; float32 arithmetic, rounded once to X's
+    type."""
+    size = scale.size
+    x = X.astype(np.float32).reshape(-1, size)
+    z = gate.astype(np.float32).reshape(-1, size)
+    normalized = x * _inverse_rms(m, x, epsilon) * scale.astype(np.float32).reshape(-1)
+    gated = z * m.sigmoid(z) if activation in ("silu", "swish") else m.sigmoid(z)
+    return (normalized * gated).astype(X.dtype).reshape(X.shape)
+
+
+gated_rms_norm, exact_gated_rms_norm = _twins(
+    _gated_rms_norm, "gated_rms_norm", _gated_rms_norm.__doc__ or ""
+)
+
+
+def _streams(X, num_branches: int):
+    """(rows, branches, hidden) of hyper-connection streams: grouped (..., C, H), or flattened
+    (..., C * H) with num_branches = C; also the prefix of the shape."""
+    if num_branches:
+        prefix, hidden = X.shape[:-1], X.shape[-1] // num_branches
+        return X.reshape(-1, num_branches, hidden), prefix, num_branches, hidden
+    prefix, branches, hidden = X.shape[:-2], X.shape[-2], X.shape[-1]
+    return X.reshape(-1, branches, hidden), prefix, branches, hidden
+
+
+def _gates(gate, rows: int, branches: int, hidden: int) -> np.ndarray:
+    """A mixing gate as (rows, C, 1) (one per branch: (..., C) or (..., C, 1)) or (rows, C, H)."""
+    g = np.asarray(gate).astype(np.float32)
+    per_branch = g.size == rows * branches
+    return g.reshape(rows, branches, 1 if per_branch else hidden)
+
+
+def _branchwise_rms_norm(m, X, scale=None, *, num_branches=0, epsilon=1e-5):
+    """BranchwiseRMSNorm: RMS normalization of each branch's H values, times scale (H), (C, H)
+    or (C * H), float32 arithmetic rounded to X's type."""
+    x, _, branches, hidden = _streams(X, num_branches)
+    x = x.astype(np.float32)
+    y = x * _inverse_rms(m, x, epsilon)
+    if scale is not None:
+        s = np.asarray(scale).astype(np.float32)
+        y = y * (s.reshape(hidden) if s.size == hidden else s.reshape(branches, hidden))
+    return y.astype(X.dtype).reshape(X.shape)
+
+
+branchwise_rms_norm, exact_branchwise_rms_norm = _twins(
+    _branchwise_rms_norm, "branchwise_rms_norm", _branchwise_rms_norm.__doc__ or ""
+)
+
+
+@kernel(exact=True)
+def hyper_connection_pre_mix(streams, pre_mix, *, reduction_scale=1.0, num_branches=0):
+    """HyperConnectionPreMix: sum over the branches c (in order, float32) of streams[..., c, h] *
+    pre_mix, times reduction_scale; returns (..., H) in the streams' type."""
+    x, prefix, branches, hidden = _streams(streams, num_branches)
+    x = x.astype(np.float32)
+    g = _gates(pre_mix, x.shape[0], branches, hidden)
+    total = x[:, 0] * g[:, 0]
+    for c in range(1, branches):
+        total = total + x[:, c] * g[:, c]
+    y = total * np.float32(reduction_scale)
+    return y.astype(streams.dtype).reshape(*prefix, hidden)
+
+
+@kernel(exact=True)
+def hyper_connection_post_mix(streams, block_output, post_mix, stream_mix=None, *, num_branches=0):
+    """HyperConnectionPostMix: Y[..., k, h] = sum over c (in order, float32) of stream_mix[..., c,
+    k] * streams[..., c, h] (the streams themselves without stream_mix), + post_mix[..., k, h] *
+    block_output[..., h]; the streams' shape and type."""
+    x, _, branches, hidden = _streams(streams, num_branches)
+    x = x.astype(np.float32)
+    rows = x.shape[0]
+    if stream_mix is None:
+        mixed = x
+    else:
+        mix = np.asarray(stream_mix).astype(np.float32).reshape(rows, branches, branches)
+        mixed = mix[:, 0, :, None] * x[:, 0:1, :]
+        for c in range(1, branches):
+            mixed = mixed + mix[:, c, :, None] * x[:, c : c + 1, :]
+    block = block_output.astype(np.float32).reshape(rows, 1, hidden)
+    y = mixed + _gates(post_mix, rows, branches, hidden) * block
+    return y.astype(streams.dtype).reshape(streams.shape)
+
+
+def _linear_attention_gate(m, a, dt_bias, decay_scale, b=None, *, outputs=1):
+    """LinearAttentionGate: decay = decay_scale * softplus(a + dt_bias) (per head, the last
+    axis), and (outputs=2) beta = sigmoid(b); float32 arithmetic rounded to a's type."""
+    biased = a.astype(np.float32) + dt_bias.astype(np.float32).reshape(-1)
+    decay = (decay_scale.astype(np.float32).reshape(-1) * _softplus(m, biased)).astype(a.dtype)
+    if outputs == 1:
+        return decay
+    if b is None:
+        raise ValueError("LinearAttentionGate's beta output needs its b input")
+    return decay, m.sigmoid(b.astype(np.float32)).astype(a.dtype)
+
+
+linear_attention_gate, exact_linear_attention_gate = _twins(
+    _linear_attention_gate, "linear_attention_gate", _linear_attention_gate.__doc__ or ""
+)
+
+
+def _linear_attention(
+    m,
+    query,
+    key,
+    value,
+    past_state=None,
+    decay=None,
+    beta=None,
+    *,
+    q_num_heads,
+    kv_num_heads,
+    update_rule="gated_delta",
+    scale=0.0,
+    outputs=1,
+):
+    """LinearAttention: the recurrence run token by token (onnxruntime may use a chunk-parallel
+    form; the values are the same up to rounding). State S (batch, kv heads, d_k, d_v), zeros
+    without past_state; per token: gated rules S = exp(g) S (g per head or per key dimension);
+    delta rules S = S + k (x) beta (v - S^T k) (with the decayed S); linear/gated S = S + k (x) v;
+    output scale q^T S (scale 0: 1 / sqrt(d_k)). Query head i reads kv head i // (H_q / H_kv);
+    with more kv heads than query heads, kv head j reads query head j // (H_kv / H_q) and the
+    output has one head per kv head. Float32 arithmetic; returns (output, present_state)."""
+    batch, steps, _ = query.shape
+    d_k = query.shape[-1] // q_num_heads
+    d_v = value.shape[-1] // kv_num_heads
+    heads = max(q_num_heads, kv_num_heads)
+    q = query.astype(np.float32).reshape(batch, steps, q_num_heads, d_k)
+    k = key.astype(np.float32).reshape(batch, steps, kv_num_heads, d_k)
+    v = value.astype(np.float32).reshape(batch, steps, kv_num_heads, d_v)
+    if q_num_heads >= kv_num_heads:
+        kv_of = np.arange(heads) // (q_num_heads // kv_num_heads)
+        q_of = np.arange(heads)
+    else:
+        kv_of = np.arange(heads)
+        q_of = np.arange(heads) // (kv_num_heads // q_num_heads)
+    state = (
+        np.zeros((batch, kv_num_heads, d_k, d_v), np.float32)
+        if past_state is None
+        else np.array(past_state, np.float32)
+    )
+    factor = np.float32(scale) if scale else np.float32(1.0 / np.sqrt(d_k))
+    gated, delta = update_rule in ("gated", "gated_delta"), update_rule in ("delta", "gated_delta")
+    if gated and decay is None or delta and beta is None:
+        raise ValueError(f"LinearAttention's {update_rule} rule needs its decay and beta inputs")
+    g = None if decay is None else decay.astype(np.float32).reshape(batch, steps, kv_num_heads, -1)
+    rate = None if beta is None else beta.astype(np.float32).reshape(batch, steps, -1)
+    out = np.empty((batch, steps, heads, d_v), np.float32)
+    for t in range(steps):
+        kt, vt = k[:, t], v[:, t]
+        if gated:
+            state = m.exp(g[:, t])[..., None] * state  # (b, h, d_k or 1, 1) over (b, h, d_k, d_v)
+        if delta:
+            memory = m.matmul(kt[:, :, None, :], state)[:, :, 0, :]  # S^T k: (b, h, d_v)
+            bt = rate[:, t]
+            bt = np.broadcast_to(bt if bt.shape[-1] == kv_num_heads else bt[:, :1], kt.shape[:2])
+            update = bt[..., None] * (vt - memory)
+        else:
+            update = vt
+        state = state + kt[..., :, None] * update[..., None, :]
+        read = m.matmul(q[:, t][:, q_of][:, :, None, :], state[:, kv_of])[:, :, 0, :]
+        out[:, t] = factor * read
+    output = out.reshape(batch, steps, heads * d_v).astype(query.dtype)
+    present = state.astype(np.float32 if past_state is None else past_state.dtype)
+    return (output, present)[:outputs] if outputs > 1 else output
+
+
+linear_attention, exact_linear_attention = _twins(
+    _linear_attention, "linear_attention", _linear_attention.__doc__ or ""
+)
+
+
+def _causal_conv_with_state(
+    m,
+    input,
+    weight,
+    bias=None,
+    past_state=None,
+    *,
+    dilation=1,
+    activation="none",
+    channels_last=0,
+    outputs=1,
+):
+    """CausalConvWithState, one spatial axis: the depthwise causal convolution of past_state
+    (zeros without it: (k - 1) * dilation positions) followed by the input, output position t
+    reading virtual positions t + j * dilation for tap j (in order, float32), + bias, silu when
+    asked; present_state the virtual input's last (k - 1) * dilation positions. channels_last:
+    (batch, length, d_1, ...) activations and states, channels = d_1 * ...; returns (output,
+    present_state)."""
+    x = input.astype(np.float32)
+    if channels_last:
+        x = np.moveaxis(x.reshape(x.shape[0], x.shape[1], -1), 1, 2)  # (batch, channels, length)
+    batch, channels, length = x.shape
+    taps = weight.shape[-1]
+    state_length = (taps - 1) * dilation
+    if past_state is None:
+        past = np.zeros((batch, channels, state_length), np.float32)
+    else:
+        past = past_state.astype(np.float32)
+        if channels_last:
+            past = np.moveaxis(past.reshape(batch, state_length, -1), 1, 2)
+    virtual = np.concatenate([past, x], axis=-1)
+    w = weight.astype(np.float32).reshape(channels, taps)
+    y = w[None, :, 0, None] * virtual[:, :, 0:length]
+    for j in range(1, taps):
+        start = j * dilation
+        y = y + w[None, :, j, None] * virtual[:, :, start : start + length]
+    if bias is not None:
+        y = y + bias.astype(np.float32).reshape(1, channels, 1)
+    if activation in ("silu", "swish"):
+        y = y * m.sigmoid(y)
+    present = virtual[:, :, virtual.shape[-1] - state_length :]
+    if channels_last:
+        y = np.moveaxis(y, 1, 2).reshape(input.shape)
+        present = np.moveaxis(present, 1, 2).reshape(batch, state_length, *input.shape[2:])
+    y = y.astype(input.dtype)
+    present = present.astype(input.dtype)
+    return (y, present)[:outputs] if outputs > 1 else y
+
+
+microsoft_causal_conv_with_state, exact_microsoft_causal_conv_with_state = _twins(
+    _causal_conv_with_state,
+    "microsoft_causal_conv_with_state",
+    _causal_conv_with_state.__doc__ or "",
+)
+
+
+def _engram_gate(
+    m, key, query, value, key_norm_scale, query_norm_scale, conv_norm_scale=None, *, epsilon=1e-5,
+    outputs=1,
+):  # fmt: skip
+    """EngramGate: dot = sum over the hidden axis of RMSNorm(key) * RMSNorm(query) / sqrt(hidden)
+    (each with its (hc, hidden) scale), gate = sigmoid(sign(dot) sqrt(max(|dot|, 1e-6))), output
+    gate * value (value shared by the hc hyper-connections); gated_value_normed (outputs=2)
+    RMSNorm(output) * conv_norm_scale. Float32 arithmetic rounded to the key's type."""
+    hidden = key.shape[-1]
+
+    def rms(x, scale):
+        return x * _inverse_rms(m, x, epsilon) * scale.astype(np.float32)
+
+    k = rms(key.astype(np.float32), key_norm_scale)
+    q = rms(query.astype(np.float32), query_norm_scale)
+    dot = m.mean(k * q, -1) * np.float32(hidden) / np.sqrt(np.float32(hidden))
+    signed = np.sign(dot) * np.sqrt(np.maximum(np.abs(dot), np.float32(1e-6)))
+    gated = m.sigmoid(signed.astype(np.float32)) * value.astype(np.float32)[..., None, :]
+    output = gated.astype(key.dtype)
+    if outputs == 1:
+        return output
+    if conv_norm_scale is None:
+        raise ValueError("EngramGate's gated_value_normed output needs conv_norm_scale")
+    return output, rms(gated, conv_norm_scale).astype(key.dtype)
+
+
+engram_gate, exact_engram_gate = _twins(_engram_gate, "engram_gate", _engram_gate.__doc__ or "")
+
+
+@kernel(exact=True)
+def ngram_hash_mapping(
+    input_ids, multipliers, vocab_sizes, past_ids=None, head_offsets=None, *, pad_id,
+    n_head_per_ngram, max_ngram_size, outputs=1,
+):  # fmt: skip
+    """NGramHashMapping: for n = 2 .. max_ngram_size, mix = x_0 m_0 ^ x_1 m_1 ^ ... ^ x_(n-1)
+    m_(n-1) with x_i the id i positions back (before the sequence: past_ids, right-aligned, else
+    pad_id), products wrapping in the ids' type; each head of order n emits mix modulo its
+    vocabulary size (+ head_offsets); returns hash_ids (batch, sequence, (max_ngram_size - 1)
+    n_head_per_ngram) and (outputs=2) present_ids, the last max_ngram_size - 1 ids of past_ids
+    followed by input_ids."""
+    ids = np.asarray(input_ids)
+    dtype = ids.dtype
+    batch, length = ids.shape
+    history = max_ngram_size - 1
+    past = (
+        np.full((batch, history), pad_id, dtype)
+        if past_ids is None
+        else np.asarray(past_ids, dtype).reshape(batch, history)
+    )
+    virtual = np.concatenate([past, ids], axis=1)
+    sizes = np.asarray(vocab_sizes, dtype).reshape(-1)
+    factors = np.asarray(multipliers, dtype).reshape(-1)
+    columns = []
+    with np.errstate(over="ignore"):
+        mix = virtual[:, history:] * factors[0]
+        for n in range(2, max_ngram_size + 1):
+            shift = n - 1
+            mix = mix ^ (virtual[:, history - shift : history - shift + length] * factors[shift])
+            for head in range(n_head_per_ngram):
+                size = sizes[(n - 2) * n_head_per_ngram + head]
+                columns.append(np.remainder(mix, size))  # the vocabulary sizes are positive
+        hashes = np.stack(columns, axis=-1).astype(dtype)
+        if head_offsets is not None:
+            hashes = hashes + np.asarray(head_offsets, dtype).reshape(-1)
+    if outputs == 1:
+        return hashes
+    return hashes, np.ascontiguousarray(virtual[:, virtual.shape[1] - history :])
+
+
+def _mrope_streams(half: int, section, layout: int) -> np.ndarray:
+    """Which of the three position streams (temporal, height, width) each of the half rotary
+    features takes: contiguous sections (layout 0), or temporal everywhere with height at every
+    third feature from 1 for the first 3 section[1], width from 2 for the first 3 section[2]
+    (layout 1)."""
+    if layout == 0:
+        streams = np.repeat(np.arange(3), np.asarray(section, np.int64))
+    else:
+        streams = np.zeros(half, np.int64)
+        streams[1 : 3 * int(section[1]) : 3] = 1
+        streams[2 : 3 * int(section[2]) : 3] = 2
+    if streams.size != half:
+        raise ValueError(f"MRotaryEmbedding: mrope_section {list(section)} does not sum to {half}")
+    return streams
+
+
+@kernel(exact=True)
+def mrotary_embedding(
+    input, position_ids, cos_cache, sin_cache, *, mrope_section, mrope_layout=0, interleaved=0,
+    num_heads=0, rotary_embedding_dim=0,
+):  # fmt: skip
+    """MRotaryEmbedding (Qwen-VL's M-RoPE): each rotary feature's cosine and sine looked up at the
+    position of its stream (_mrope_streams) in position_ids (3, batch, sequence), then the default
+    domain's rotation (rt.rotary_embedding) with those per-token angles; a 3-D input without
+    num_heads has heads of twice cos_cache's width."""
+    if input.ndim == 3 and not num_heads:
+        num_heads = input.shape[2] // (2 * cos_cache.shape[1])
+    half = cos_cache.shape[1]
+    positions = np.asarray(position_ids, np.int64)
+    if positions.size and not (0 <= positions.min() and positions.max() < cos_cache.shape[0]):
+        raise ValueError(f"MRotaryEmbedding: position_ids must lie in [0, {cos_cache.shape[0]})")
+    streams = _mrope_streams(half, mrope_section, mrope_layout)
+    chosen = positions[streams]  # (half, batch, sequence)
+    features = np.arange(half)[:, None, None]
+    cos = np.moveaxis(cos_cache[chosen, features], 0, -1)
+    sin = np.moveaxis(sin_cache[chosen, features], 0, -1)
+    return rotary_embedding(
+        input,
+        cos,
+        sin,
+        None,
+        interleaved=interleaved,
+        num_heads=num_heads,
+        rotary_embedding_dim=rotary_embedding_dim,
+    )

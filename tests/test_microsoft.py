@@ -373,3 +373,33 @@ def test_exact_inverse_pivots_and_is_exact_where_the_inverse_is():
     half = rt.exact_inverse(batch[0].astype(np.float16))
     assert half.dtype == np.float16
     assert not np.isfinite(rt.exact_inverse(np.ones((2, 2), np.float32))).all()
+
+
+# --- mixture of experts -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, changes, message",
+    [
+        ("ms_moe_swiglu", {"swiglu_fusion": 2}, "swiglu_fusion=2 is not supported"),
+        ("ms_moe_relu_top1", {"use_sparse_mixer": 1}, "use_sparse_mixer=1 is not supported"),
+        ("ms_qmoe_int4_rows", {"quant_type": "fp4"}, "quant_type 'fp4' is not supported"),
+        ("ms_qmoe_int4_rows", {"weights_prepacked": 1}, "weights_prepacked=1 is not supported"),
+        (
+            "ms_qmoe_int4_blocks_zero_points_gelu",
+            {"accuracy_level": 4},
+            "accuracy_level 4 is not supported",
+        ),
+    ],
+)
+def test_moe_refuses_what_onnxruntime_computes_otherwise(name, changes, message):
+    """What onnxruntime's CPU kernels refuse (other swiglu layouts), or compute in a way the
+    compiler does not reproduce (int8 activations), is refused naming the node."""
+    case = _generation_case(name)
+    model, _ = oracle.build(case)
+    node = model.graph.node[0]
+    kept = [a for a in node.attribute if a.name not in changes]
+    del node.attribute[:]
+    node.attribute.extend(kept + [helper.make_attribute(k, v) for k, v in changes.items()])
+    with pytest.raises(UnsupportedError, match=f"{case.op} node '{name}'.*{message}"):
+        generate(model)

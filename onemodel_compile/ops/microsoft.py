@@ -1237,3 +1237,284 @@ def decoder_masked_multi_head_attention(view: NodeView):
         scale=float(np.float32(view.attr("scale"))),
         mask_filter_value=float(np.float32(view.attr("mask_filter_value"))),
     )
+
+
+# --- mixture of experts ---------------------------------------------------------------------------
+
+_MOE = {"k": 1, "activation_type": "relu", "normalize_routing_weights": 0, "use_sparse_mixer": 0}
+_MOE.update({"activation_alpha": 1.0, "activation_beta": 0.0, "swiglu_fusion": 0})
+_MOE_ACTIVATIONS = ("relu", "gelu", "silu", "identity", "swiglu")
+
+
+def _moe_keywords(view: NodeView) -> dict:
+    """The MoE attributes the kernel takes; what onnxruntime's CPU kernel refuses is refused
+    here too (naming the node): swiglu other than fused and interleaved (swiglu_fusion=1), the
+    sparse mixer, an unknown activation."""
+    activation = view.attr("activation_type")
+    if activation not in _MOE_ACTIVATIONS:
+        raise UnsupportedError(
+            f"{view.node.label}: {view.op_type} activation_type {activation!r} is not supported"
+        )
+    if activation == "swiglu" and view.attr("swiglu_fusion") != 1:
+        raise UnsupportedError(
+            f"{view.node.label}: {view.op_type} swiglu with swiglu_fusion="
+            f"{view.attr('swiglu_fusion')} is not supported (onnxruntime's CPU kernel takes 1)"
+        )
+    _refuse(view, "use_sparse_mixer")
+    keywords: dict[str, object] = {"k": view.attr("k"), "activation_type": activation}
+    if view.attr("normalize_routing_weights"):
+        keywords["normalize_routing_weights"] = 1
+    if activation == "swiglu":
+        keywords["activation_alpha"] = float(np.float32(view.attr("activation_alpha")))
+        keywords["activation_beta"] = float(np.float32(view.attr("activation_beta")))
+        if view.attr("swiglu_limit") is not None:
+            keywords["swiglu_limit"] = float(np.float32(view.attr("swiglu_limit")))
+    return keywords
+
+
+@microsoft("MoE", defaults=_MOE, exact=True)
+def moe(view: NodeView):
+    """Mixture of experts: top-k routing over the router's softmax, two expert matrix products
+    per token (rt.moe). onnxruntime's CPU kernel has no fc3 (it fails NOT_IMPLEMENTED), so a node
+    with fc3 inputs is refused."""
+    if view.input(6) is not None or view.input(7) is not None:
+        raise UnsupportedError(f"{view.node.label}: MoE with fc3 weights is not supported")
+    keywords = _moe_keywords(view)
+    optional = {3: "fc1_experts_bias", 4: "fc2_experts_weights", 5: "fc2_experts_bias"}
+    args, named = optional_arguments(view, {**optional, 6: "", 7: ""})
+    if len(args) < 3 or "fc2_experts_weights" not in named and len(args) < 5:
+        raise CompileError(f"{view.node.label}: MoE needs input, router_probs, fc1 and fc2 weights")
+    return call("rt.moe", *args, **named, **keywords)
+
+
+_QMOE = {**_MOE, "expert_weight_bits": 4, "quant_type": "int", "weights_prepacked": -1}
+_QMOE["accuracy_level"] = 0
+
+
+@microsoft("QMoE", defaults=_QMOE, exact=True)
+def qmoe(view: NodeView):
+    """MoE with integer-quantized expert weights (rt.qmoe: its own routing, see the kernel).
+    Refused, naming the node: the floating-point quant types (fp4, nvfp4, fp8, wfp4afp8), fc3,
+    prepacked weights (weights_prepacked=1: a layout of the execution provider's), and the
+    configurations in which onnxruntime's CPU kernel quantizes the activations to int8 (MLAS
+    CompInt8: block-wise 8-bit weights at every accuracy level, block-wise weights with
+    accuracy_level 4), whose roundings the compiler does not reproduce."""
+    label = view.node.label
+    if view.attr("quant_type") != "int":
+        raise UnsupportedError(
+            f"{label}: QMoE quant_type {view.attr('quant_type')!r} is not supported"
+        )
+    if any(view.input(i) is not None for i in (8, 9, 10, 13, *range(15, len(view.inputs)))):
+        raise UnsupportedError(
+            f"{label}: QMoE with fc3 or floating-point quantization inputs is not supported"
+        )
+    if view.attr("weights_prepacked") == 1:
+        raise UnsupportedError(f"{label}: QMoE with weights_prepacked=1 is not supported")
+    bits = view.attr("expert_weight_bits")
+    fc1_bits = view.attr("fc1_expert_weight_bits") or bits
+    fc2_bits = view.attr("fc2_expert_weight_bits") or bits
+    for width in (fc1_bits, fc2_bits):
+        if width not in (2, 4, 8):
+            raise UnsupportedError(f"{label}: QMoE with {width}-bit weights is not supported")
+    block_size = view.attr("block_size")
+    if block_size and (8 in (fc1_bits, fc2_bits) or view.attr("accuracy_level") == 4):
+        raise UnsupportedError(
+            f"{label}: QMoE with block-wise {max(fc1_bits, fc2_bits)}-bit weights at accuracy_level "
+            f"{view.attr('accuracy_level')} is not supported (onnxruntime quantizes the "
+            "activations to int8 there)"
+        )
+    keywords = _moe_keywords(view)
+    keywords.update(fc1_bits=fc1_bits, fc2_bits=fc2_bits)
+    if block_size:
+        keywords["block_size"] = block_size
+    optional = {4: "fc1_experts_bias", 5: "fc2_experts_weights", 6: "fc2_scales"}
+    optional.update({7: "fc2_experts_bias", 11: "fc1_zero_points", 12: "fc2_zero_points"})
+    optional.update({14: "router_weights", 8: "", 9: "", 10: "", 13: ""})
+    operands = view.inputs[:15]
+    if len(operands) < 7 or any(operands[i] is None for i in (0, 1, 2, 3, 5, 6)):
+        raise CompileError(
+            f"{label}: QMoE needs input, router_probs, fc1 and fc2 weights and scales"
+        )
+    names = [optional.get(i) for i in range(len(operands))]
+    args, named = pyir.optional_arguments(names, operands)
+    named = {name: operand for name, operand in named.items() if name}
+    return call("rt.qmoe", *args, **named, **keywords)
+
+
+# --- the LLM blocks' fused elementwise operators --------------------------------------------------
+
+_EPSILON = float(np.float32(1e-5))
+
+
+@microsoft("ScaledSiLU", defaults={"alpha": 1.0}, exact=True)
+def scaled_silu(view: NodeView):
+    keywords = {}
+    if view.attr("alpha") != 1.0:
+        keywords["alpha"] = float(np.float32(view.attr("alpha")))
+    return _kernel_call(view, "scaled_silu", {1: "scale"}, **keywords)
+
+
+@microsoft("GatedAdd", exact=True)
+def gated_add(view: NodeView):
+    return call("rt.gated_add", *view.inputs[:3])
+
+
+@microsoft("GatedRMSNorm", defaults={"activation": "silu", "epsilon": _EPSILON}, exact=True)
+def gated_rms_norm(view: NodeView):
+    activation = view.attr("activation")
+    if activation not in ("silu", "swish", "sigmoid"):
+        raise UnsupportedError(
+            f"{view.node.label}: GatedRMSNorm activation {activation!r} is not supported"
+        )
+    return call(
+        "rt.gated_rms_norm",
+        *view.inputs[:3],
+        activation="silu" if activation == "swish" else activation,
+        epsilon=view.attr("epsilon"),
+    )
+
+
+@microsoft("BranchwiseRMSNorm", defaults={"num_branches": 0, "epsilon": _EPSILON}, exact=True)
+def branchwise_rms_norm(view: NodeView):
+    keywords = {"epsilon": view.attr("epsilon")}
+    if view.attr("num_branches"):
+        keywords["num_branches"] = int(view.attr("num_branches"))
+    return _kernel_call(view, "branchwise_rms_norm", {1: "scale"}, **keywords)
+
+
+@microsoft(
+    "HyperConnectionPreMix", defaults={"reduction_scale": 1.0, "num_branches": 0}, exact=True
+)
+def hyper_connection_pre_mix(view: NodeView):
+    keywords: dict[str, object] = {}
+    if view.attr("reduction_scale") != 1.0:
+        keywords["reduction_scale"] = float(np.float32(view.attr("reduction_scale")))
+    if view.attr("num_branches"):
+        keywords["num_branches"] = int(view.attr("num_branches"))
+    return call("rt.hyper_connection_pre_mix", *view.inputs[:2], **keywords)
+
+
+@microsoft("HyperConnectionPostMix", defaults={"num_branches": 0}, exact=True)
+def hyper_connection_post_mix(view: NodeView):
+    keywords = {"num_branches": int(view.attr("num_branches"))} if view.attr("num_branches") else {}
+    return _kernel_call(view, "hyper_connection_post_mix", {3: "stream_mix"}, **keywords)
+
+
+@microsoft("LinearAttentionGate", exact=True)
+def linear_attention_gate(view: NodeView):
+    return _kernel_call(view, "linear_attention_gate", {3: "b"})
+
+
+_LINEAR_ATTENTION = {"update_rule": "gated_delta", "scale": 0.0, "state_window": 0}
+_LINEAR_ATTENTION["chunk_size"] = 64
+
+
+@microsoft(
+    "LinearAttention",
+    defaults=_LINEAR_ATTENTION,
+    required=("q_num_heads", "kv_num_heads"),
+    exact=True,
+)
+def linear_attention(view: NodeView):
+    """The linear-attention recurrence token by token (rt.linear_attention); chunk_size is a
+    tuning hint of onnxruntime's. Refused, naming the node: state_window > 0 (per-token states)."""
+    rule = view.attr("update_rule")
+    if rule not in ("linear", "gated", "delta", "gated_delta"):
+        raise UnsupportedError(
+            f"{view.node.label}: LinearAttention update_rule {rule!r} is not supported"
+        )
+    _refuse(view, "state_window")
+    keywords: dict[str, object] = {
+        "q_num_heads": int(view.attr("q_num_heads")),
+        "kv_num_heads": int(view.attr("kv_num_heads")),
+        "update_rule": rule,
+    }
+    if view.attr("scale"):
+        keywords["scale"] = float(np.float32(view.attr("scale")))
+    return _kernel_call(
+        view, "linear_attention", {3: "past_state", 4: "decay", 5: "beta"}, **keywords
+    )
+
+
+_CAUSAL_CONV: dict[str, object] = {"state_window": 0, "channels_last": 0, "dilation": 1, "ndim": 1}
+_CAUSAL_CONV["activation"] = "none"
+
+
+@microsoft("CausalConvWithState", defaults=_CAUSAL_CONV, exact=True)
+def causal_conv_with_state(view: NodeView):
+    """The stateful causal depthwise convolution along one axis
+    (rt.microsoft_causal_conv_with_state; onnx's CausalConvWithState of opset 27 is ops/conv.py's).
+    Refused, naming the node: ndim 2 and 3, state_window > 0 (per-position states)."""
+    if view.attr("ndim") != 1:
+        raise UnsupportedError(
+            f"{view.node.label}: CausalConvWithState with ndim={view.attr('ndim')} is not supported"
+        )
+    _refuse(view, "state_window")
+    activation = view.attr("activation")
+    if activation not in ("none", "silu", "swish"):
+        raise UnsupportedError(
+            f"{view.node.label}: CausalConvWithState activation {activation!r} is not supported"
+        )
+    keywords: dict[str, object] = {}
+    if view.attr("dilation") != 1:
+        keywords["dilation"] = int(view.attr("dilation"))
+    if activation != "none":
+        keywords["activation"] = "silu"
+    if view.attr("channels_last"):
+        keywords["channels_last"] = 1
+    return _kernel_call(
+        view, "microsoft_causal_conv_with_state", {2: "bias", 3: "past_state"}, **keywords
+    )
+
+
+@microsoft("EngramGate", defaults={"epsilon": _EPSILON}, exact=True)
+def engram_gate(view: NodeView):
+    return _kernel_call(view, "engram_gate", {5: "conv_norm_scale"}, epsilon=view.attr("epsilon"))
+
+
+@microsoft(
+    "NGramHashMapping",
+    defaults={"reset_on_eos": 0},
+    required=("pad_id", "n_head_per_ngram", "max_ngram_size"),
+    exact=True,
+)
+def ngram_hash_mapping(view: NodeView):
+    """Engram's n-gram hash ids (rt.ngram_hash_mapping). Refused, naming the node: the
+    eos_token_id and segment_ids inputs (history resets)."""
+    for position, name in ((5, "eos_token_id"), (6, "segment_ids")):
+        if view.input(position) is not None:
+            raise UnsupportedError(
+                f"{view.node.label}: NGramHashMapping's {name} input is not supported"
+            )
+    keywords = {
+        name: int(view.attr(name)) for name in ("pad_id", "n_head_per_ngram", "max_ngram_size")
+    }
+    optional = {3: "past_ids", 4: "head_offsets", 5: "", 6: ""}
+    args, named = optional_arguments(view, optional)
+    named = {name: operand for name, operand in named.items() if name}
+    outputs = _outputs(view)
+    if outputs > 1:
+        keywords["outputs"] = outputs
+    return call("rt.ngram_hash_mapping", *args, **named, **keywords)
+
+
+_MROPE: dict[str, object] = {"mrope_layout": 0, "interleaved": 0, "num_heads": 0}
+_MROPE.update({"rotary_embedding_dim": 0, "is_packed_batching": 0, "scale": 1.0})
+
+
+@microsoft("MRotaryEmbedding", defaults=_MROPE, required=("mrope_section",), exact=True)
+def mrotary_embedding(view: NodeView):
+    """Multimodal rotary embedding (rt.mrotary_embedding). Refused, naming the node:
+    is_packed_batching and a scale other than 1, as for RotaryEmbedding."""
+    _refuse(view, "is_packed_batching")
+    if view.attr("scale") != 1.0:
+        raise UnsupportedError(
+            f"{view.node.label}: MRotaryEmbedding with scale != 1 is not supported"
+        )
+    keywords: dict[str, object] = {
+        "mrope_section": tuple(int(s) for s in view.attr("mrope_section"))
+    }
+    for name in ("mrope_layout", "interleaved", "num_heads", "rotary_embedding_dim"):
+        if view.attr(name):
+            keywords[name] = int(view.attr(name))
+    return call("rt.mrotary_embedding", *view.inputs[:4], **keywords)

@@ -257,6 +257,9 @@ OPERATORS = tuple("""
     ScaledTanh ParametricSoftplus Crop DynamicSlice ThresholdedRelu MeanVarianceNormalization
     DynamicTimeWarping ConvTransposeWithDynamicPads GreedySearch BeamSearch Sampling
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
+    MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
+    HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState EngramGate
+    NGramHashMapping MRotaryEmbedding
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -304,6 +307,65 @@ def _nbits_case(name, bits, block_size, k, n, zero_points, bias=False, rows=3, s
     attrs = {"K": k, "N": n, "bits": bits, "block_size": block_size}
     return Case(name, "MatMulNBits", DEFAULT_OPSET, tuple(inputs), attrs=attrs, rtol=1e-4,
                 atol=1e-4, note=DOT, seed=seed)  # fmt: skip
+
+
+def _qmoe_case(
+    name,
+    bits,
+    block=None,
+    zero_points=False,
+    fusion=1,
+    batched=False,
+    router_weights=False,
+    attrs=None,
+    tokens=5,
+    hidden=32,
+    inter=16,
+    experts=4,
+):
+    """A QMoE case (quant_type int): random packed weights, scales, biases and zero points."""
+
+    def weights(n, k):
+        return w(experts, n, k * bits // 8, dtype="uint8", gen="int", low=0, high=255)
+
+    def scales(n, k):
+        shape = (experts, n) if block is None else (experts, n, k // block)
+        return w(*shape, gen="uniform", low=0.01, high=0.1)
+
+    def zeros(n, k):
+        if not zero_points:
+            return None
+        if block is None:
+            return w(experts, -(-n * bits // 8), dtype="uint8", gen="int", low=0, high=255)
+        return w(
+            experts, n, -(-(k // block) * bits // 8), dtype="uint8", gen="int", low=0, high=255
+        )
+
+    width = fusion * inter
+    first = x(1, tokens, hidden) if batched else x(tokens, hidden)
+    inputs = [first, x(tokens, experts), weights(width, hidden), scales(width, hidden)]
+    inputs += [w(experts, width), weights(hidden, inter), scales(hidden, inter)]
+    inputs += [w(experts, hidden), None, None, None, zeros(width, hidden), zeros(hidden, inter)]
+    inputs += [None, x(tokens, experts, gen="uniform", low=0, high=1) if router_weights else None]
+    while inputs[-1] is None:
+        inputs.pop()
+    attrs = {"expert_weight_bits": bits, **(attrs or {})}
+    if block is not None:
+        attrs["block_size"] = block
+    return Case(name, "QMoE", DEFAULT_OPSET, tuple(inputs), attrs=attrs, rtol=1e-4, atol=1e-4,
+                note=DOT)  # fmt: skip
+
+
+def _unit_keys(batch, steps, heads, size):
+    """Keys of unit length per head (the delta rules expect L2-normalized keys)."""
+    rng = np.random.default_rng(batch * 1000 + steps * 10 + heads)
+    keys = rng.standard_normal((batch, steps, heads, size))
+    keys /= np.linalg.norm(keys, axis=-1, keepdims=True)
+    return x(dtype="float32", value=keys.reshape(batch, steps, heads * size).astype(np.float32))
+
+
+def _token_ids(*shape, dtype="int64"):
+    return x(*shape, dtype=dtype, gen="int", low=0, high=50000)
 
 
 CASES = [
@@ -816,6 +878,116 @@ CASES = [
          c(np.array([2], np.int32), "int32"), c(np.array([1.0], np.float32), "float32")),
          attrs={"decoder": gpt_decoder(seed=13), "init_decoder": gpt_decoder(seed=14),
          **_TOKENS}, outputs=2, atol=1e-5, note=DOT),  # fmt: skip
+    # mixture of experts: (tokens or batch, sequence, hidden); fc1 (experts, width, hidden),
+    # fc2 (experts, hidden, inter)
+    Case("ms_moe_relu_top1", "MoE", 17, (x(5, 8), x(5, 4), w(4, 6, 8, scale=0.5), w(4, 6),
+         w(4, 8, 6, scale=0.5), w(4, 8)), note=DOT, rtol=1e-4, atol=1e-5),  # fmt: skip
+    Case("ms_moe_gelu_top2_normalized", "MoE", 17, (x(2, 3, 8), x(6, 5), w(5, 6, 8, scale=0.5),
+         None, w(5, 8, 6, scale=0.5)), attrs={"k": 2, "activation_type": "gelu",
+         "normalize_routing_weights": 1}, note=DOT, rtol=1e-4, atol=1e-5),  # fmt: skip
+    Case("ms_moe_silu_top3", "MoE", 17, (x(7, 8), x(7, 4), w(4, 6, 8, scale=0.5), w(4, 6),
+         w(4, 8, 6, scale=0.5)), attrs={"k": 3, "activation_type": "silu"}, note=DOT, rtol=1e-4,
+         atol=1e-5),  # fmt: skip
+    Case("ms_moe_swiglu", "MoE", 17, (x(6, 8), x(6, 4), w(4, 12, 8, scale=0.5), w(4, 12),
+         w(4, 8, 6, scale=0.5), w(4, 8)), attrs={"k": 2, "activation_type": "swiglu",
+         "swiglu_fusion": 1, "activation_alpha": 1.702, "activation_beta": 1.0,
+         "swiglu_limit": 7.0}, note=DOT, rtol=1e-4, atol=1e-5),  # fmt: skip
+    # QMoE: uint8 weights (experts, N, K * bits / 8), scales per row (experts, N) or per block
+    # (experts, N, K / block_size), packed zero points
+    _qmoe_case("ms_qmoe_int4_rows", 4, attrs={"k": 2}),
+    _qmoe_case("ms_qmoe_int4_blocks_zero_points_gelu", 4, block=16, zero_points=True,
+               batched=True, attrs={"k": 2, "activation_type": "gelu"}),  # fmt: skip
+    _qmoe_case("ms_qmoe_int8_rows_zero_points_swiglu", 8, zero_points=True, fusion=2,
+               attrs={"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1,
+                      "activation_alpha": 1.702, "activation_beta": 1.0, "swiglu_limit": 7.0}),  # fmt: skip
+    _qmoe_case("ms_qmoe_int2_blocks_router_weights", 2, block=16, router_weights=True,
+               attrs={"k": 3, "activation_type": "silu", "normalize_routing_weights": 1}),  # fmt: skip
+    # the LLM blocks' fused elementwise operators (Qwen3.5, gated DeltaNet, hyper-connections)
+    Case("ms_scaled_silu_alpha", "ScaledSiLU", 17, (x(3, 7, scale=3),), attrs={"alpha": 1.7},
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_scaled_silu_scale_input", "ScaledSiLU", 17, (x(2, 5, scale=3), c(np.float32(0.8),
+         "float32")), note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_scaled_silu_f16", "ScaledSiLU", 17, (x(4, 6, scale=3, dtype="float16"),),
+         attrs={"alpha": 0.5}, note=GELU, rtol=1e-3, atol=1e-3),  # fmt: skip
+    Case("ms_gated_add", "GatedAdd", 17, (x(2, 3, 8), x(2, 3, 8), x(2, 3, 1))),
+    Case("ms_gated_add_f16", "GatedAdd", 17, (x(4, 16, dtype="float16"), x(4, 16,
+         dtype="float16"), x(4, 1, dtype="float16"))),  # fmt: skip
+    Case("ms_gated_rms_norm_silu", "GatedRMSNorm", 17, (x(2, 3, 16), w(8), x(2, 3, 16)),
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_gated_rms_norm_sigmoid", "GatedRMSNorm", 17, (x(3, 8), w(8), x(3, 8)),
+         attrs={"activation": "sigmoid", "epsilon": 1e-6}, note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    Case("ms_branchwise_rms_norm", "BranchwiseRMSNorm", 17, (x(2, 4, 8), w(4, 8)), note=DOT,
+         rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_branchwise_rms_norm_flat", "BranchwiseRMSNorm", 17, (x(3, 32), w(8)),
+         attrs={"num_branches": 4, "epsilon": 1e-6}, note=DOT, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_branchwise_rms_norm_no_scale", "BranchwiseRMSNorm", 17, (x(2, 3, 4, 8),), note=DOT,
+         rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_pre_mix", "HyperConnectionPreMix", 17, (x(2, 4, 8), x(2, 4))),
+    Case("ms_pre_mix_flat", "HyperConnectionPreMix", 17, (x(3, 32), x(3, 32)),
+         attrs={"num_branches": 4, "reduction_scale": 0.25}),  # fmt: skip
+    Case("ms_pre_mix_column", "HyperConnectionPreMix", 17, (x(2, 3, 4, 8), x(2, 3, 4, 1))),
+    Case("ms_post_mix", "HyperConnectionPostMix", 17, (x(2, 4, 8), x(2, 8), x(2, 4),
+         x(2, 4, 4))),  # fmt: skip
+    Case("ms_post_mix_flat", "HyperConnectionPostMix", 17, (x(3, 32), x(3, 8), x(3, 4, 8)),
+         attrs={"num_branches": 4}),  # fmt: skip
+    Case("ms_linear_attention_gate", "LinearAttentionGate", 17, (x(2, 3, 4, scale=4), w(4),
+         w(4, gen="uniform", low=-2, high=-0.1)), note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_linear_attention_gate_beta", "LinearAttentionGate", 17, (x(2, 3, 4, scale=4), w(4),
+         w(4, gen="uniform", low=-2, high=-0.1), x(2, 3, 4, scale=4)), outputs=2, note=GELU,
+         rtol=1e-5, atol=1e-6),  # fmt: skip
+    # LinearAttention (B, T, heads * size): keys normalized, decay log-space (negative)
+    Case("ms_linear_attention_gated_delta", "LinearAttention", 17, (x(2, 5, 8), _unit_keys(2, 5, 2,
+         4), x(2, 5, 6), x(2, 2, 4, 3), x(2, 5, 2, gen="uniform", low=-1, high=-0.05), x(2, 5, 2,
+         gen="uniform", low=0, high=1)), attrs={"q_num_heads": 2, "kv_num_heads": 2}, outputs=2,
+         note=DOT, rtol=1e-5, atol=1e-5),  # fmt: skip
+    Case("ms_linear_attention_gqa_prefill", "LinearAttention", 17, (x(1, 9, 16), _unit_keys(1, 9, 2,
+         4), x(1, 9, 6), None, x(1, 9, 8, gen="uniform", low=-1, high=-0.05)), attrs={
+         "q_num_heads": 4, "kv_num_heads": 2, "update_rule": "gated"}, outputs=2, note=DOT,
+         rtol=1e-5, atol=1e-5),  # fmt: skip
+    Case("ms_linear_attention_inverse_gqa_delta", "LinearAttention", 17, (x(2, 1, 4),
+         _unit_keys(2, 1, 4, 4), x(2, 1, 12), x(2, 4, 4, 3), None, x(2, 1, 1, gen="uniform", low=0,
+         high=1)), attrs={"q_num_heads": 1, "kv_num_heads": 4, "update_rule": "delta",
+         "scale": 0.3}, outputs=2, note=DOT, rtol=1e-5, atol=1e-5),  # fmt: skip
+    Case("ms_linear_attention_linear", "LinearAttention", 17, (x(2, 3, 8), x(2, 3, 8), x(2, 3, 8)),
+         attrs={"q_num_heads": 2, "kv_num_heads": 2, "update_rule": "linear"}, outputs=2, note=DOT,
+         rtol=1e-5, atol=1e-5),  # fmt: skip
+    # CausalConvWithState: (batch, channels, length), weight (channels, 1, k), state (batch,
+    # channels, (k - 1) * dilation)
+    Case("ms_causal_conv_state", "CausalConvWithState", 17, (x(2, 6, 5), w(6, 1, 4), w(6),
+         x(2, 6, 3)), outputs=2, attrs={"activation": "silu"}, note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    Case("ms_causal_conv_first_dilated", "CausalConvWithState", 17, (x(1, 4, 7), w(4, 1, 3)),
+         outputs=2, attrs={"dilation": 2}, note=DOT, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_causal_conv_channels_last", "CausalConvWithState", 17, (x(2, 1, 2, 3), w(6, 1, 3),
+         None, x(2, 2, 2, 3)), outputs=2, attrs={"channels_last": 1, "activation": "swish"},
+         note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    # EngramGate: key and query (batch, sequence, hc, hidden), value (batch, sequence, hidden)
+    Case("ms_engram_gate", "EngramGate", 17, (x(2, 3, 2, 8), x(2, 3, 2, 8), x(2, 3, 8),
+         w(2, 8), w(2, 8)), note=GELU, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_engram_gate_normed", "EngramGate", 17, (x(1, 4, 3, 16), x(1, 4, 3, 16), x(1, 4, 16),
+         w(3, 16), w(3, 16), w(3, 16)), outputs=2, attrs={"epsilon": 1e-6}, note=GELU, rtol=1e-5,
+         atol=1e-6),  # fmt: skip
+    # NGramHashMapping: ids (batch, sequence); multipliers wrap in the ids' type
+    Case("ms_ngram_hash", "NGramHashMapping", 17, (_token_ids(2, 6, dtype="int64"), c(np.array([3, 5,
+         7], np.int64)), c(np.array([97, 89, 83, 79], np.int64))), outputs=2, attrs={"pad_id": 0,
+         "n_head_per_ngram": 2, "max_ngram_size": 3}),  # fmt: skip
+    Case("ms_ngram_hash_past_wrapping", "NGramHashMapping", 17, (_token_ids(2, 4, dtype="int32"),
+         c(np.array([2147483629, 1000003, 2147483587, 65537], np.int32), "int32"),
+         c(np.array([101, 103, 107, 109, 113, 127], np.int32), "int32"), _token_ids(2, 3,
+         dtype="int32"), c(np.array([0, 101, 204, 311, 420, 533], np.int32), "int32")), outputs=2,
+         attrs={"pad_id": 1, "n_head_per_ngram": 2, "max_ngram_size": 4}),  # fmt: skip
+    # MRotaryEmbedding: position_ids (3, batch, sequence) of temporal, height, width streams
+    Case("ms_mrope_sections", "MRotaryEmbedding", 17, (x(2, 5, 16), x(3, 2, 5, dtype="int64",
+         gen="int", low=0, high=11), w(12, 4), w(12, 4)), attrs={"mrope_section": [2, 1, 1],
+         "num_heads": 2}, note=DOT, rtol=1e-6, atol=1e-6),  # fmt: skip
+    Case("ms_mrope_interleaved_4d", "MRotaryEmbedding", 17, (x(1, 3, 4, 12), x(3, 1, 4,
+         dtype="int64", gen="int", low=0, high=7), w(8, 6), w(8, 6)), attrs={"mrope_section": [2,
+         2, 2], "mrope_layout": 1, "interleaved": 1}, note=DOT, rtol=1e-6, atol=1e-6),  # fmt: skip
+    Case("ms_mrope_partial", "MRotaryEmbedding", 17, (x(1, 3, 32), x(3, 1, 3, dtype="int64",
+         gen="int", low=0, high=5), w(6, 4), w(6, 4)), attrs={"mrope_section": [2, 1, 1],
+         "rotary_embedding_dim": 8, "num_heads": 2, "mrope_layout": 1}, note=DOT, rtol=1e-6,
+         atol=1e-6),  # fmt: skip
 ]
 
 

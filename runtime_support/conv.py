@@ -17,10 +17,10 @@
   `_depthwise`. Float16 and bfloat16 run in float32.
 - Conv runs its products with BLAS at one thread whatever the thread count
   (`_threads.serially`); at more than one thread, each product of at least _SERIAL_TERMS
-  multiply-adds runs in one part per thread over the runtime's own threads (`_matmul`).
-  ConvTranspose below _SERIAL_TERMS runs at one BLAS thread. With runtime_support's own kernels
-  set to split (`_threads.SPLIT_MIN`, off by default), large depthwise and 1x1 Convs run in one
-  part per thread over ranges of their channels (`_run_split`).
+  multiply-adds runs in one part per thread over the runtime's own threads (`_matmul`);
+  ConvTranspose likewise. With runtime_support's own kernels set to split (`_threads.SPLIT_MIN`,
+  off by default), large depthwise and 1x1 Convs run in one part per thread over ranges of their
+  channels (`_run_split`).
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
@@ -1019,9 +1019,8 @@ def conv_transpose(
     """ConvTranspose of X (N, C, *in) with W (C, M/group, *k); Y (N, M, *out). Geometry as ONNX
     (see `_transpose_geometry`). Float16 and bfloat16 accumulate in float32."""
     options = (auto_pad, dilations, group, output_padding, output_shape, pads, strides)
-    if X.size * math.prod(W.shape[1:]) < _SERIAL_TERMS:  # the multiply-adds (see conv's)
-        return serially(_conv_transpose, X, W, B, *options, X.ndim == 5)
-    return _conv_transpose(X, W, B, *options, direct=X.ndim == 5)
+    # BLAS at one thread, a large product in parts over the threads (`_stacked`), as for conv
+    return serially(_conv_transpose, X, W, B, *options, X.ndim == 5)
 
 
 @kernel(exact=True)
@@ -1073,7 +1072,7 @@ def _conv_transpose(
         in_per_group = channels // group
         filters = W.astype(acc).reshape(group, in_per_group, -1).transpose(0, 2, 1)
         positions = math.prod(X.shape[2:])
-        products = filters @ X.astype(acc).reshape(batch, group, in_per_group, positions)
+        products = _stacked(filters, X.astype(acc).reshape(batch, group, in_per_group, positions))
         columns = products.reshape((batch, maps) + kernel_shape + X.shape[2:])
         if kernel_shape == strides and all(d == 1 for d in dilations):
             _place_tiles(Y, columns, strides, begins)

@@ -891,3 +891,57 @@ def test_conv_with_the_bias_column_in_parts_gives_the_bits_of_one_thread(monkeyp
     assert parts == [2] and split.tobytes() == whole.tobytes()
     expected = np.maximum(_conv_session_dynamic(X, W, B), 0)
     np.testing.assert_allclose(whole, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "x_shape,w_shape,strides,pads",
+    [
+        ((2, 64, 33, 31), (64, 32, 2, 2), (2, 2), (0, 0, 0, 0)),  # U-Net's tiles, batch 2
+        ((1, 48, 21, 20), (48, 24, 3, 3), (2, 2), (1, 1, 1, 1)),  # overlapping windows
+        ((2, 64, 600), (64, 32, 4), (2,), (1, 1)),  # one spatial axis
+    ],
+)
+def test_conv_transpose_products_in_parts_give_the_bits_of_one_thread(
+    x_shape, w_shape, strides, pads, monkeypatch
+):
+    """ConvTranspose's product of at least _SERIAL_TERMS multiply-adds runs in parts at 2
+    threads (conv._stacked), with the bits of one thread, which match onnxruntime."""
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    from runtime_support import _threads
+
+    rng = np.random.default_rng(17)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = (rng.normal(size=w_shape) * 0.2).astype(np.float32)
+    B = rng.normal(size=w_shape[1]).astype(np.float32)
+    assert X[0].size * math.prod(W.shape[1:]) >= _threads.SMALL_BLAS_WORK  # per sample
+    real_run_parts, parts = _threads.run_parts, []
+
+    def recording(function, count):
+        parts.append(count)
+        return real_run_parts(function, count)
+
+    monkeypatch.setattr(_threads, "run_parts", recording)
+    before = rt.get_num_threads()
+    try:
+        rt.set_num_threads(1)
+        whole = rt.conv_transpose(X, W, B, strides=strides, pads=pads)
+        rt.set_num_threads(2)
+        split = rt.conv_transpose(X, W, B, strides=strides, pads=pads)
+    finally:
+        rt.set_num_threads(before)
+    assert parts and set(parts) == {2} and split.tobytes() == whole.tobytes()
+    dims = ["N", "C"] + [f"S{i}" for i in range(X.ndim - 2)]
+    attrs = dict(strides=list(strides), pads=list(pads))
+    graph = helper.make_graph(
+        [helper.make_node("ConvTranspose", ["X", "W", "B"], ["Y"], **attrs)],
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    np.testing.assert_allclose(whole, expected, rtol=1e-4, atol=1e-4)

@@ -290,8 +290,9 @@ _SERIAL_TERMS = SMALL_BLAS_WORK
 # (a time slice, 4 to 20 ms, whenever the other core is busy). Session 9, 2 threads, load 8,
 # wall per product, one thread / OpenBLAS's two / two parts: 16x147 by 147x2048 (ResNet-18-w16's
 # stem) 403 / 16000 / 440 us, 32x288 by 288x4096 3019 / 8867 / 1681, 960x160 by 160x49 590 /
-# 9888 / 680. Parts split the larger of the rows and columns at multiples of _PART_ALIGN, and
-# every output value comes out as the whole product computes it (same bits, tested).
+# 9888 / 680. Parts split the larger of the rows and columns at multiples of _PART_ALIGN (stacked
+# products: each sample's and group's, `_stacked`), and every output value comes out as the
+# whole product computes it (same bits, tested).
 _PART_ALIGN = 16
 
 
@@ -324,13 +325,16 @@ def _matmul(a, b, out=None):
 
 
 def _stacked(filters, x):
-    """(G, M/G, C/G) @ (N, G, C/G, V): with one group, one `_matmul` per sample (each split
-    over the threads when large), else numpy's stacked product (BLAS at one thread)."""
-    if filters.shape[0] != 1:
+    """(G, M/G, C/G) @ (N, G, C/G, V): at more than one thread, where each sample's and group's
+    product has at least _SERIAL_TERMS multiply-adds, one `_matmul` per sample and group (each
+    in parts over the threads); else numpy's stacked product (BLAS at one thread)."""
+    groups, rows, inner = filters.shape
+    if _threads.get_num_threads() == 1 or rows * inner * x.shape[-1] < _SERIAL_TERMS:
         return np.matmul(filters, x)
-    Y = np.empty(x.shape[:2] + (filters.shape[1], x.shape[3]), np.result_type(filters, x))
+    Y = np.empty(x.shape[:2] + (rows, x.shape[-1]), np.result_type(filters, x))
     for n in range(x.shape[0]):
-        _matmul(filters[0], x[n, 0], out=Y[n, 0])
+        for g in range(groups):
+            _matmul(filters[g], x[n, g], out=Y[n, g])
     return Y
 
 
@@ -554,7 +558,7 @@ def _columns_product(columns, w, bias, group, batch, out, width=None):
     else:
         span = columns.shape[0] // group
         filters = w.reshape(group, maps // group, span)
-        Y = np.matmul(filters, columns.reshape(group, span, -1))
+        Y = _stacked(filters, columns.reshape(1, group, span, -1))[0]
     if width is not None:
         rows = Y.reshape((maps, batch) + tuple(out[:-1]) + (width,))[..., : out[-1]]
         moved = rows.transpose((1, 0) + tuple(range(2, 2 + len(out))))

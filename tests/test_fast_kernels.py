@@ -811,6 +811,8 @@ _PRODUCT_PART_CASES = [
     ((3, 512, 3, 5), (1024, 512, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
     ((2, 64, 33, 31), (96, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
     ((2, 3, 65, 63), (16, 3, 7, 7), (3, 3, 3, 3), (2, 2), (1, 1), 1, "_strided_path"),
+    ((2, 32, 30, 30), (64, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 2, "_strided_path"),
+    ((1, 128, 40, 40), (256, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 2, "_pointwise_path"),
     ((2, 16, 1000), (32, 16, 5), (2, 2), (1,), (1,), 1, "_strided_path"),
     ((2, 256, 6, 6), (256, 256, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1, "_gather_path"),
     ((1, 32, 70, 66), (64, 32, 3, 3), (2, 1, 2, 1), (1, 1), (2, 2), 1, "_im2col_path"),
@@ -894,18 +896,20 @@ def test_conv_with_the_bias_column_in_parts_gives_the_bits_of_one_thread(monkeyp
 
 
 @pytest.mark.parametrize(
-    "x_shape,w_shape,strides,pads",
+    "x_shape,w_shape,strides,pads,group",
     [
-        ((2, 64, 33, 31), (64, 32, 2, 2), (2, 2), (0, 0, 0, 0)),  # U-Net's tiles, batch 2
-        ((1, 48, 21, 20), (48, 24, 3, 3), (2, 2), (1, 1, 1, 1)),  # overlapping windows
-        ((2, 64, 600), (64, 32, 4), (2,), (1, 1)),  # one spatial axis
+        ((2, 64, 33, 31), (64, 32, 2, 2), (2, 2), (0, 0, 0, 0), 1),  # U-Net's tiles, batch 2
+        ((1, 48, 21, 20), (48, 24, 3, 3), (2, 2), (1, 1, 1, 1), 1),  # overlapping windows
+        ((2, 64, 600), (64, 32, 4), (2,), (1, 1), 1),  # one spatial axis
+        ((1, 64, 33, 31), (64, 64, 2, 2), (2, 2), (0, 0, 0, 0), 2),  # two groups
     ],
 )
 def test_conv_transpose_products_in_parts_give_the_bits_of_one_thread(
-    x_shape, w_shape, strides, pads, monkeypatch
+    x_shape, w_shape, strides, pads, group, monkeypatch
 ):
-    """ConvTranspose's product of at least _SERIAL_TERMS multiply-adds runs in parts at 2
-    threads (conv._stacked), with the bits of one thread, which match onnxruntime."""
+    """ConvTranspose's product of at least _SERIAL_TERMS multiply-adds per sample and group runs
+    in parts at 2 threads (conv._stacked), with the bits of one thread, which match
+    onnxruntime."""
     import onnx
     import onnxruntime
     from onnx import helper, numpy_helper
@@ -915,8 +919,8 @@ def test_conv_transpose_products_in_parts_give_the_bits_of_one_thread(
     rng = np.random.default_rng(17)
     X = rng.normal(size=x_shape).astype(np.float32)
     W = (rng.normal(size=w_shape) * 0.2).astype(np.float32)
-    B = rng.normal(size=w_shape[1]).astype(np.float32)
-    assert X[0].size * math.prod(W.shape[1:]) >= _threads.SMALL_BLAS_WORK  # per sample
+    B = rng.normal(size=w_shape[1] * group).astype(np.float32)
+    assert X[0].size * math.prod(W.shape[1:]) >= group * _threads.SMALL_BLAS_WORK  # per group
     real_run_parts, parts = _threads.run_parts, []
 
     def recording(function, count):
@@ -927,14 +931,14 @@ def test_conv_transpose_products_in_parts_give_the_bits_of_one_thread(
     before = rt.get_num_threads()
     try:
         rt.set_num_threads(1)
-        whole = rt.conv_transpose(X, W, B, strides=strides, pads=pads)
+        whole = rt.conv_transpose(X, W, B, strides=strides, pads=pads, group=group)
         rt.set_num_threads(2)
-        split = rt.conv_transpose(X, W, B, strides=strides, pads=pads)
+        split = rt.conv_transpose(X, W, B, strides=strides, pads=pads, group=group)
     finally:
         rt.set_num_threads(before)
     assert parts and set(parts) == {2} and split.tobytes() == whole.tobytes()
     dims = ["N", "C"] + [f"S{i}" for i in range(X.ndim - 2)]
-    attrs = dict(strides=list(strides), pads=list(pads))
+    attrs = dict(strides=list(strides), pads=list(pads), group=group)
     graph = helper.make_graph(
         [helper.make_node("ConvTranspose", ["X", "W", "B"], ["Y"], **attrs)],
         "g",

@@ -15,10 +15,12 @@
   im2col, measured slower: K products with a K times shorter inner dimension, each followed by
   an accumulating pass over Y.) Depthwise (group == C, any channel multiplier): see
   `_depthwise`. Float16 and bfloat16 run in float32.
-- Below _SERIAL_TERMS multiply-adds, Conv and ConvTranspose run their products with BLAS at one
-  thread whatever the thread count (`_threads.serially`). With runtime_support's own kernels set
-  to split (`_threads.SPLIT_MIN`, off by default), large depthwise and 1x1 Convs run in one part
-  per thread over ranges of their channels (`_run_split`).
+- Conv runs its products with BLAS at one thread whatever the thread count
+  (`_threads.serially`); at more than one thread, each product of at least _SERIAL_TERMS
+  multiply-adds runs in one part per thread over the runtime's own threads (`_matmul`);
+  ConvTranspose likewise. With runtime_support's own kernels set to split (`_threads.SPLIT_MIN`,
+  off by default), large depthwise and 1x1 Convs run in one part per thread over ranges of their
+  channels (`_run_split`).
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
@@ -121,10 +123,7 @@ def _bias_column_conv(X, W, finish, pads, strides, dilations, group, auto_pad):
         columns[:channels] = X.reshape(channels, size)
         columns[channels] = 1
         filters = W.reshape(maps, channels + 1)
-        if maps * (channels + 1) * size < _SERIAL_TERMS:
-            Y = serially(np.matmul, filters, columns)
-        else:
-            Y = np.matmul(filters, columns)
+        Y = serially(_matmul, filters, columns)
         Y = Y.reshape((1, maps) + spatial)
         return Y if finish is None else finish(Y)
     filters = np.ascontiguousarray(W[:, :-1])
@@ -205,20 +204,19 @@ class _Plan:
     """One Conv geometry, settled: `run(X, W, B, finish)` calls the path chosen for it with the
     values it needs (pads, strides, dilations as tuples, the accumulation type, the path's own
     precomputed index or shapes), then `finish` (the fused activation, in place) on its result;
-    with BLAS at one thread (`serially`) when the whole convolution is under _SERIAL_TERMS
-    multiply-adds. At more than one thread, with runtime_support's own kernels set to split
-    their work (`_threads.SPLIT_MIN` not None; None, the default, leaves every kernel in the
-    calling thread), a plan with a `split` runs in parts over ranges of its channels
+    with BLAS at one thread (`serially`) whatever the thread count: at more than one, products
+    of _SERIAL_TERMS multiply-adds or more run in parts over the runtime's threads (`_matmul`),
+    never over OpenBLAS's own. At more than one thread, with runtime_support's own kernels set
+    to split their work (`_threads.SPLIT_MIN` not None; None, the default, leaves every kernel
+    in the calling thread), a plan with a `split` runs in parts over ranges of its channels
     (`_run_split`)."""
 
-    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra", "serial", "split")
+    __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra", "split")
 
-    def __init__(
-        self, path, acc, pads, strides, dilations, group, extra=None, serial=False, split=None
-    ):
+    def __init__(self, path, acc, pads, strides, dilations, group, extra=None, split=None):
         self.path, self.acc, self.pads = path, acc, pads
         self.strides, self.dilations, self.group, self.extra = strides, dilations, group, extra
-        self.serial, self.split = serial, split
+        self.split = split
 
     def run(self, X, W, B, finish=None):
         w = W.astype(self.acc, copy=False)
@@ -230,10 +228,9 @@ class _Plan:
         ):
             Y = _run_split(self, X, w, bias, finish)
         else:
-            if self.serial:
-                Y = serially(self.path, self, X, w, bias)
-            else:
-                Y = self.path(self, X, w, bias)
+            # BLAS at one thread for every Conv; products of _SERIAL_TERMS or more split
+            # over the runtime's threads instead (`_matmul`)
+            Y = serially(self.path, self, X, w, bias)
             if finish is not None:
                 Y = finish(Y)
         return Y if Y.dtype == X.dtype else Y.astype(X.dtype)
@@ -273,16 +270,72 @@ def _run_split(plan, X, w, bias, finish):
     return Y
 
 
-# Convolutions of fewer multiply-adds than this (products under about 170 us at one thread) run
-# their products with BLAS at one thread whatever the thread count (see _threads.serially).
+# Products of fewer multiply-adds than this (under about 170 us at one thread) run in one call
+# whatever the thread count, larger ones in parts (`_matmul`). Until session 9 the threshold
+# applied to a whole convolution and above it OpenBLAS split the products over its own threads:
 # Measured at 2 threads on the 2-core machine under load (bench models, one process, the
 # threshold switched back and forth): with every product split, resnet18_w16_b2_64 took 395 ms
 # and mobilenetv2_b1_96's Convs most of 636 ms (each split product of a few M multiply-adds that
 # finds no free core for the second thread waits a time slice); with this threshold 1.7 and 40
 # (its Gemm's split gemv is the rest), against 0.31 and 2.1 for onnxruntime. On a quiet machine
-# products from about 5 M multiply-adds take 0.6 to 0.8 of one thread's time on two: those above
-# this threshold (_threads.SMALL_BLAS_WORK, the recurrent kernels' too) still split.
+# products from about 5 M multiply-adds take 0.6 to 0.8 of one thread's time on two
+# (_threads.SMALL_BLAS_WORK, the recurrent kernels' threshold too).
 _SERIAL_TERMS = SMALL_BLAS_WORK
+
+
+# At more than one thread, a Conv's products of at least _SERIAL_TERMS multiply-adds run in one
+# part per thread over `_threads.run_parts` (BLAS at one thread in each), not over OpenBLAS's
+# own threads: the calling thread takes every part no worker has started, so a worker the
+# machine does not schedule costs nothing, where OpenBLAS's split waits for its second thread
+# (a time slice, 4 to 20 ms, whenever the other core is busy). Session 9, 2 threads, load 8,
+# wall per product, one thread / OpenBLAS's two / two parts: 16x147 by 147x2048 (ResNet-18-w16's
+# stem) 403 / 16000 / 440 us, 32x288 by 288x4096 3019 / 8867 / 1681, 960x160 by 160x49 590 /
+# 9888 / 680. Parts split the larger of the rows and columns at multiples of _PART_ALIGN (stacked
+# products: each sample's and group's, `_stacked`), and every output value comes out as the
+# whole product computes it (same bits, tested).
+_PART_ALIGN = 16
+
+
+def _matmul(a, b, out=None):
+    """a @ b for 2-D operands (b and out may be strided views), into `out` if given: in one
+    part per thread, each a range of a's rows or of b's columns, when the thread count is
+    above 1 and the product has at least _SERIAL_TERMS multiply-adds; else one call."""
+    rows, inner = a.shape
+    columns = b.shape[1]
+    threads = _threads.get_num_threads()
+    if threads == 1 or rows * inner * columns < _SERIAL_TERMS:
+        return np.matmul(a, b, out=out)
+    if out is None:
+        out = np.empty((rows, columns), np.result_type(a, b))
+    size = max(rows, columns)
+    parts = max(1, min(threads, size // _PART_ALIGN))
+    bounds = [size * i // parts // _PART_ALIGN * _PART_ALIGN for i in range(parts)] + [size]
+    by_columns = columns >= rows
+
+    def part(i: int) -> None:
+        span = slice(bounds[i], bounds[i + 1])
+        if by_columns:
+            np.matmul(a, b[:, span], out=out[:, span])
+        else:
+            np.matmul(a[span], b, out=out[span])
+
+    with _threads._one_blas_thread():
+        _threads.run_parts(part, parts)
+    return out
+
+
+def _stacked(filters, x):
+    """(G, M/G, C/G) @ (N, G, C/G, V): at more than one thread, where each sample's and group's
+    product has at least _SERIAL_TERMS multiply-adds, one `_matmul` per sample and group (each
+    in parts over the threads); else numpy's stacked product (BLAS at one thread)."""
+    groups, rows, inner = filters.shape
+    if _threads.get_num_threads() == 1 or rows * inner * x.shape[-1] < _SERIAL_TERMS:
+        return np.matmul(filters, x)
+    Y = np.empty(x.shape[:2] + (rows, x.shape[-1]), np.result_type(filters, x))
+    for n in range(x.shape[0]):
+        for g in range(groups):
+            _matmul(filters[g], x[n, g], out=Y[n, g])
+    return Y
 
 
 # The fewest multiply-adds a 1x1 Conv, and output values times taps a depthwise Conv, must have
@@ -334,14 +387,12 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
     rank = len(kernel_shape)
     padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:])]
     out = tuple(max(o, 0) for o in window_positions(padded, kernel_shape, strides, dilations))
-    terms = batch * w_shape[0] * math.prod(w_shape[1:]) * math.prod(out)  # multiply-adds
     plan = functools.partial(
         _Plan,
         acc=acc,
         pads=pads,
         strides=strides,
         dilations=dilations,
-        serial=terms < _SERIAL_TERMS,
     )
     if batch == 0 or math.prod(out) == 0 or channels == 0:
         return plan(_empty_path, group=group, extra=out)
@@ -445,20 +496,20 @@ def _pointwise_path(plan, X, w, bias):
     if group == 1 and (batch == 1 or size < _POINTWISE_JOINED):
         filters = w.reshape(maps, channels)
         if batch == 1:
-            Y = np.matmul(filters, np.ascontiguousarray(x, dtype=w.dtype).reshape(channels, size))
+            Y = _matmul(filters, np.ascontiguousarray(x, dtype=w.dtype).reshape(channels, size))
             if bias is not None:
                 Y += bias.reshape(maps, 1)
             return Y.reshape((1, maps) + out)
         columns = np.empty((channels, batch) + out, w.dtype)
         columns[...] = x.swapaxes(0, 1)
-        Y = np.matmul(filters, columns.reshape(channels, batch * size)).reshape(maps, batch, size)
+        Y = _matmul(filters, columns.reshape(channels, batch * size)).reshape(maps, batch, size)
         if bias is None:
             return np.ascontiguousarray(Y.swapaxes(0, 1)).reshape((batch, maps) + out)
         moved = np.add(Y.swapaxes(0, 1), bias.reshape(maps, 1), order="C")
         return moved.reshape((batch, maps) + out)
     filters = w.reshape(group, maps // group, channels // group)
     x = np.ascontiguousarray(x, dtype=w.dtype).reshape(batch, group, channels // group, size)
-    Y = np.matmul(filters, x).reshape((batch, maps) + out)
+    Y = _stacked(filters, x).reshape((batch, maps) + out)
     if bias is not None:
         Y += bias.reshape((maps,) + spatial)
     return Y
@@ -503,11 +554,11 @@ def _columns_product(columns, w, bias, group, batch, out, width=None):
     `width`, the positions' last axis has that many (the padded width): cropped in the move."""
     maps = w.shape[0]
     if group == 1:  # a 2-D product: numpy's stacked one costs a few us more
-        Y = np.matmul(w.reshape(maps, -1), columns)
+        Y = _matmul(w.reshape(maps, -1), columns)
     else:
         span = columns.shape[0] // group
         filters = w.reshape(group, maps // group, span)
-        Y = np.matmul(filters, columns.reshape(group, span, -1))
+        Y = _stacked(filters, columns.reshape(1, group, span, -1))[0]
     if width is not None:
         rows = Y.reshape((maps, batch) + tuple(out[:-1]) + (width,))[..., : out[-1]]
         moved = rows.transpose((1, 0) + tuple(range(2, 2 + len(out))))
@@ -730,7 +781,10 @@ def _windowed_product(x, w, bias, pads, strides):
     batch, out = windows.shape[0], windows.shape[2 : 2 + rank]
     order = (0, *range(2, 2 + rank), 1, *range(2 + rank, 2 + 2 * rank))
     columns = windows.transpose(order).reshape(batch, math.prod(out), -1)
-    Y = np.matmul(columns, w.reshape(w.shape[0], -1).T)  # (N, positions, M)
+    filters = w.reshape(w.shape[0], -1).T
+    Y = np.empty((batch, math.prod(out), w.shape[0]), w.dtype)  # (N, positions, M)
+    for n in range(batch):
+        _matmul(columns[n], filters, out=Y[n])
     if bias is not None:
         Y += bias
     return Y.transpose(0, 2, 1).reshape((batch, w.shape[0]) + out)
@@ -768,7 +822,7 @@ def _patch_product(X, w, bias, group):
     columns = np.ascontiguousarray(cropped.reshape(split).transpose(order), dtype=w.dtype)
     columns = columns.reshape(batch, group, -1, math.prod(out))
     filters = w.reshape(group, maps // group, -1)
-    Y = np.matmul(filters, columns).reshape((batch, maps) + out)
+    Y = _stacked(filters, columns).reshape((batch, maps) + out)
     if bias is not None:
         Y += bias.reshape((maps,) + (1,) * rank)
     return Y
@@ -819,14 +873,14 @@ def _im2col_product(x, w, bias, pads, strides, dilations, group):
             target = Y[n, :, first * inner : stop * inner]
             for g in range(group):
                 rows_g = slice(g * maps // group, (g + 1) * maps // group)
-                np.matmul(filters[g], matrix[g * span : (g + 1) * span], out=target[rows_g])
+                _matmul(filters[g], matrix[g * span : (g + 1) * span], out=target[rows_g])
             if bias is not None:
                 target += bias
         else:
             product = np.empty((maps, matrix.shape[1]), w.dtype)
             for g in range(group):
                 rows_g = slice(g * maps // group, (g + 1) * maps // group)
-                np.matmul(filters[g], matrix[g * span : (g + 1) * span], out=product[rows_g])
+                _matmul(filters[g], matrix[g * span : (g + 1) * span], out=product[rows_g])
             if bias is not None:
                 product += bias
             Y[n : n + count] = product.reshape(maps, count, size).swapaxes(0, 1)
@@ -969,9 +1023,8 @@ def conv_transpose(
     """ConvTranspose of X (N, C, *in) with W (C, M/group, *k); Y (N, M, *out). Geometry as ONNX
     (see `_transpose_geometry`). Float16 and bfloat16 accumulate in float32."""
     options = (auto_pad, dilations, group, output_padding, output_shape, pads, strides)
-    if X.size * math.prod(W.shape[1:]) < _SERIAL_TERMS:  # the multiply-adds (see conv's)
-        return serially(_conv_transpose, X, W, B, *options, X.ndim == 5)
-    return _conv_transpose(X, W, B, *options, direct=X.ndim == 5)
+    # BLAS at one thread, a large product in parts over the threads (`_stacked`), as for conv
+    return serially(_conv_transpose, X, W, B, *options, X.ndim == 5)
 
 
 @kernel(exact=True)
@@ -1023,7 +1076,7 @@ def _conv_transpose(
         in_per_group = channels // group
         filters = W.astype(acc).reshape(group, in_per_group, -1).transpose(0, 2, 1)
         positions = math.prod(X.shape[2:])
-        products = filters @ X.astype(acc).reshape(batch, group, in_per_group, positions)
+        products = _stacked(filters, X.astype(acc).reshape(batch, group, in_per_group, positions))
         columns = products.reshape((batch, maps) + kernel_shape + X.shape[2:])
         if kernel_shape == strides and all(d == 1 for d in dilations):
             _place_tiles(Y, columns, strides, begins)

@@ -783,3 +783,169 @@ def test_depthwise_conv_in_bands_of_rows_matches_onnxruntime(
     expected = _conv_session(X, W, B, **attrs)
     ours = rt.conv(X, W, B, pads=pads, strides=strides, dilations=dilations, group=channels)
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+def _conv_session_dynamic(X, W, B, **attrs):
+    """onnxruntime's Conv with X declared with symbolic dims (N, C, and every spatial axis)."""
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    dims = ["N", "C"] + [f"S{i}" for i in range(X.ndim - 2)]
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["X", "W", "B"], ["Y"], **attrs)],
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    return expected
+
+
+# (X shape, W shape, pads, strides, dilations, group, path): every path whose products go
+# through conv._matmul, each with a product of at least _SERIAL_TERMS multiply-adds
+_PRODUCT_PART_CASES = [
+    ((1, 64, 41, 39), (128, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
+    ((3, 512, 3, 5), (1024, 512, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
+    ((2, 64, 33, 31), (96, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
+    ((2, 3, 65, 63), (16, 3, 7, 7), (3, 3, 3, 3), (2, 2), (1, 1), 1, "_strided_path"),
+    ((2, 32, 30, 30), (64, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 2, "_strided_path"),
+    ((1, 128, 40, 40), (256, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 2, "_pointwise_path"),
+    ((2, 16, 1000), (32, 16, 5), (2, 2), (1,), (1,), 1, "_strided_path"),
+    ((2, 256, 6, 6), (256, 256, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1, "_gather_path"),
+    ((1, 32, 70, 66), (64, 32, 3, 3), (2, 1, 2, 1), (1, 1), (2, 2), 1, "_im2col_path"),
+    ((8, 16, 24, 25), (32, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1, "_im2col_path"),
+    ((8, 32, 24, 24), (64, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 2, "_im2col_path"),
+    ((2, 4, 40, 41), (32, 4, 9, 9), (4, 4, 4, 4), (1, 1), (1, 1), 1, "_windowed_path"),
+    ((2, 3, 64, 64), (512, 3, 8, 8), (0, 0, 0, 0), (8, 8), (1, 1), 1, "_patch_path"),
+]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations,group,path", _PRODUCT_PART_CASES)
+def test_conv_products_in_parts_give_the_bits_of_one_thread(
+    x_shape, w_shape, pads, strides, dilations, group, path, monkeypatch
+):
+    """At more than one thread a Conv's products of at least _SERIAL_TERMS multiply-adds run in
+    one part per thread (conv._matmul over _threads.run_parts), never over OpenBLAS's threads:
+    at 2 and 3 threads the bits are those of one thread, which match onnxruntime (X declared
+    with dynamic dims there); at one thread nothing splits."""
+    from runtime_support import _threads
+
+    rng = np.random.default_rng(15)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = (rng.normal(size=w_shape) * 0.2).astype(np.float32)
+    B = rng.normal(size=w_shape[0]).astype(np.float32)
+    conv = importlib.import_module("runtime_support.conv")
+    geometry = (pads, strides, dilations, group, "NOTSET")
+    assert conv._conv_plan(X.shape, X.dtype, W.shape, *geometry).path.__name__ == path
+    real_run_parts, parts = _threads.run_parts, []
+
+    def recording(function, count):
+        parts.append(count)
+        return real_run_parts(function, count)
+
+    monkeypatch.setattr(_threads, "run_parts", recording)
+    keywords = dict(pads=pads, strides=strides, dilations=dilations, group=group)
+    before = rt.get_num_threads()
+    try:
+        rt.set_num_threads(1)
+        whole = rt.conv(X, W, B, **keywords)
+        assert not parts
+        for count in (2, 3):
+            rt.set_num_threads(count)
+            parts.clear()
+            split = rt.conv(X, W, B, **keywords)
+            assert parts and set(parts) == {count}
+            assert split.flags.c_contiguous and split.tobytes() == whole.tobytes()
+    finally:
+        rt.set_num_threads(before)
+    attrs = dict(pads=list(pads), strides=list(strides), dilations=list(dilations), group=group)
+    expected = _conv_session_dynamic(X, W, B, **attrs)
+    np.testing.assert_allclose(whole, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_conv_with_the_bias_column_in_parts_gives_the_bits_of_one_thread(monkeypatch):
+    """conv-bias-column's product (_bias_column_conv) runs in parts as well at 2 threads."""
+    from runtime_support import _threads
+
+    rng = np.random.default_rng(16)
+    X = rng.normal(size=(1, 24, 47, 49)).astype(np.float32)
+    W = (rng.normal(size=(144, 24, 1, 1)) * 0.3).astype(np.float32)
+    B = rng.normal(size=144).astype(np.float32)
+    joined = np.concatenate([W, B.reshape(144, 1, 1, 1)], axis=1)
+    real_run_parts, parts = _threads.run_parts, []
+
+    def recording(function, count):
+        parts.append(count)
+        return real_run_parts(function, count)
+
+    monkeypatch.setattr(_threads, "run_parts", recording)
+    before = rt.get_num_threads()
+    try:
+        rt.set_num_threads(1)
+        whole = rt.conv_activation(X, joined, activation="relu", bias_column=True)
+        rt.set_num_threads(2)
+        split = rt.conv_activation(X, joined, activation="relu", bias_column=True)
+    finally:
+        rt.set_num_threads(before)
+    assert parts == [2] and split.tobytes() == whole.tobytes()
+    expected = np.maximum(_conv_session_dynamic(X, W, B), 0)
+    np.testing.assert_allclose(whole, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "x_shape,w_shape,strides,pads,group",
+    [
+        ((2, 64, 33, 31), (64, 32, 2, 2), (2, 2), (0, 0, 0, 0), 1),  # U-Net's tiles, batch 2
+        ((1, 48, 21, 20), (48, 24, 3, 3), (2, 2), (1, 1, 1, 1), 1),  # overlapping windows
+        ((2, 64, 600), (64, 32, 4), (2,), (1, 1), 1),  # one spatial axis
+        ((1, 64, 33, 31), (64, 64, 2, 2), (2, 2), (0, 0, 0, 0), 2),  # two groups
+    ],
+)
+def test_conv_transpose_products_in_parts_give_the_bits_of_one_thread(
+    x_shape, w_shape, strides, pads, group, monkeypatch
+):
+    """ConvTranspose's product of at least _SERIAL_TERMS multiply-adds per sample and group runs
+    in parts at 2 threads (conv._stacked), with the bits of one thread, which match
+    onnxruntime."""
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    from runtime_support import _threads
+
+    rng = np.random.default_rng(17)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = (rng.normal(size=w_shape) * 0.2).astype(np.float32)
+    B = rng.normal(size=w_shape[1] * group).astype(np.float32)
+    assert X[0].size * math.prod(W.shape[1:]) >= group * _threads.SMALL_BLAS_WORK  # per group
+    real_run_parts, parts = _threads.run_parts, []
+
+    def recording(function, count):
+        parts.append(count)
+        return real_run_parts(function, count)
+
+    monkeypatch.setattr(_threads, "run_parts", recording)
+    before = rt.get_num_threads()
+    try:
+        rt.set_num_threads(1)
+        whole = rt.conv_transpose(X, W, B, strides=strides, pads=pads, group=group)
+        rt.set_num_threads(2)
+        split = rt.conv_transpose(X, W, B, strides=strides, pads=pads, group=group)
+    finally:
+        rt.set_num_threads(before)
+    assert parts and set(parts) == {2} and split.tobytes() == whole.tobytes()
+    dims = ["N", "C"] + [f"S{i}" for i in range(X.ndim - 2)]
+    attrs = dict(strides=list(strides), pads=list(pads), group=group)
+    graph = helper.make_graph(
+        [helper.make_node("ConvTranspose", ["X", "W", "B"], ["Y"], **attrs)],
+        "g",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "B")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    np.testing.assert_allclose(whole, expected, rtol=1e-4, atol=1e-4)

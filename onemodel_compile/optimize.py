@@ -23,6 +23,11 @@ Rules:
   y -> y * s + t is the chain's map. Every value along the chain but the last must have no other
   reader and not be a graph output. The map is composed in float64 and rounded once to the
   weights' type. (A chain of any length: matched by hand, not by a pattern.)
+- hard-swish: HardSwish as exporters write it before opset 14 -- paddle2onnx's Add of 3, Clip to
+  [0, 6], Mul by x and Div by 6 (or Mul by 1/6, in any association), torch's x * HardSigmoid(x)
+  with alpha 1/6 and beta 1/2 -- becomes HardSwish (`rt.hard_swish`: one kernel instead of four
+  passes and their arrays); after conv-affine, before conv-activation, which then takes it into
+  the Conv's call like the ONNX HardSwish.
 - conv-activation: a Conv whose result only its activation reads -- Relu, Clip with constant
   single-element bounds, HardSwish, or Sigmoid and the Mul of the result by it (SiLU) -- becomes
   ConvActivation: `rt.conv_activation` applies the activation in place to the Conv's new result,
@@ -792,6 +797,41 @@ GELU_TANH = _gelu(
 )
 
 
+# x * clip(x + 3, 0, 6) / 6 in the associations exporters write; the clip's bounds checked by the
+# build (Clip's bounds are inputs without a sibling, which Scalar's checks need)
+_RELU6_OF_X_PLUS_3 = op(
+    "Clip", op("Add", X, Scalar(3.0)), Value("low", True), Value("high", True), name="clip"
+)
+HARD_SWISH = alt(
+    op("Div", op("Mul", X, _RELU6_OF_X_PLUS_3), Scalar(6.0)),
+    op("Mul", op("Mul", X, _RELU6_OF_X_PLUS_3), Scalar(1 / 6)),
+    op("Mul", X, op("Div", _RELU6_OF_X_PLUS_3, Scalar(6.0))),
+    op("Mul", X, op("Mul", _RELU6_OF_X_PLUS_3, Scalar(1 / 6))),
+    op("Mul", X, op("HardSigmoid", X, name="hard_sigmoid")),
+)
+
+
+def _build_hard_swish(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Built | None:
+    x = m.values["x"]
+    x_type = flow.type_of(x)
+    node = flow.steps[root].node
+    if getattr(x_type, "dtype", None) not in FLOAT_TYPES or flow.type_of(node.outputs[0]) != x_type:
+        return None
+    if "clip" in m.nodes:
+        constants = flow.resolved.constants
+        bounds = [constants[m.values[name]] for name in ("low", "high")]
+        if any(b.size != 1 for b in bounds) or [float(b.reshape(())) for b in bounds] != [0, 6]:
+            return None
+        note = "HardSwish: x * clip(x + 3, 0, 6) / 6 in one kernel call"
+    else:
+        attrs = flow.steps[m.nodes["hard_sigmoid"]].node.attrs
+        alpha, beta = float(attrs.get("alpha", 0.2)), float(attrs.get("beta", 0.5))  # type: ignore[arg-type]
+        if abs(alpha - 1 / 6) > 1e-6 or beta != 0.5:
+            return None
+        note = "HardSwish: x * HardSigmoid(x) (alpha 1/6, beta 1/2) in one kernel call"
+    return Built(_fused_node("HardSwish", node, [x], {}), note)
+
+
 def _gelu_build(approximate: str, formula: str):
     def build(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Built | None:
         x = m.values["x"]
@@ -1070,11 +1110,12 @@ def _fuse_conv_activation(rewrite: _Rewrite) -> None:
         )  # fmt: skip
         emitter = lookup("ConvActivation", fused.DOMAIN, 1, "fast", node.label)
         folded = getattr(step, "fused", ())  # fold_conv_affine's nodes
-        applied = tuple(steps[i].node for i in pattern)
+        applied = tuple(n for i in pattern for n in model_nodes(steps[i]))
         note = "Conv"
         if folded:
             note += f" with {', '.join(n.op_type for n in folded)} folded in"
-        note += f", then {' and '.join(n.op_type for n in applied)} in place, in one call"
+        activations = [steps[i].node.op_type for i in pattern]
+        note += f", then {' and '.join(activations)} in place, in one call"
         steps[index] = FusedStep(new, emitter, step.bodies, folded + applied, node, note)
         flow.move_symbols(
             [value, *(steps[i].node.outputs[0] for i in pattern[:-1])], last.outputs[0]
@@ -1091,7 +1132,9 @@ def _conv_activation(flow: _Flow, value: str):
         return None
     first = _reader(flow.steps, value, flow.producer[value])
     node = flow.steps[first].node if first is not None else None
-    if node is None or node.domain or node.inputs[:1] != [value]:
+    # the model's nodes, or the HardSwish the hard-swish rule made of them
+    ours = node is not None and (node.domain, node.op_type) == (fused.DOMAIN, "HardSwish")
+    if node is None or (node.domain and not ours) or node.inputs[:1] != [value]:
         return None
     if readers == 2:  # SiLU: Mul(value, Sigmoid(value)), in either operand order
         mul = flow.next_reader(node.outputs[0]) if node.op_type == "Sigmoid" else None
@@ -1195,6 +1238,7 @@ def _bias_column(rewrite: _Rewrite) -> None:
 # The rules in the order they run (see the module docstring).
 RULES = (
     Rule("conv-affine", _fold_conv_affine),
+    PatternRule("hard-swish", HARD_SWISH, _build_hard_swish),
     Rule("conv-activation", _fuse_conv_activation),
     Rule("conv-bias-column", _bias_column),
     Rule("batch-norm", _fold_batch_norm),

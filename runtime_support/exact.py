@@ -29,6 +29,7 @@ import weakref
 
 import numpy as np
 
+from runtime_support._constants import immutable_root as _immutable_root
 from runtime_support._kernels import kernel
 from runtime_support.exact_math import (
     _fast_two_sum,
@@ -640,21 +641,6 @@ def _special_values(A: np.ndarray, B: np.ndarray, C: np.ndarray) -> np.ndarray:
     C = np.where(positive > 0, np.inf, C)
     C = np.where(negative > 0, -np.inf, C)
     return np.where(nan, np.nan, C)
-
-
-def _immutable_root(x: np.ndarray) -> np.ndarray | None:
-    """The array that owns x's memory when nothing can ever change that memory (a read-only view
-    of bytes or of a read-only buffer, as the weights file's memory map is), else None."""
-    root = x
-    while isinstance(root.base, np.ndarray):
-        if root.flags.writeable:
-            return None
-        root = root.base
-    if root.flags.writeable:
-        return None
-    if isinstance(root.base, bytes) or (isinstance(root.base, memoryview) and root.base.readonly):
-        return root
-    return None
 
 
 # Slices of constant operands (weights: a MatMul's or Gemm's right-hand matrix, a Conv's filters),

@@ -8,9 +8,11 @@ Every kernel is exact, the same bits on every machine:
   correctly (float32 carries more than twice their precision plus two bits);
 - rounding is half to even (`np.rint`), saturation to the target's range is a comparison, and NaN
   goes to the target's minimum (what onnxruntime gives), defined rather than left to the cast;
-- integer products and sums run in float64 through BLAS: each term is an integer of magnitude at
-  most 255 * 255, so every partial sum is an integer below 2**53 (for reductions shorter than
-  10**11 terms) and exact in any summation order. Sums wrap to int32 as integer arithmetic does.
+- integer products and sums run through BLAS on exact integers, in float32 when every partial sum
+  provably stays below 2**24 (the data's type bounds one factor, the weights' sums of magnitudes
+  are computed: runtime_support.linalg.integer_sum_type), else in float64 (each term at most
+  255 * 255, every partial sum below 2**53 for reductions shorter than 10**11 terms). Either way
+  the sums are exact in any summation order. Sums wrap to int32 as integer arithmetic does.
 
 Scales and zero points are per tensor (a scalar or a one-element vector), per axis (a vector
 along `axis`) or blocked (`block_size` > 0: the input's rank, each element covering `block_size`
@@ -30,6 +32,7 @@ import numpy as np
 from runtime_support._dtypes import is_float_dtype
 from runtime_support._kernels import kernel
 from runtime_support.conv import conv
+from runtime_support.linalg import integer_span, shifted_integers
 
 __all__ = [
     "cast_small",
@@ -237,15 +240,23 @@ def qlinear_matmul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, 
     return _requantize(np.matmul(left, right), multiplier, np.asarray(y_zero_point).reshape(()))
 
 
+def _map_sums(magnitudes: np.ndarray) -> np.ndarray:
+    """Each output map's sum of filter magnitudes ((M, C/group, *kernel) -> (M,))."""
+    return magnitudes.reshape(magnitudes.shape[0], -1).sum(axis=1)
+
+
 def _integer_conv(x, x_zero_point, w, w_zero_point, geometry) -> np.ndarray:
-    """The convolution of (x - x_zero_point) with (w - w_zero_point), as exact float64 integers.
-    Padding adds zeros after the shift, that is x_zero_point before it."""
-    shifted_x = x.astype(np.float64)
-    if x_zero_point is not None:
-        shifted_x -= np.asarray(x_zero_point, dtype=np.float64).reshape(())
-    shifted_w = w.astype(np.float64)
+    """The convolution of (x - x_zero_point) with (w - w_zero_point), as exact integers in float32
+    or float64 (runtime_support.linalg.shifted_integers: x's type bounds its factor, each output
+    map's sum of filter magnitudes is computed; a constant w is shifted once). Padding adds zeros
+    after the shift, that is x_zero_point before it."""
+    zero_w = None
     if w_zero_point is not None:
-        shifted_w -= _along(w_zero_point, 0, w.ndim).astype(np.float64)
+        zero_w = _along(w_zero_point, 0, w.ndim).astype(np.float64)
+    shifted_w = shifted_integers(w, zero_w, integer_span(x.dtype), _map_sums)
+    shifted_x = x.astype(shifted_w.dtype)
+    if x_zero_point is not None:
+        shifted_x -= np.asarray(x_zero_point, dtype=shifted_w.dtype).reshape(())
     return conv(shifted_x, shifted_w, **geometry)
 
 
@@ -290,7 +301,9 @@ def qlinear_conv(
     channel by x_scale * w_scale / y_scale (computed in float32) and requantized. The geometry
     as runtime_support.conv takes it."""
     geometry = dict(pads=pads, strides=strides, dilations=dilations, group=group, auto_pad=auto_pad)
-    accumulator = _integer_conv(x, x_zero_point, w, w_zero_point, geometry)
+    accumulator = _integer_conv(x, x_zero_point, w, w_zero_point, geometry).astype(
+        np.float64, copy=False
+    )
     spatial = (1,) * (x.ndim - 2)
     if B is not None:
         accumulator += B.astype(np.float64).reshape((-1,) + spatial)

@@ -1297,3 +1297,83 @@ def test_bias_column_only_for_expansions_of_one_sample(c_in, c_out, size, batch,
     (expected,) = _onnxruntime(model, x)
     fast = onemodel_compile.load_compiled(model, "fast").run(x).y
     np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+
+
+def hard_swish_model(form: str, conv: bool = True, bounds=(0.0, 6.0)) -> onnx.ModelProto:
+    """x[2, 4, 9, 9] -> (Conv 3x3 ->) HardSwish as exporters write it before opset 14 -> y.
+    form: "paddle" (Add 3, Clip 0..6, Mul x, Div 6), "paddle_mul" (... Mul by 1/6 last),
+    "inner_div" (x * (clip / 6)), "torch" (x * HardSigmoid(x, alpha 1/6, beta 1/2))."""
+    r = models.rng(3)
+    inits = [
+        init("W", r.standard_normal((CHANNELS, 4, 3, 3)).astype(np.float32)),
+        init("three", np.array(3.0, np.float32)),
+        init("low", np.array(bounds[0], np.float32)),
+        init("high", np.array(bounds[1], np.float32)),
+        init("six", np.array(6.0, np.float32)),
+        init("sixth", np.array(1 / 6, np.float32)),
+    ]
+    nodes = []
+    x = "x"
+    if conv:
+        nodes.append(helper.make_node("Conv", ["x", "W"], ["c"], kernel_shape=[3, 3], pads=[1] * 4))
+        x = "c"
+    if form == "torch":
+        nodes += [
+            helper.make_node("HardSigmoid", [x], ["s"], alpha=1 / 6, beta=0.5),
+            helper.make_node("Mul", [x, "s"], ["y"]),
+        ]
+    else:
+        nodes += [
+            helper.make_node("Add", [x, "three"], ["a"]),
+            helper.make_node("Clip", ["a", "low", "high"], ["k"]),
+        ]
+        nodes += {
+            "paddle": [
+                helper.make_node("Mul", [x, "k"], ["m"]),
+                helper.make_node("Div", ["m", "six"], ["y"]),
+            ],
+            "paddle_mul": [
+                helper.make_node("Mul", ["k", x], ["m"]),
+                helper.make_node("Mul", ["m", "sixth"], ["y"]),
+            ],
+            "inner_div": [
+                helper.make_node("Div", ["k", "six"], ["m"]),
+                helper.make_node("Mul", [x, "m"], ["y"]),
+            ],
+        }[form]
+    channels = CHANNELS if conv else 4
+    graph = helper.make_graph(
+        nodes,
+        "hard_swish",
+        [tensor("x", [2, 4, 9, 9])],
+        [tensor("y", [2, channels, 9, 9])],
+        initializer=inits,
+    )
+    return models.finish(graph, opset=13)
+
+
+@pytest.mark.parametrize("form", ["paddle", "paddle_mul", "inner_div", "torch"])
+@pytest.mark.parametrize("conv", [True, False])
+def test_hard_swish_as_exporters_write_it_becomes_one_kernel(form, conv):
+    model = hard_swish_model(form, conv)
+    source = generate(model, "fast").source
+    if conv:
+        assert source.count('activation="hard_swish"') == 1 and "rt.conv_activation(" in source
+    else:
+        assert source.count("rt.hard_swish(") == 1
+    for gone in ("np.clip(", "np.divide(", "np.multiply(", "rt.hard_sigmoid(", "np.add("):
+        assert gone not in source
+    x = _input(model) * 4  # past both bends of the curve
+    (expected,) = _onnxruntime(model, x)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_other_clip_bounds_are_not_hard_swish():
+    model = hard_swish_model("paddle", conv=False, bounds=(0.0, 5.0))
+    source = generate(model, "fast").source
+    assert "rt.hard_swish(" not in source and "np.clip(" in source
+    x = _input(model) * 4
+    (expected,) = _onnxruntime(model, x)
+    fast = onemodel_compile.load_compiled(model, "fast").run(x).y
+    np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)

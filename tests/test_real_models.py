@@ -1,4 +1,5 @@
-"""Real exported models (tests/real_models/, built by tools/make_real_models.py; see the README
+"""Real exported models (tests/real_models/, built by tools/make_real_models.py (torch),
+tools/make_tf_models.py (tf2onnx) and tools/make_paddle_models.py (paddle2onnx); see the README
 there for which exporter made each): each compiles in both variants and reproduces onnxruntime
 1.31.1's stored outputs on both stored feed sets, as exported and again with every input dim made
 symbolic.
@@ -17,8 +18,7 @@ exact one-line failure as the reason; the marks are strict, so a fixed case show
 failing and its line is removed. `python tests/test_real_models.py` prints the current failures
 in the table's format. This test never needs torch.
 
-233 cases (58 models x 2 variants x as-is/symbolic, and the set check): about 30 s of CPU, 30-45 s
-wall serially, 45-65 s at `-n 2` on the shared 2-core machine under other engineers' load.
+301 cases (75 models x 2 variants x as-is/symbolic, and the set check).
 """
 
 from __future__ import annotations

@@ -133,14 +133,21 @@ import io
 import math
 import sys
 import warnings
-import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from tools.real_models_common import (
+    OUT,
+    Built,
+    all_nodes,
+    remove_models,
+    save_built,
+    write_readme_section,
+)
 
 try:
     import torch
@@ -152,23 +159,7 @@ except ImportError:  # pragma: no cover - a message, not a traceback
         ".venv/bin/pip install torch==2.13.0 onnxscript==0.7.2"
     )
 
-ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "tests" / "real_models"
-TORCH_RTOL, TORCH_ATOL = 1e-3, 1e-4
-
-
-@dataclass
-class Built:
-    """One model: the ModelProto, its two feed sets, and torch's outputs for them (None for the
-    onnx.helper graphs), plus what the README says about it."""
-
-    name: str
-    made_by: str
-    opset: int
-    dynamic: str
-    model: onnx.ModelProto
-    feeds: list[dict[str, np.ndarray]]
-    torch_outputs: list[list[np.ndarray]] | None = None
+TOOL = "tools/make_real_models.py"
 
 
 # --------------------------------------------------------------------------------------------
@@ -242,7 +233,7 @@ def export_dynamo(module, example, opset, inputs, outputs, dynamic_shapes) -> on
     # Each node's stack trace names this file's absolute path and line numbers: dropped, so the
     # bytes do not depend on where the repository is or on edits elsewhere in this script. The
     # exporter's other metadata (namespace, class hierarchy, fx node) stays.
-    for node in _all_nodes(model.graph):
+    for node in all_nodes(model.graph):
         kept = [p for p in node.metadata_props if p.key != "pkg.torch.onnx.stack_trace"]
         del node.metadata_props[:]
         node.metadata_props.extend(kept)
@@ -2773,112 +2764,25 @@ DERIVED = frozenset(
 )
 
 
-def run_onnxruntime(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    import onnxruntime
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = options.inter_op_num_threads = 1
-    session = onnxruntime.InferenceSession(
-        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
-    return session.run(None, feeds)
-
-
-def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """np.savez with fixed timestamps and order, so the bytes depend on the arrays alone."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for key, value in arrays.items():
-            member = io.BytesIO()
-            # not ascontiguousarray, which makes a 0-d array 1-d
-            np.lib.format.write_array(member, np.asarray(value, order="C"), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, member.getvalue())
-    path.write_bytes(buffer.getvalue())
-
-
-def shape_text(feeds: dict[str, np.ndarray]) -> str:
-    return ", ".join(f"{name} {list(value.shape)}" for name, value in feeds.items())
-
-
 def build(name: str, out: Path) -> dict:
     builder = BUILDERS[name]
     built = builder(out) if name in DERIVED else builder()
     assert built.name == name, (built.name, name)
-    model = built.model
-    arrays: dict[str, np.ndarray] = {}
-    output_names = [o.name for o in model.graph.output]
-    for k, feeds in enumerate(built.feeds):
-        results = run_onnxruntime(model, feeds)
-        if built.torch_outputs is not None:
-            for output, ours, theirs in zip(output_names, results, built.torch_outputs[k]):
-                np.testing.assert_allclose(
-                    ours,
-                    theirs,
-                    rtol=TORCH_RTOL,
-                    atol=TORCH_ATOL,
-                    err_msg=f"{name} feed set {k} output {output}: onnxruntime against torch",
-                    strict=True,
-                )
-        for input_name, value in feeds.items():
-            arrays[f"{k}:input:{input_name}"] = value
-        for output_name, value in zip(output_names, results):
-            arrays[f"{k}:output:{output_name}"] = np.asarray(value)
-    onnx_path = out / f"{name}.onnx"
-    onnx.save(model, onnx_path)
-    write_npz(out / f"{name}.npz", arrays)
-    ops = sorted({n.op_type for n in _all_nodes(model.graph)})
-    return {
-        "name": name,
-        "made_by": built.made_by,
-        "opset": built.opset,
-        "dynamic": built.dynamic,
-        "sizes": " / ".join(shape_text(f) for f in built.feeds),
-        "bytes": onnx_path.stat().st_size,
-        "ops": ops,
-    }
+    return save_built(built, out, "torch")
 
 
-def _all_nodes(graph: onnx.GraphProto):
-    for node in graph.node:
-        yield node
-        for attribute in node.attribute:
-            if attribute.type == onnx.AttributeProto.GRAPH:
-                yield from _all_nodes(attribute.g)
-            for sub in attribute.graphs:
-                yield from _all_nodes(sub)
-
-
-def write_readme(out: Path, rows: list[dict]) -> None:
-    lines = [
-        "# Real exported models",
-        "",
-        "Built by `tools/make_real_models.py` (needs torch: `.venv/bin/pip install torch==2.13.0 "
-        "onnxscript==0.7.2`, then `.venv/bin/python -m tools.make_real_models`); checked by "
-        "`tests/test_real_models.py`. `NAME.npz` holds two feed sets `k` = 0, 1 as "
-        "`<k>:input:<name>` and onnxruntime 1.31.1's outputs as `<k>:output:<name>`.",
-        "",
-        "- torch.onnx legacy: `torch.onnx.export(module, args, dynamo=False, opset_version=OPSET, "
-        "input_names=..., output_names=..., dynamic_axes=..., do_constant_folding=True)` "
-        "(a `torch.jit.script` module for the script_* models), torch 2.13.0.",
-        "- torch.onnx dynamo: `torch.onnx.export(module, args, dynamo=True, opset_version=OPSET, "
-        "input_names=..., output_names=..., dynamic_shapes=(torch.export.Dim ...), "
-        "optimize=True)`, onnxscript 0.7.2; each node's stack-trace metadata dropped.",
-        "- onnx.helper: written node by node in the style of the named converter.",
-        "",
-        "| model | made by | opset | dynamic axes | feed sets (0 / 1) | .onnx bytes |",
-        "|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row['name']} | {row['made_by']} | {row['opset']} | {row['dynamic']} | "
-            f"{row['sizes']} | {row['bytes']} |"
-        )
-    lines += ["", "## Operator types", ""]
-    for row in rows:
-        lines.append(f"- {row['name']}: {' '.join(row['ops'])}")
-    (out / "README.md").write_text("\n".join(lines) + "\n")
+ABOUT = [
+    "Needs torch: `.venv/bin/pip install torch==2.13.0 onnxscript==0.7.2`, then "
+    "`.venv/bin/python -m tools.make_real_models`.",
+    "",
+    "- torch.onnx legacy: `torch.onnx.export(module, args, dynamo=False, opset_version=OPSET, "
+    "input_names=..., output_names=..., dynamic_axes=..., do_constant_folding=True)` "
+    "(a `torch.jit.script` module for the script_* models), torch 2.13.0.",
+    "- torch.onnx dynamo: `torch.onnx.export(module, args, dynamo=True, opset_version=OPSET, "
+    "input_names=..., output_names=..., dynamic_shapes=(torch.export.Dim ...), "
+    "optimize=True)`, onnxscript 0.7.2; each node's stack-trace metadata dropped.",
+    "- onnx.helper: written node by node in the style of the named converter.",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -2895,11 +2799,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(f"{name}: {row['bytes']} bytes, {row['sizes']}")
     if not args.only:
-        stale = {p.stem for p in args.out.glob("*.onnx")} - set(BUILDERS)
-        for stem in sorted(stale):
-            (args.out / f"{stem}.onnx").unlink()
-            (args.out / f"{stem}.npz").unlink(missing_ok=True)
-        write_readme(args.out, rows)
+        remove_models(args.out, write_readme_section(args.out, TOOL, ABOUT, rows))
     return 0
 
 

@@ -17,6 +17,8 @@ rounds differently from the nodes it replaces, whatever its kernel's own exactne
   @ V over the last two axes, K already transposed (..., D, T), as exporters write attention
   before opset 23 (GPT-2's causal Where, BERT's additive mask); one kernel for all the heads
   (rt.attention_heads).
+- HardSwish(X) = x * clip(x + 3, 0, 6) / 6 (or x * HardSigmoid(x) with alpha 1/6, beta 1/2)
+  as exporters write HardSwish before opset 14, computed by HardSwish-14's fast kernel.
 - ConvActivation(X, W[, B]) = a Conv and the activation after it (Relu, Clip with constant
   bounds, HardSwish, or SiLU as Sigmoid and Mul), the activation applied in place to the Conv's
   result in the same kernel call.
@@ -66,6 +68,11 @@ def attention(view: NodeView) -> Expr:
         if view.input(position) is not None:
             keywords[name] = view.input(position)
     return call("rt.attention_heads", Q, K, V, **keywords)
+
+
+@emitter("HardSwish", since=1, domain=DOMAIN, exact=False)
+def hard_swish(view: NodeView) -> Expr:
+    return call("rt.hard_swish", view.inputs[0])
 
 
 # Not exact: the convolution sums through BLAS (as Conv's fast kernel).

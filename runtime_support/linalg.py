@@ -12,10 +12,14 @@ SkylakeX kernels (it picked them for this CPU, which has the AVX-512 sets they a
 against np.matmul has passed, it is np.matmul. Neither is exact (BLAS's order of summation depends
 on the build and the CPU); docs/decisions.md, "Products by a constant weight".
 
-At more than one thread (runtime_support.set_num_threads) the product is split into bands of the
-weight's columns, one kernel call per band, over the runtime's pool (`run_parts`): ctypes releases
-the GIL during the call. Every element is the same sum in the same order whatever the band it falls
-in, so the split result has the bits of the whole (tests/test_linalg_weight.py).
+At more than one thread (runtime_support.set_num_threads) a product under
+_threads.SMALL_BLAS_WORK multiply-adds runs the kernel in the calling thread (OpenBLAS would split
+it and wait for its second thread), a larger one is np.matmul with OpenBLAS's threads. With
+SPLIT_MULTIPLY_ADDS set, larger products run the kernel in bands of the weight's columns over the
+runtime's pool (`run_parts`; ctypes releases the GIL during the call); every element is the same
+sum in the same order whatever the band it falls in, so the split result has the bits of the
+whole (tests/test_linalg_weight.py). Off by default: measured slower than OpenBLAS's threads on a
+quiet machine.
 """
 
 from __future__ import annotations
@@ -46,9 +50,13 @@ _CORE_SYMBOLS = (
 _CPU_FLAGS = ("avx512f", "avx512dq", "avx512bw", "avx512vl")
 # ONEMODEL_BLAS_KERNEL=0 in the environment: always np.matmul.
 _DISABLE_VARIABLE = "ONEMODEL_BLAS_KERNEL"
-# At more than one thread, products of fewer multiply-adds run in the calling thread alone (the
-# hand-off to a worker costs about 10-20 us); bands are multiples of the kernel's 64 rows.
-SPLIT_MULTIPLY_ADDS = 16_000_000
+# At more than one thread, products of _threads.SMALL_BLAS_WORK multiply-adds or more go to
+# np.matmul (OpenBLAS's own threads), unless SPLIT_MULTIPLY_ADDS is set: then those of at least
+# that many run the kernel in bands of the weight's columns (multiples of its 64) over the
+# runtime's pool. None by default: on the quiet machine the bands made the transformers 1.57-2.30x
+# onnxruntime at 2 threads where OpenBLAS's threads gave 1.30-1.53 (docs/performance.md, session
+# 9); under load they were 0.2-1.3x where OpenBLAS's threads waited (4-9x).
+SPLIT_MULTIPLY_ADDS: int | None = None
 _BAND = 64
 # Above this many rows OpenBLAS's packed product is faster (its copy of the weight is amortized over
 # the rows, and the kernel reads the weight once per 4 rows): np.matmul.
@@ -177,9 +185,12 @@ def matmul_weight(a, w):
         return np.matmul(a, w)
     m, k = a.shape
     n = w.shape[1]
+    threads, work = _threads.get_num_threads(), m * n * k
+    large = threads > 1 and work >= _threads.SMALL_BLAS_WORK
+    if large and SPLIT_MULTIPLY_ADDS is None:
+        return np.matmul(a, w)  # OpenBLAS's own threads
     out = np.empty((m, n), np.float32)
-    threads = _threads.get_num_threads()
-    if threads <= 1 or m * n * k < SPLIT_MULTIPLY_ADDS or n < 2 * _BAND:
+    if not large or work < SPLIT_MULTIPLY_ADDS or n < 2 * _BAND:
         _call(function, a, w, out, 0, n)
         return out
     step = -(-n // (2 * threads * _BAND)) * _BAND

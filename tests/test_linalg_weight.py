@@ -19,7 +19,7 @@ from onnx import helper
 
 import runtime_support as rt
 from onemodel_compile import compile_model
-from runtime_support import linalg
+from runtime_support import _threads, linalg
 from tests import models
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,13 +86,24 @@ def test_the_kernel_is_within_the_float32_bound_of_the_float64_product(m, k, n, 
 @needs_kernel
 @pytest.mark.parametrize("m,k,n", SHAPES)
 @pytest.mark.parametrize("threads", [2, 3])
-def test_split_over_threads_gives_the_bits_of_one_thread(m, k, n, threads, restore):
+def test_split_over_threads_gives_the_bits_of_one_thread(m, k, n, threads, restore, monkeypatch):
     a, w = _operands(m, k, n, seed=1)
     rt.set_num_threads(1)
     whole = rt.matmul_weight(a, w)
+    monkeypatch.setattr(_threads, "SMALL_BLAS_WORK", 0)
     linalg.SPLIT_MULTIPLY_ADDS = 0  # split whatever the size (bands of 64 columns)
     rt.set_num_threads(threads)
     np.testing.assert_array_equal(rt.matmul_weight(a, w), whole)
+
+
+@needs_kernel
+def test_at_two_threads_small_products_run_the_kernel_large_ones_np_matmul(restore):
+    rt.set_num_threads(2)
+    small, large = _operands(14, 128, 512, seed=8), _operands(56, 384, 1536, seed=8)
+    direct = np.full((14, 512), np.nan, np.float32)
+    linalg._call(KERNEL, *small, direct, 0, 512)
+    np.testing.assert_array_equal(rt.matmul_weight(*small), direct)
+    np.testing.assert_array_equal(rt.matmul_weight(*large), np.matmul(*large))
 
 
 @pytest.mark.parametrize("m,k,n", SHAPES[:5])

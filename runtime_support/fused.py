@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from runtime_support._kernels import kernel
-from runtime_support._threads import run_ranges
+from runtime_support._threads import blas_threads_for, run_ranges
 from runtime_support.activation import rows_max, softmax, softmax_rows
 
 __all__ = ["attention_heads"]
@@ -20,7 +20,18 @@ def attention_heads(q, k, v, *, scale=None, mask=None, keep=None, fill=None):
 
     Two batched products (one BLAS call per head, views of the exporters' transposed heads as
     they are); the scale, the fill, the mask and the softmax in place in the scores: one scores
-    array in all. (Scaling q instead measured the same, at the cost of a copy of q.)"""
+    array in all. (Scaling q instead measured the same, at the cost of a copy of q.)
+
+    At more than one thread, heads whose products are under _threads.SMALL_BLAS_WORK each (all
+    the benchmark transformers': 128 x 128 x 64 is 1 M) run them at one BLAS thread: OpenBLAS
+    splits each such product over its threads and waits for the second at every head, which on
+    a loaded machine took 340-360 ms of bert_op17's 800 ms run (docs/performance.md, session 9)."""
+    largest = q.shape[-2] * k.shape[-1] * max(q.shape[-1], v.shape[-1]) if q.ndim >= 2 else 0
+    with blas_threads_for(largest):
+        return _attention_heads(q, k, v, scale, mask, keep, fill)
+
+
+def _attention_heads(q, k, v, scale, mask, keep, fill):
     scores = np.matmul(q, k)
     if scale is not None:
         np.multiply(scores, scores.dtype.type(scale), out=scores)

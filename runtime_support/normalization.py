@@ -19,7 +19,7 @@ import numpy as np
 from runtime_support._dtypes import dtype_from_name
 from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
-from runtime_support._threads import run_ranges
+from runtime_support._threads import blas_threads_for, run_ranges
 from runtime_support.exact import exact_mean, exact_standardize, exact_sum
 from runtime_support.exact_math import exact_pow
 
@@ -261,8 +261,11 @@ def _layer_normalization32(X, Scale, B, axis, count, epsilon, out=None):
         )  # fmt: skip
 
     # runs of whole groups of 32 rows: OpenBLAS's matrix-vector kernels take rows in groups,
-    # the last few alone, so a run's rows then get the bits they get in the whole
-    run_ranges(run, rows.shape[0], count, align=32)
+    # the last few alone, so a run's rows then get the bits they get in the whole. Their
+    # products at one BLAS thread when small (at more than one thread OpenBLAS splits a
+    # matrix-vector product of 10^4 elements or more and waits for its second thread)
+    with blas_threads_for(rows.size):
+        run_ranges(run, rows.shape[0], count, align=32)
     stats_shape = X.shape[:axis] + (1,) * (X.ndim - axis)
     Y = Y.reshape(X.shape) if out is None else out
     return Y, mean.reshape(stats_shape), inv_std.reshape(stats_shape)

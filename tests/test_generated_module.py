@@ -546,6 +546,10 @@ def _new_array_cases():
         "rt.tile": [((x32, (1, 1, 1, 1)), {}), ((x64, (1, 2, 1, 1)), {})],
         "rt.constant_of_shape": [(((2, 3), 1.5), dict(dtype=np.float32))],
         "rt.arange": [((0, 5, 1), dict(dtype=np.int64))],
+        "rt.matmul_weight": [
+            ((x32.reshape(-1, 5), w.reshape(-1, 12)[:5].copy()), {}),  # the kernel, if usable
+            ((x64.reshape(-1, 5), w.reshape(-1, 12)[:5].astype(np.float64)), {}),  # np.matmul
+        ],
     }
 
 

@@ -2,7 +2,7 @@
 process, both sides in alternating blocks, and optionally where the time goes per node.
 
     .venv/bin/python -m tools.bench_pair bert gpt2 [--threads 1] [--budget 3] [--profile] \\
-        [--compare-split] [--cache .cache/bench-pair]
+        [--compare-split] [--compare-kernel] [--cache .cache/bench-pair]
 
 Models are onnx's light_*.onnx (as tools/bench prepares them) and those of tools/bench_models.MODELS
 whose name contains one of the arguments. The thread
@@ -100,6 +100,32 @@ def compare_split(module, arguments, budget: float) -> str:
     )
 
 
+def compare_weight_kernel(module, arguments, sess, feeds, budget: float) -> str:
+    """The module with rt.matmul_weight's kernel and with its np.matmul fallback forced, and
+    onnxruntime, interleaved: the kernel's gain in one process (runtime_support/linalg.py)."""
+    from runtime_support import linalg
+
+    kernel = linalg._kernel()
+
+    def with_kernel(function):
+        def run():
+            before, linalg._state["kernel"] = linalg._state["kernel"], function
+            try:
+                module.run(*arguments)
+            finally:
+                linalg._state["kernel"] = before
+
+        return run
+
+    runs = [with_kernel(kernel), with_kernel(None), lambda: sess.run(None, feeds)]
+    (ours, fallback, ort), (ours_cpu, fallback_cpu, ort_cpu) = interleaved(runs, budget)
+    return (
+        f"{linalg.weight_kernel()}: {1e3 * ours:8.3f} ms (/ ort {ours / ort:5.2f}), np.matmul "
+        f"{1e3 * fallback:8.3f} ms (/ ort {fallback / ort:5.2f}), ort {1e3 * ort:8.3f} ms; "
+        f"cpu time / ort: {ours_cpu / ort_cpu:5.2f} and {fallback_cpu / ort_cpu:5.2f}"
+    )
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("only", nargs="*")
@@ -111,6 +137,11 @@ def main(argv=None) -> int:
         "--compare-split",
         action="store_true",
         help="also time the module with runtime_support's own kernels split and unsplit",
+    )
+    parser.add_argument(
+        "--compare-kernel",
+        action="store_true",
+        help="also time the module with rt.matmul_weight's kernel and its np.matmul fallback",
     )
     args = parser.parse_args(argv)
     threads = args.threads
@@ -141,6 +172,9 @@ def main(argv=None) -> int:
         )
         if args.compare_split:
             print("  " + compare_split(module, arguments, args.budget), flush=True)
+        if args.compare_kernel:
+            line = compare_weight_kernel(module, arguments, sess, built.feeds, args.budget)
+            print("  " + line, flush=True)
         if args.profile:
             runs = max(3, int(1.0 / compiled))
             profile = statement_profile(module, arguments, runs)

@@ -30,7 +30,8 @@ def matmul(view: NodeView) -> pyir.Expr:
     at one thread). The result's shape is the output's dims as the module knows them (Python ints
     and the symbols it read off .shape), else A's leading dims read at run time."""
     A, B = view.inputs[:2]
-    product = call("np.matmul", A, B)
+    function = "rt.matmul_weight" if _by_weight(A, B) else "np.matmul"
+    product = call(function, A, B)
     k = _inner(A, B)
     if A.rank is not None and A.rank >= 3 and B.rank == 2 and k:
         shape = _shape(view, view.out.shape) if view.out.rank == A.rank else None
@@ -38,9 +39,23 @@ def matmul(view: NodeView) -> pyir.Expr:
             n = B.shape[1] if isinstance(B.shape[1], int) else index(attr(B, "shape"), 1)
             leading = index(attr(A, "shape"), pyir.Slice(None, pyir.Lit(-1)))
             shape = binop("+", leading, pyir.tuple_of([n]))
-        flat = call("np.matmul", method(A, "reshape", -1, k), B)
+        flat = call(function, method(A, "reshape", -1, k), B)
         return _in_type(method(flat, "reshape", shape), A.dtype)
     return _in_type(product, A.dtype)
+
+
+def _by_weight(A: Operand, B: Operand) -> bool:
+    """float32 activations of rank 2 or more times a constant float32 matrix (a Linear layer's
+    weight): rt.matmul_weight, which skips OpenBLAS's per-call copy of the weight where it can
+    (runtime_support/linalg.py) and is np.matmul elsewhere."""
+    return (
+        B.const is not None
+        and B.const.ndim == 2
+        and B.const.dtype == np.float32
+        and A.dtype == np.float32
+        and A.rank is not None
+        and A.rank >= 2
+    )
 
 
 def _in_type(product: pyir.Expr, dtype) -> pyir.Expr:
@@ -64,7 +79,11 @@ def gemm(view: NodeView) -> pyir.Expr:
     a = attr(A, "T") if view.attr("transA") else A
     b = attr(B, "T") if view.attr("transB") else B
     alpha, beta = float(view.attr("alpha")), float(view.attr("beta"))
-    product = binop("@", a, b)
+    product: pyir.Expr
+    if not view.attr("transA") and not view.attr("transB") and _by_weight(A, B):
+        product = call("rt.matmul_weight", A, B)
+    else:
+        product = binop("@", a, b)
     if alpha != 1.0:
         product = binop("*", scalar(alpha, A.dtype), product)
     if C is None or beta == 0.0:

@@ -84,7 +84,9 @@ if os.environ.get("ONEMODEL_KEEP_FREED_MEMORY", "1") != "0":  # docs/decisions.m
 # Bumped whenever a generated module would need a changed runtime_support; modules check it at import.
 # 3: the fused kernels (attention_heads, conv_activation, rms_normalization), the size-checking
 # constant_of_shape/expand/tile/arange, com.microsoft, strings, training, random and small types.
-API_VERSION = 3
+# 4: matmul_weight (products by a constant weight), lstm_step, pad_reflect_axis, the session-9
+# com.microsoft kernels (MoE, QMoE, LinearAttention, ...).
+API_VERSION = 4
 
 
 class IncompatibleRuntime(ImportError):

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import re
 import warnings
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -37,6 +35,8 @@ from typing import Callable
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from tools.real_models_common import write_npz
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "ml_models"
@@ -1053,20 +1053,6 @@ BUILDERS: dict[str, Callable[[], Built]] = {
         tree_ensemble_v5_forest,
     ]
 }
-
-
-def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """np.savez with fixed timestamps and order (as tools/make_real_models.py writes them, which
-    imports torch), so the bytes depend on the arrays alone."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for key, value in arrays.items():
-            member = io.BytesIO()
-            np.lib.format.write_array(member, np.asarray(value, order="C"), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{key}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, member.getvalue())
-    path.write_bytes(buffer.getvalue())
 
 
 def feed_arrays(feeds: list[dict]) -> dict[str, np.ndarray]:

@@ -25,7 +25,7 @@ Rules:
   weights' type. (A chain of any length: matched by hand, not by a pattern.)
 - hard-swish: HardSwish as exporters write it before opset 14 -- paddle2onnx's Add of 3, Clip to
   [0, 6], Mul by x and Div by 6 (or Mul by 1/6, in any association), torch's x * HardSigmoid(x)
-  with alpha 1/6 and beta 1/2 -- becomes HardSwish (`rt.hard_swish`: one kernel instead of four
+  with alpha 1/6 and beta 1/2, on x of known rank -- becomes HardSwish (`rt.hard_swish`: one kernel instead of four
   passes and their arrays); after conv-affine, before conv-activation, which then takes it into
   the Conv's call like the ONNX HardSwish.
 - conv-activation: a Conv whose result only its activation reads -- Relu, Clip with constant
@@ -815,7 +815,9 @@ def _build_hard_swish(rewrite: _Rewrite, flow: _Flow, m: Match, root: int) -> Bu
     x = m.values["x"]
     x_type = flow.type_of(x)
     node = flow.steps[root].node
-    if getattr(x_type, "dtype", None) not in FLOAT_TYPES or flow.type_of(node.outputs[0]) != x_type:
+    if getattr(x_type, "dtype", None) not in FLOAT_TYPES or x_type.rank is None:
+        return None
+    if flow.type_of(node.outputs[0]) != x_type:
         return None
     if "clip" in m.nodes:
         constants = flow.resolved.constants

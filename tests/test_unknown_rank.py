@@ -431,7 +431,7 @@ NOT_EXERCISED = {
     **{
         (f"onemodel.fused.{op_type}", 1, None): "never in a model: optimize.py makes it only "
         "from values of known rank (tests/test_optimize.py)"
-        for op_type in ("LayerNorm", "RMSNorm", "Gelu", "Attention")
+        for op_type in ("LayerNorm", "RMSNorm", "Gelu", "Attention", "HardSwish")
     },
     ("onemodel.fused.ConvActivation", 1, None): "never in a model: optimize.py makes it from a "
     "Conv and its activation (tested there); Conv's keywords and rt.conv, which take any rank",

@@ -61,6 +61,13 @@ _BAND = 64
 # Above this many rows OpenBLAS's packed product is faster (its copy of the weight is amortized over
 # the rows, and the kernel reads the weight once per 4 rows): np.matmul.
 MAX_ROWS = 256
+# Below these, the ctypes call's few microseconds outweigh the saved copy and numpy's own path
+# (a matrix-vector product for one row) is faster: per call at 1 thread (load 2, session 9),
+# kernel / np.matmul 5.5 at 1 x 64 x 64, 1.5 at 1 x 768 x 768, 1.9 at 4 x 256 x 256, 1.24 at
+# 56 x 128 x 128 (0.9 M multiply-adds), 0.69-0.85 from 8 x 384 x 384 (1.2 M) up. The bench's
+# gpt_step and tiny_mlp_b1 had gone from 0.98 and 1.44 to 2.35 and 2.36 onnxruntime's time.
+MIN_ROWS = 8
+MIN_MULTIPLY_ADDS = 1_000_000
 
 _I64, _POINTER, _F32 = ctypes.c_int64, ctypes.c_void_p, ctypes.c_float
 _state: dict = {"kernel": None, "checked": False, "why": "not looked up yet"}
@@ -178,7 +185,8 @@ def matmul_weight(a, w):
         or a.shape[1] != w.shape[0]
         or a.size == 0
         or w.size == 0
-        or a.shape[0] > MAX_ROWS
+        or not MIN_ROWS <= a.shape[0] <= MAX_ROWS
+        or a.shape[0] * a.shape[1] * w.shape[1] < MIN_MULTIPLY_ADDS
         or not a.flags.c_contiguous
         or not w.flags.c_contiguous
     ):

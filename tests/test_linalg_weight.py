@@ -44,13 +44,25 @@ SHAPES = [
 
 
 @pytest.fixture
-def restore():
+def restore(monkeypatch):
+    """The settings back after the test; the kernel taken down to one row and one multiply-add,
+    so that the small shapes reach every tail of its loops."""
     before_count, before_state = rt.get_num_threads(), dict(linalg._state)
     before_split = linalg.SPLIT_MULTIPLY_ADDS
+    monkeypatch.setattr(linalg, "MIN_ROWS", 1)
+    monkeypatch.setattr(linalg, "MIN_MULTIPLY_ADDS", 0)
     yield
     rt.set_num_threads(before_count)
     linalg._state.update(before_state)
     linalg.SPLIT_MULTIPLY_ADDS = before_split
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 768, 768), (4, 256, 256), (56, 128, 128), (7, 384, 384)])
+def test_small_products_go_to_np_matmul(m, k, n):
+    """Under MIN_ROWS rows or MIN_MULTIPLY_ADDS multiply-adds the ctypes call costs more than it
+    saves: np.matmul's bits (one row: its matrix-vector product)."""
+    a, w = _operands(m, k, n, seed=5)
+    np.testing.assert_array_equal(rt.matmul_weight(a, w), np.matmul(a, w))
 
 
 def _operands(m, k, n, seed=0):

@@ -275,7 +275,8 @@ def main(argv=None) -> int:
             continue
         for variant in args.variant or ["fast", "exact"]:
             outcome = check(path, key, variant, args.threads or [1])
-            print(f"| {key} | {variant} | {outcome} |", flush=True)
+            # the path, not the key: one key can match files of several packages
+            print(f"| {path.relative_to(CACHE).as_posix()} | {variant} | {outcome} |", flush=True)
     return 0
 
 

@@ -3,7 +3,7 @@
 A generated module's weights are read-only memory maps of its weights file, so a kernel may keep
 what it derives from them (a shifted or converted copy, per-line sums) for as long as the array
 that owns the memory lives, and skip that work on every later run. Arrays whose memory can change
-(inputs, intermediates, anything writeable) are never cached: `derived` then just calls `make`.
+(inputs, intermediates, anything writeable) are never cached: `cached` then just calls `build`.
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-__all__ = ["derived", "immutable_root", "value_tag"]
+__all__ = ["cached", "immutable_root", "value_tag"]
 
-# id(owning array) -> (weak reference to it, {key: derived value}); an entry goes with its owner
-_DERIVED: dict[int, tuple[weakref.ref, dict]] = {}
+# What kernels made from read-only arrays, by the arrays' identities (a module passes the same
+# weight arrays on every call); an entry goes when any of its arrays does.
+_MADE: dict[tuple, tuple] = {}  # key -> (weak references, shapes, what was made)
 
 
 def immutable_root(x: np.ndarray) -> np.ndarray | None:
@@ -34,23 +35,22 @@ def immutable_root(x: np.ndarray) -> np.ndarray | None:
     return None
 
 
-def derived(x: np.ndarray, tag: Hashable, make: Callable[[], object]):
-    """make(), cached under (x's memory, layout, tag) when x is immutable. `tag` must name
-    everything else make() depends on (small arguments by value)."""
-    root = immutable_root(x) if isinstance(x, np.ndarray) else None
-    if root is None:
-        return make()
-    key = (x.__array_interface__["data"][0], x.shape, x.strides, x.dtype.str, tag)
-    owner = id(root)
-    entry = _DERIVED.get(owner)
-    if entry is None or entry[0]() is not root:
-        forget = lambda _, owner=owner: _DERIVED.pop(owner, None)  # noqa: E731
-        entry = (weakref.ref(root, forget), {})
-        _DERIVED[owner] = entry
-    values = entry[1]
-    if key not in values:
-        values[key] = make()
-    return values[key]
+def cached(arrays, options: Hashable, build: Callable[[], object]):
+    """build(), kept for the next call with the same `arrays` and `options` (everything else
+    build depends on, small arguments by value: value_tag) while every array's memory can never
+    change (immutable_root), else made anew."""
+    key = (options, *map(id, arrays))
+    entry = _MADE.get(key)
+    if entry is not None:
+        refs, shapes, made = entry
+        if all(r() is a and a.shape == s for r, s, a in zip(refs, shapes, arrays)):
+            return made
+    made = build()
+    if all(isinstance(a, np.ndarray) and immutable_root(a) is not None for a in arrays):
+        _MADE[key] = ([weakref.ref(a) for a in arrays], [a.shape for a in arrays], made)
+        for a in arrays:
+            weakref.finalize(a, _MADE.pop, key, None)
+    return made
 
 
 def value_tag(value) -> Hashable:

@@ -31,7 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from runtime_support import _threads
-from runtime_support._constants import derived, value_tag
+from runtime_support._constants import cached, value_tag
 from runtime_support._kernels import kernel
 
 __all__ = ["matmul_integer", "matmul_weight"]
@@ -243,7 +243,7 @@ def shifted_integers(w, zero_point, bound: int, lines: Callable[[np.ndarray], np
         result.flags.writeable = False  # shared by every later run when cached
         return result
 
-    return derived(w, ("shifted integers", bound, lines, value_tag(zero_point)), make)
+    return cached((w,), ("shifted integers", bound, lines, value_tag(zero_point)), make)
 
 
 def _column_sums(magnitudes: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from runtime_support import recurrent
-from runtime_support._constants import derived, value_tag
+from runtime_support._constants import cached, value_tag
 from runtime_support._kernels import kernel
 from runtime_support.activation import exact_gelu, log_softmax, softmax
 from runtime_support.attention import rotary_embedding
@@ -1359,7 +1359,7 @@ class _QuantizedExact(recurrent._Exact):
 def _dequantized_gates(weights, scale, zero_point) -> np.ndarray:
     """[directions, rows, 4 * hidden] integers to float32 [directions, 4 * hidden, rows] (ONNX
     LSTM's layout): (w - zero_point) * scale, the scale and zero point per direction or per
-    direction and gate column. Computed once per constant weights array (_constants.derived)."""
+    direction and gate column. Computed once per constant weights array (_constants.cached)."""
 
     def make():
         shape = (weights.shape[0], 1, -1)
@@ -1369,7 +1369,7 @@ def _dequantized_gates(weights, scale, zero_point) -> np.ndarray:
         gates.flags.writeable = False  # shared by every later run when cached
         return gates
 
-    return derived(weights, ("dequantized gates", value_tag(scale), value_tag(zero_point)), make)
+    return cached((weights,), ("dequantized gates", value_tag(scale), value_tag(zero_point)), make)
 
 
 def _dynamic_quantize_lstm(

@@ -49,10 +49,10 @@ movement, so its bits depend on nothing but the inputs. Every NaN in its outputs
 from __future__ import annotations
 
 import functools
-import weakref
 
 import numpy as np
 
+from runtime_support._constants import cached as _cached
 from runtime_support._kernels import kernel
 from runtime_support._threads import (
     SMALL_BLAS_WORK,
@@ -61,7 +61,7 @@ from runtime_support._threads import (
     get_num_threads,
     run_parts,
 )
-from runtime_support.exact import _immutable_root, exact_matmul
+from runtime_support.exact import exact_matmul
 from runtime_support.exact_math import exact_expm1, exact_sigmoid, exact_softplus, exact_tanh
 
 __all__ = ["exact_gru", "exact_lstm", "exact_rnn", "gru", "lstm", "lstm_step", "rnn"]
@@ -385,28 +385,6 @@ def _common_case(m, layer, activations, alpha, beta, clip, gates, extra=False) -
         and layer.steps > 0
         and layer.full_lengths
     )
-
-
-# What the loop makes from read-only weights, by the arrays' identities (a module passes the same
-# weight arrays on every call); an entry goes when any of its arrays does.
-_WEIGHTS: dict[tuple, tuple] = {}  # key -> (weak references, shapes, what was made)
-
-
-def _cached(arrays, options, build):
-    """build(), kept for the next call with the same `arrays` and `options` while every array's
-    memory can never change (runtime_support.exact._immutable_root), else made anew."""
-    key = (options, *map(id, arrays))
-    entry = _WEIGHTS.get(key)
-    if entry is not None:
-        refs, shapes, made = entry
-        if all(r() is a and a.shape == s for r, s, a in zip(refs, shapes, arrays)):
-            return made
-    made = build()
-    if all(_immutable_root(a) is not None for a in arrays):
-        _WEIGHTS[key] = ([weakref.ref(a) for a in arrays], [a.shape for a in arrays], made)
-        for a in arrays:
-            weakref.finalize(a, _WEIGHTS.pop, key, None)
-    return made
 
 
 def _loop_weights(W, R, B, gates, lbr, block):

@@ -319,6 +319,17 @@ def blas_threads_for(multiply_adds: int):
 
 
 @contextlib.contextmanager
+def _all_blas_threads():
+    """BLAS at the count set inside a `_one_blas_thread` block (for one large product), then
+    at one thread again."""
+    _blas().set(get_num_threads())
+    try:
+        yield
+    finally:
+        _blas().set(1)
+
+
+@contextlib.contextmanager
 def _one_blas_thread():
     _blas().set(1)
     try:

@@ -15,12 +15,12 @@
   im2col, measured slower: K products with a K times shorter inner dimension, each followed by
   an accumulating pass over Y.) Depthwise (group == C, any channel multiplier): see
   `_depthwise`. Float16 and bfloat16 run in float32.
-- Conv runs its products with BLAS at one thread whatever the thread count
-  (`_threads.serially`); at more than one thread, each product of at least _SERIAL_TERMS
-  multiply-adds runs in one part per thread over the runtime's own threads (`_matmul`);
-  ConvTranspose likewise. With runtime_support's own kernels set to split (`_threads.SPLIT_MIN`,
-  off by default), large depthwise and 1x1 Convs run in one part per thread over ranges of their
-  channels (`_run_split`).
+- Conv runs its products with BLAS at one thread (`_threads.serially`) but those of at least
+  _SERIAL_TERMS multiply-adds, which at more than one thread run over BLAS's threads (the
+  default) or, with runtime_support's own kernels set to split (`_threads.SPLIT_MIN`), in one
+  part per thread over the runtime's own threads (`_matmul`, `_stacked`); ConvTranspose
+  likewise. With own splitting on, large depthwise and 1x1 Convs also run in one part per
+  thread over ranges of their channels (`_run_split`).
 - `conv_transpose`: with one or two spatial axes, one matrix product per group then Col2Im's
   accumulation (a kernel equal to the strides, as in U-Net's upsampling, has tiles that never
   overlap: each tap's values are assigned, one strided copy per tap); with three spatial axes,
@@ -204,11 +204,10 @@ class _Plan:
     """One Conv geometry, settled: `run(X, W, B, finish)` calls the path chosen for it with the
     values it needs (pads, strides, dilations as tuples, the accumulation type, the path's own
     precomputed index or shapes), then `finish` (the fused activation, in place) on its result;
-    with BLAS at one thread (`serially`) whatever the thread count: at more than one, products
-    of _SERIAL_TERMS multiply-adds or more run in parts over the runtime's threads (`_matmul`),
-    never over OpenBLAS's own. At more than one thread, with runtime_support's own kernels set
-    to split their work (`_threads.SPLIT_MIN` not None; None, the default, leaves every kernel
-    in the calling thread), a plan with a `split` runs in parts over ranges of its channels
+    with BLAS at one thread (`serially`) but for products of _SERIAL_TERMS multiply-adds or
+    more (`_matmul`). At more than one thread, with runtime_support's own kernels set to split
+    their work (`_threads.SPLIT_MIN` not None; None, the default, leaves every kernel in the
+    calling thread), a plan with a `split` runs in parts over ranges of its channels
     (`_run_split`)."""
 
     __slots__ = ("path", "acc", "pads", "strides", "dilations", "group", "extra", "split")
@@ -228,8 +227,7 @@ class _Plan:
         ):
             Y = _run_split(self, X, w, bias, finish)
         else:
-            # BLAS at one thread for every Conv; products of _SERIAL_TERMS or more split
-            # over the runtime's threads instead (`_matmul`)
+            # BLAS at one thread but for the products of _SERIAL_TERMS or more (`_matmul`)
             Y = serially(self.path, self, X, w, bias)
             if finish is not None:
                 Y = finish(Y)
@@ -283,28 +281,38 @@ def _run_split(plan, X, w, bias, finish):
 _SERIAL_TERMS = SMALL_BLAS_WORK
 
 
-# At more than one thread, a Conv's products of at least _SERIAL_TERMS multiply-adds run in one
-# part per thread over `_threads.run_parts` (BLAS at one thread in each), not over OpenBLAS's
-# own threads: the calling thread takes every part no worker has started, so a worker the
-# machine does not schedule costs nothing, where OpenBLAS's split waits for its second thread
-# (a time slice, 4 to 20 ms, whenever the other core is busy). Session 9, 2 threads, load 8,
-# wall per product, one thread / OpenBLAS's two / two parts: 16x147 by 147x2048 (ResNet-18-w16's
-# stem) 403 / 16000 / 440 us, 32x288 by 288x4096 3019 / 8867 / 1681, 960x160 by 160x49 590 /
-# 9888 / 680. Parts split the larger of the rows and columns at multiples of _PART_ALIGN (stacked
-# products: each sample's and group's, `_stacked`), and every output value comes out as the
-# whole product computes it (same bits, tested).
+# At more than one thread, a Conv's products of at least _SERIAL_TERMS multiply-adds run over
+# OpenBLAS's own threads by default, and in one part per thread over `_threads.run_parts` (BLAS
+# at one thread in each) with own splitting on (`_threads.SPLIT_MIN` set). The parts suit a
+# loaded machine: the calling thread takes every part no worker has started, so a worker the
+# machine does not schedule costs nothing, where OpenBLAS's split waits for its second thread (a
+# time slice, 4 to 20 ms, whenever the other core is busy). Session 9, 2 threads, load 8, wall
+# per product, one thread / OpenBLAS's two / two parts: 16x147 by 147x2048 (ResNet-18-w16's
+# stem) 403 / 16000 / 440 us, 32x288 by 288x4096 3019 / 8867 / 1681. On a quiet machine OpenBLAS
+# wins (session 10, load under 1, one process, 1 thread / two parts / OpenBLAS's two, us):
+# 64x576 by 576x3136 3609 / 1816 / 1485, 2048x512x49 1416 / 854 / 638, 16x147x2048 172 / 222 /
+# 111; and parts lose most when OpenBLAS's idle threads, woken by any other product of the run
+# (a Gemm), spin on the second core (light_resnet50: 1 thread 110 ms, parts 116, OpenBLAS 67).
+# So the default is OpenBLAS's, as for every other product. Parts split the larger of the rows
+# and columns at multiples of _PART_ALIGN (stacked products: each sample's and group's,
+# `_stacked`), and every output value comes out as the whole product computes it (same bits,
+# tested).
 _PART_ALIGN = 16
 
 
 def _matmul(a, b, out=None):
-    """a @ b for 2-D operands (b and out may be strided views), into `out` if given: in one
-    part per thread, each a range of a's rows or of b's columns, when the thread count is
-    above 1 and the product has at least _SERIAL_TERMS multiply-adds; else one call."""
+    """a @ b for 2-D operands (b and out may be strided views), into `out` if given, called
+    with BLAS at one thread: when the thread count is above 1 and the product has at least
+    _SERIAL_TERMS multiply-adds, over BLAS at the count set or, with own splitting on, in one
+    part per thread, each a range of a's rows or of b's columns; else one call."""
     rows, inner = a.shape
     columns = b.shape[1]
     threads = _threads.get_num_threads()
     if threads == 1 or rows * inner * columns < _SERIAL_TERMS:
         return np.matmul(a, b, out=out)
+    if _threads.SPLIT_MIN is None:  # the default: OpenBLAS's own threads (see above)
+        with _threads._all_blas_threads():
+            return np.matmul(a, b, out=out)
     if out is None:
         out = np.empty((rows, columns), np.result_type(a, b))
     size = max(rows, columns)
@@ -326,11 +334,15 @@ def _matmul(a, b, out=None):
 
 def _stacked(filters, x):
     """(G, M/G, C/G) @ (N, G, C/G, V): at more than one thread, where each sample's and group's
-    product has at least _SERIAL_TERMS multiply-adds, one `_matmul` per sample and group (each
-    in parts over the threads); else numpy's stacked product (BLAS at one thread)."""
+    product has at least _SERIAL_TERMS multiply-adds, over BLAS at the count set or, with own
+    splitting on, one `_matmul` per sample and group (each in parts over the threads); else
+    numpy's stacked product (BLAS at one thread)."""
     groups, rows, inner = filters.shape
     if _threads.get_num_threads() == 1 or rows * inner * x.shape[-1] < _SERIAL_TERMS:
         return np.matmul(filters, x)
+    if _threads.SPLIT_MIN is None:  # the default: OpenBLAS's own threads (`_matmul`)
+        with _threads._all_blas_threads():
+            return np.matmul(filters, x)
     Y = np.empty(x.shape[:2] + (rows, x.shape[-1]), np.result_type(filters, x))
     for n in range(x.shape[0]):
         for g in range(groups):

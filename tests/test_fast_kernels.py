@@ -827,11 +827,14 @@ _PRODUCT_PART_CASES = [
 def test_conv_products_in_parts_give_the_bits_of_one_thread(
     x_shape, w_shape, pads, strides, dilations, group, path, monkeypatch
 ):
-    """At more than one thread a Conv's products of at least _SERIAL_TERMS multiply-adds run in
-    one part per thread (conv._matmul over _threads.run_parts), never over OpenBLAS's threads:
-    at 2 and 3 threads the bits are those of one thread, which match onnxruntime (X declared
-    with dynamic dims there); at one thread nothing splits."""
+    """With runtime_support's own splitting on (_threads.SPLIT_MIN set; off by default), at more
+    than one thread a Conv's products of at least _SERIAL_TERMS multiply-adds run in one part
+    per thread (conv._matmul over _threads.run_parts), not over OpenBLAS's threads: at 2 and 3
+    threads the bits are those of one thread, which match onnxruntime (X declared with dynamic
+    dims there); at one thread nothing splits."""
     from runtime_support import _threads
+
+    monkeypatch.setattr(_threads, "SPLIT_MIN", _threads.SPLIT_SIZE)
 
     rng = np.random.default_rng(15)
     X = rng.normal(size=x_shape).astype(np.float32)
@@ -866,9 +869,45 @@ def test_conv_products_in_parts_give_the_bits_of_one_thread(
     np.testing.assert_allclose(whole, expected, rtol=1e-4, atol=1e-4)
 
 
-def test_conv_with_the_bias_column_in_parts_gives_the_bits_of_one_thread(monkeypatch):
-    """conv-bias-column's product (_bias_column_conv) runs in parts as well at 2 threads."""
+@pytest.mark.parametrize("x_shape,w_shape,pads,strides,dilations,group,path", _PRODUCT_PART_CASES)
+def test_conv_products_run_over_openblas_threads_by_default(
+    x_shape, w_shape, pads, strides, dilations, group, path, monkeypatch
+):
+    """By default (SPLIT_MIN None) a Conv's products of at least _SERIAL_TERMS multiply-adds
+    run over BLAS at the thread count set, none in parts: on a quiet 2-core machine OpenBLAS's
+    own split beats the parts (docs/decisions.md); the values match one thread's."""
     from runtime_support import _threads
+
+    rng = np.random.default_rng(15)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = (rng.normal(size=w_shape) * 0.2).astype(np.float32)
+    B = rng.normal(size=w_shape[0]).astype(np.float32)
+    blas = _threads._blas()
+    if not blas.found:
+        pytest.skip("numpy's BLAS exports no thread-count function")
+    counts, real_set = [], type(blas).set
+    monkeypatch.setattr(type(blas), "set", lambda self, n: (counts.append(n), real_set(self, n)))
+    monkeypatch.setattr(_threads, "run_parts", lambda *a: pytest.fail("a product ran in parts"))
+    keywords = dict(pads=pads, strides=strides, dilations=dilations, group=group)
+    before = rt.get_num_threads()
+    try:
+        rt.set_num_threads(1)
+        whole = rt.conv(X, W, B, **keywords)
+        rt.set_num_threads(2)
+        counts.clear()
+        threaded = rt.conv(X, W, B, **keywords)
+    finally:
+        rt.set_num_threads(before)
+    assert 2 in counts[1:-1]  # inside the Conv's one-thread block, a product at 2
+    np.testing.assert_allclose(threaded, whole, rtol=1e-5, atol=1e-5)
+
+
+def test_conv_with_the_bias_column_in_parts_gives_the_bits_of_one_thread(monkeypatch):
+    """conv-bias-column's product (_bias_column_conv) runs in parts as well at 2 threads (own
+    splitting on)."""
+    from runtime_support import _threads
+
+    monkeypatch.setattr(_threads, "SPLIT_MIN", _threads.SPLIT_SIZE)
 
     rng = np.random.default_rng(16)
     X = rng.normal(size=(1, 24, 47, 49)).astype(np.float32)
@@ -908,13 +947,15 @@ def test_conv_transpose_products_in_parts_give_the_bits_of_one_thread(
     x_shape, w_shape, strides, pads, group, monkeypatch
 ):
     """ConvTranspose's product of at least _SERIAL_TERMS multiply-adds per sample and group runs
-    in parts at 2 threads (conv._stacked), with the bits of one thread, which match
-    onnxruntime."""
+    in parts at 2 threads (conv._stacked; own splitting on), with the bits of one thread, which
+    match onnxruntime."""
     import onnx
     import onnxruntime
     from onnx import helper, numpy_helper
 
     from runtime_support import _threads
+
+    monkeypatch.setattr(_threads, "SPLIT_MIN", _threads.SPLIT_SIZE)
 
     rng = np.random.default_rng(17)
     X = rng.normal(size=x_shape).astype(np.float32)

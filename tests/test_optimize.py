@@ -1377,3 +1377,40 @@ def test_other_clip_bounds_are_not_hard_swish():
     (expected,) = _onnxruntime(model, x)
     fast = onemodel_compile.load_compiled(model, "fast").run(x).y
     np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+
+
+def linear_model(shared: bool = False) -> onnx.ModelProto:
+    """x[batch, 24] -> Gemm(transB, W (10, 24), bias) -> y, torch's Linear on a 2-D input; with
+    `shared`, W is also read by a MatMul by its own transpose's rows (a second reader)."""
+    r = models.rng(3)
+    inits = [
+        init("W", r.standard_normal((10, 24)).astype(np.float32)),
+        init("B", r.standard_normal(10).astype(np.float32)),
+    ]
+    nodes = [helper.make_node("Gemm", ["x", "W", "B"], ["y"], name="fc", transB=1)]
+    outputs = [tensor("y", ["batch", 10])]
+    if shared:
+        nodes.append(helper.make_node("MatMul", ["y", "W"], ["z"], name="back"))
+        outputs.append(tensor("z", ["batch", 24]))
+    graph = helper.make_graph(nodes, "linear", [tensor("x", ["batch", 24])], outputs, inits)
+    return models.finish(graph, opset=13)
+
+
+def test_a_gemm_by_a_transposed_weight_takes_it_transposed_once():
+    """gemm-weight-layout: the weight is stored transposed and the product goes to
+    rt.matmul_weight; the results match onnxruntime at batch 1 and 20 (the kernel's rows)."""
+    model = linear_model()
+    source = generate(model, "fast").source
+    assert "rt.matmul_weight(x, W_transposed)" in source and ".T" not in source
+    module = onemodel_compile.load_compiled(model, "fast")
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    for batch in (1, 20):
+        x = models.rng(batch).standard_normal((batch, 24)).astype(np.float32)
+        (expected,) = session.run(None, {"x": x})
+        np.testing.assert_allclose(module.run(x).y, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_weight_with_another_reader_is_not_transposed():
+    """One copy of each weight in the weights file: a W the MatMul reads too stays as it is."""
+    source = generate(linear_model(shared=True), "fast").source
+    assert "W_transposed" not in source and "W.T" in source

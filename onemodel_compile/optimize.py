@@ -45,12 +45,6 @@ Rules:
   BIAS_COLUMN_POSITIONS positions) takes W' = [W | B] (M, C + 1, 1, ...) and `bias_column`: the
   kernel's product adds the bias through a row of ones under the input (`rt.conv`'s
   `bias_column`), so no pass over the large result adds it. (After conv-activation, by hand.)
-- gemm-weight-layout: a Gemm with transB of a float32 activation by a constant float32 weight
-  (torch's Linear on a 2-D input) takes the weight transposed once here, contiguous, and transB
-  0, so its product goes to `rt.matmul_weight` as a MatMul's does (OpenBLAS's small-matrix kernel
-  on the weight where it lies, and one BLAS thread for small products at 2+ threads) instead of
-  an inline `@` of a transposed view; only when every reader of the weight is such a Gemm, so
-  the weights file holds one copy.
 A value whose only other readers are dims read off it (`batch = value.shape[0]`) is still
 absorbed by the hand-matched rules: the dims are read off the fused step's result instead, of the
 same shape (a dim read never blocks a fold).
@@ -82,6 +76,12 @@ same shape (a dim read never blocks a fold).
   Cast to the scores' own type (T5's), Softmax over the last axis, MatMul by V -- becomes Attention (`rt.attention_heads`: the heads' products as two
   batched matmuls, the scale, fill, mask and softmax in place in the one scores array). It runs
   after product-scale, so a scale that could move into the query's weights is already there.
+- gemm-weight-layout: a Gemm with transB of a float32 activation by a constant float32 weight
+  (torch's Linear on a 2-D input) takes the weight transposed once here, contiguous, and transB
+  0, so its product goes to `rt.matmul_weight` as a MatMul's does (OpenBLAS's small-matrix kernel
+  on the weight where it lies, and one BLAS thread for small products at 2+ threads) instead of
+  an inline `@` of a transposed view; only when every reader of the weight is such a Gemm, so
+  the weights file holds one copy.
 
 A new rule: a pattern and a build (or a function over `_Rewrite` for what patterns cannot say)
 appended to RULES, and the operator it makes in ops/fused.py.

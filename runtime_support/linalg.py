@@ -191,10 +191,8 @@ def matmul_weight(a, w):
         or not a.flags.c_contiguous
         or not w.flags.c_contiguous
     ):
-        if _threads.get_num_threads() > 1 and a.size * w.shape[-1] < _threads.SMALL_BLAS_WORK:
-            with _threads._one_blas_thread():  # OpenBLAS would split it and wait (gemv too)
-                return np.matmul(a, w)
-        return np.matmul(a, w)
+        with _threads.blas_threads_for(a.size * w.shape[-1]):  # OpenBLAS splits gemv too
+            return np.matmul(a, w)
     m, k = a.shape
     n = w.shape[1]
     threads, work = _threads.get_num_threads(), m * n * k

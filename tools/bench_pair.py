@@ -2,7 +2,7 @@
 process, both sides in alternating blocks, and optionally where the time goes per node.
 
     .venv/bin/python -m tools.bench_pair bert gpt2 [--threads 1] [--budget 3] [--profile] \\
-        [--compare-split] [--compare-kernel] [--compare-conv] [--cache .cache/bench-pair]
+        [--compare-split] [--compare-kernel] [--cache .cache/bench-pair]
 
 Models are onnx's light_*.onnx (as tools/bench prepares them) and those of tools/bench_models.MODELS
 whose name contains one of the arguments. The thread
@@ -13,7 +13,6 @@ intra_op_num_threads for onnxruntime.
 from __future__ import annotations
 
 import argparse
-import importlib
 import statistics
 import time
 from pathlib import Path
@@ -127,34 +126,6 @@ def compare_weight_kernel(module, arguments, sess, feeds, budget: float) -> str:
     )
 
 
-def compare_conv_threads(module, arguments, budget: float) -> str:
-    """The module with its Convs' products in parts over the runtime's threads (BLAS at one
-    thread in each, runtime_support/conv.py `_matmul`) and with OpenBLAS's own threads splitting
-    each product instead, interleaved: which of the two a thread count above 1 should use."""
-    conv = importlib.import_module("runtime_support.conv")  # the package's `conv` is a function
-
-    def with_products(serial_terms, serially):
-        def run():
-            before = conv._SERIAL_TERMS, conv.serially
-            conv._SERIAL_TERMS, conv.serially = serial_terms, serially
-            try:
-                module.run(*arguments)
-            finally:
-                conv._SERIAL_TERMS, conv.serially = before
-
-        return run
-
-    runs = [
-        with_products(conv._SERIAL_TERMS, conv.serially),
-        with_products(float("inf"), lambda function, *args: function(*args)),
-    ]
-    (parts, blas), _ = interleaved(runs, budget)
-    return (
-        f"Conv products in parts {1e3 * parts:8.3f} ms, over OpenBLAS's threads "
-        f"{1e3 * blas:8.3f} ms (parts / OpenBLAS {parts / blas:5.2f})"
-    )
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("only", nargs="*")
@@ -171,11 +142,6 @@ def main(argv=None) -> int:
         "--compare-kernel",
         action="store_true",
         help="also time the module with rt.matmul_weight's kernel and its np.matmul fallback",
-    )
-    parser.add_argument(
-        "--compare-conv",
-        action="store_true",
-        help="also time the module with its Conv products in parts and over OpenBLAS's threads",
     )
     args = parser.parse_args(argv)
     threads = args.threads
@@ -209,8 +175,6 @@ def main(argv=None) -> int:
         if args.compare_kernel:
             line = compare_weight_kernel(module, arguments, sess, built.feeds, args.budget)
             print("  " + line, flush=True)
-        if args.compare_conv:
-            print("  " + compare_conv_threads(module, arguments, args.budget), flush=True)
         if args.profile:
             runs = max(3, int(1.0 / compiled))
             profile = statement_profile(module, arguments, runs)

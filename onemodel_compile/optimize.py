@@ -76,12 +76,6 @@ same shape (a dim read never blocks a fold).
   Cast to the scores' own type (T5's), Softmax over the last axis, MatMul by V -- becomes Attention (`rt.attention_heads`: the heads' products as two
   batched matmuls, the scale, fill, mask and softmax in place in the one scores array). It runs
   after product-scale, so a scale that could move into the query's weights is already there.
-- gemm-weight-layout: a Gemm with transB of a float32 activation by a constant float32 weight
-  (torch's Linear on a 2-D input) takes the weight transposed once here, contiguous, and transB
-  0, so its product goes to `rt.matmul_weight` as a MatMul's does (OpenBLAS's small-matrix kernel
-  on the weight where it lies, and one BLAS thread for small products at 2+ threads) instead of
-  an inline `@` of a transposed view; only when every reader of the weight is such a Gemm, so
-  the weights file holds one copy.
 
 A new rule: a pattern and a build (or a function over `_Rewrite` for what patterns cannot say)
 appended to RULES, and the operator it makes in ops/fused.py.
@@ -1243,45 +1237,6 @@ def _bias_column(rewrite: _Rewrite) -> None:
         resolved.steps[index] = dataclasses.replace(step, node=new)
 
 
-def _gemm_weight_layout(rewrite: _Rewrite) -> None:
-    resolved = rewrite.resolved
-    flow = _Flow(resolved)
-
-    def transposed_weight(step: Step) -> str | None:
-        """The constant B of a float32 Gemm with transB (and not transA), else None."""
-        node = step.node
-        if (node.op_type, node.domain) != ("Gemm", "") or len(node.inputs) < 2:
-            return None
-        if not node.attrs.get("transB") or node.attrs.get("transA"):
-            return None
-        B = resolved.constants.get(node.inputs[1])
-        a_type = resolved.types.get(node.inputs[0])
-        if B is None or B.dtype != np.float32 or B.ndim != 2:
-            return None
-        if getattr(a_type, "dtype", None) != np.float32:
-            return None
-        return node.inputs[1]
-
-    gemms: dict[str, list[int]] = {}
-    for index, step in enumerate(resolved.steps):
-        name = transposed_weight(step)
-        if name is not None:
-            gemms.setdefault(name, []).append(index)
-    for name, indices in gemms.items():
-        readers = flow.readers[name]
-        if readers != len(indices) or name in resolved.graph.outputs:
-            continue  # read elsewhere too: a second, transposed copy would double its bytes
-        weight = np.ascontiguousarray(resolved.constants[name].T)
-        transposed = rewrite.constant(f"{name}_transposed", weight)
-        for index in indices:
-            step = resolved.steps[index]
-            inputs = [step.node.inputs[0], transposed, *step.node.inputs[2:]]
-            new = dataclasses.replace(
-                step.node, inputs=inputs, attrs={**step.node.attrs, "transB": 0}
-            )
-            resolved.steps[index] = dataclasses.replace(step, node=new)
-
-
 # The rules in the order they run (see the module docstring).
 RULES = (
     Rule("conv-affine", _fold_conv_affine),
@@ -1299,7 +1254,6 @@ RULES = (
     ),
     Rule("product-scale", _fold_product_scale),
     PatternRule("attention", ATTENTION, _build_attention),
-    Rule("gemm-weight-layout", _gemm_weight_layout),
 )
 
 

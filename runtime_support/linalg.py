@@ -13,9 +13,8 @@ against np.matmul has passed, it is np.matmul. Neither is exact (BLAS's order of
 on the build and the CPU); docs/decisions.md, "Products by a constant weight".
 
 At more than one thread (runtime_support.set_num_threads) a product under
-_threads.SMALL_BLAS_WORK multiply-adds runs the kernel, or np.matmul where the kernel does not
-apply (a single row), in the calling thread at one BLAS thread (OpenBLAS would split it and wait
-for its second thread), a larger one is np.matmul with OpenBLAS's threads. With
+_threads.SMALL_BLAS_WORK multiply-adds runs the kernel in the calling thread (OpenBLAS would split
+it and wait for its second thread), a larger one is np.matmul with OpenBLAS's threads. With
 SPLIT_MULTIPLY_ADDS set, larger products run the kernel in bands of the weight's columns over the
 runtime's pool (`run_parts`; ctypes releases the GIL during the call); every element is the same
 sum in the same order whatever the band it falls in, so the split result has the bits of the
@@ -191,8 +190,7 @@ def matmul_weight(a, w):
         or not a.flags.c_contiguous
         or not w.flags.c_contiguous
     ):
-        with _threads.blas_threads_for(a.size * w.shape[-1]):  # OpenBLAS splits gemv too
-            return np.matmul(a, w)
+        return np.matmul(a, w)
     m, k = a.shape
     n = w.shape[1]
     threads, work = _threads.get_num_threads(), m * n * k

@@ -1377,3 +1377,47 @@ def test_other_clip_bounds_are_not_hard_swish():
     (expected,) = _onnxruntime(model, x)
     fast = onemodel_compile.load_compiled(model, "fast").run(x).y
     np.testing.assert_allclose(fast, expected, rtol=1e-5, atol=1e-5)
+
+
+def linear_model(shared: bool = False, inner: int = 24, columns: int = 10) -> onnx.ModelProto:
+    """x[batch, inner] -> Gemm(transB, W (columns, inner), bias) -> y, torch's Linear on a 2-D
+    input; with `shared`, W is also read by a MatMul by its own transpose's rows (a second
+    reader)."""
+    r = models.rng(3)
+    inits = [
+        init("W", r.standard_normal((columns, inner)).astype(np.float32)),
+        init("B", r.standard_normal(columns).astype(np.float32)),
+    ]
+    nodes = [helper.make_node("Gemm", ["x", "W", "B"], ["y"], name="fc", transB=1)]
+    outputs = [tensor("y", ["batch", columns])]
+    if shared:
+        nodes.append(helper.make_node("MatMul", ["y", "W"], ["z"], name="back"))
+        outputs.append(tensor("z", ["batch", inner]))
+    graph = helper.make_graph(nodes, "linear", [tensor("x", ["batch", inner])], outputs, inits)
+    return models.finish(graph, opset=13)
+
+
+@pytest.mark.parametrize(
+    "inner, columns, call",
+    [(24, 10, "(x @ W_transposed)"), (128, 1000, "rt.matmul_weight(x, W_transposed)")],
+)
+def test_a_gemm_by_a_transposed_weight_takes_it_transposed_once(inner, columns, call):
+    """gemm-weight-layout: the weight is stored transposed (OpenBLAS multiplies 2-32 rows by a
+    transposed view 2-9x slower than by the contiguous matrix); a product too small for
+    rt.matmul_weight's kernel at any row count stays an inline `@`. The results match
+    onnxruntime at batch 1, 2 and 20."""
+    model = linear_model(inner=inner, columns=columns)
+    source = generate(model, "fast").source
+    assert call in source and ".T" not in source
+    module = onemodel_compile.load_compiled(model, "fast")
+    session = onnxruntime.InferenceSession(model.SerializeToString())
+    for batch in (1, 2, 20):
+        x = models.rng(batch).standard_normal((batch, inner)).astype(np.float32)
+        (expected,) = session.run(None, {"x": x})
+        np.testing.assert_allclose(module.run(x).y, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_weight_with_another_reader_is_not_transposed():
+    """One copy of each weight in the weights file: a W the MatMul reads too stays as it is."""
+    source = generate(linear_model(shared=True), "fast").source
+    assert "W_transposed" not in source and "W.T" in source

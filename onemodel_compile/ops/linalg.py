@@ -13,6 +13,7 @@ from onemodel_compile.ops.common import exact_for_integers, is_float
 from onemodel_compile.ops.node import NodeView, Operand
 from onemodel_compile.ops.pyir import attr, binop, call, index, method, scalar
 from onemodel_compile.ops.registry import emitter
+from runtime_support.linalg import MAX_ROWS, MIN_MULTIPLY_ADDS, MIN_ROWS
 
 
 def _shape(view: NodeView, shape) -> pyir.Expr | None:
@@ -30,7 +31,7 @@ def matmul(view: NodeView) -> pyir.Expr:
     at one thread). The result's shape is the output's dims as the module knows them (Python ints
     and the symbols it read off .shape), else A's leading dims read at run time."""
     A, B = view.inputs[:2]
-    function = "rt.matmul_weight" if _by_weight(A, B) else "np.matmul"
+    function = "rt.matmul_weight" if _by_weight(A, B, _rows(A)) else "np.matmul"
     product = call(function, A, B)
     k = _inner(A, B)
     if A.rank is not None and A.rank >= 3 and B.rank == 2 and k:
@@ -44,18 +45,32 @@ def matmul(view: NodeView) -> pyir.Expr:
     return _in_type(product, A.dtype)
 
 
-def _by_weight(A: Operand, B: Operand) -> bool:
+def _by_weight(A: Operand, B: Operand, rows=None) -> bool:
     """float32 activations of rank 2 or more times a constant float32 matrix (a Linear layer's
-    weight): rt.matmul_weight, which skips OpenBLAS's per-call copy of the weight where it can
-    (runtime_support/linalg.py) and is np.matmul elsewhere."""
-    return (
+    weight) that rt.matmul_weight's own kernel may take (runtime_support/linalg.py: it skips
+    OpenBLAS's per-call copy of the weight): at least MIN_MULTIPLY_ADDS with MAX_ROWS rows, and
+    `rows` (the product's row count, if the module knows it) within its range. The others stay
+    an inline `@`: the kernel's checks cost 1-2 us a call, a tiny MLP's whole layer."""
+    if not (
         B.const is not None
         and B.const.ndim == 2
         and B.const.dtype == np.float32
         and A.dtype == np.float32
         and A.rank is not None
         and A.rank >= 2
-    )
+    ):
+        return False
+    inner, columns = B.const.shape
+    if isinstance(rows, int):
+        return MIN_ROWS <= rows <= MAX_ROWS and rows * inner * columns >= MIN_MULTIPLY_ADDS
+    return MAX_ROWS * inner * columns >= MIN_MULTIPLY_ADDS
+
+
+def _rows(A: Operand) -> int | None:
+    """The row count of A's 2-D product (its leading dims joined), if the compiler knows it."""
+    if A.rank is None or any(not isinstance(d, int) for d in A.shape[:-1]):
+        return None
+    return int(np.prod(A.shape[:-1], dtype=np.int64))
 
 
 def _in_type(product: pyir.Expr, dtype) -> pyir.Expr:
@@ -80,7 +95,7 @@ def gemm(view: NodeView) -> pyir.Expr:
     b = attr(B, "T") if view.attr("transB") else B
     alpha, beta = float(view.attr("alpha")), float(view.attr("beta"))
     product: pyir.Expr
-    if not view.attr("transA") and not view.attr("transB") and _by_weight(A, B):
+    if not view.attr("transA") and not view.attr("transB") and _by_weight(A, B, _rows(A)):
         product = call("rt.matmul_weight", A, B)
     else:
         product = binop("@", a, b)

@@ -1470,6 +1470,12 @@ def _attn_lstm(
         activations, activation_alpha, activation_beta, (clip, clip, None), directions,
         X.dtype, cell,
     )  # fmt: skip
+    if m is FAST and clip is None:  # numpy's sigmoid through exp costs an errstate a call
+        functions = [
+            [_half_tanh_sigmoid if name.lower() == "sigmoid" else function
+             for name, function in zip(activations[3 * d : 3 * d + 3] or activations, bound)]
+            for d, bound in enumerate(functions)
+        ]  # fmt: skip
     reverse = [False, True] if direction == "bidirectional" else [direction == "reverse"]
     every = np.arange(batch)
     time = np.arange(steps)[:, None]
@@ -1477,87 +1483,100 @@ def _attn_lstm(
     Y_h = np.empty((directions, batch, hidden), X.dtype)
     Y_c = np.empty((directions, batch, hidden), X.dtype)
     one, zero = X.dtype.type(1), X.dtype.type(0)
-    for d in range(directions):
-        f, g, h_ = functions[d]
-        # step s of row j reads X at position[s, j]: s, or counted back from its length
-        position = np.where(time < lengths, lengths - 1 - time, time) if reverse[d] else None
-        x = X if position is None else X[position, every]
-        xw = m.matmul(x.reshape(steps * batch, inputs), W[d, :, :inputs].T)
-        if B is not None:
-            xw += B[d, :rows] + B[d, rows:]
-        xw = xw.reshape(steps, batch, rows)
-        # [attention | h] @ [W's attention columns | R]^T: the step's two products as one
-        weights = cached(
-            (W, R), ("attn_lstm", d, inputs), lambda d=d: _attn_weights(W[d], R[d], inputs)
-        )
-        keys = m.matmul(M, MW[d])  # [batch, memory steps, attention mechanism size]
-        state = np.zeros((batch, attention + hidden), X.dtype)  # [attention | h]
-        if initial_h is not None:
-            state[:, attention:] = initial_h[d]
-        c = np.zeros((batch, hidden), X.dtype) if initial_c is None else initial_c[d].copy()
-        peepholes = None if P is None else np.split(P[d], 3)  # i, o, f
-        out = np.zeros((steps, batch, hidden), X.dtype)
-        for s in range(int(lengths.max())):
-            gates = m.matmul(state, weights)
-            gates += xw[s]
-            i, o, forget, candidate = (gates[:, k * hidden : (k + 1) * hidden] for k in range(4))
-            if peepholes is None and not input_forget:
-                f(gates[:, : 3 * hidden], gates[:, : 3 * hidden])
-            else:
-                if peepholes is not None:
-                    i += peepholes[0] * c
-                f(i, i)
-                if input_forget:
-                    np.subtract(one, i, out=forget)
+    # once for every step's exp and division (an errstate costs microseconds)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for d in range(directions):
+            f, g, h_ = functions[d]
+            # step s of row j reads X at position[s, j]: s, or counted back from its length
+            position = np.where(time < lengths, lengths - 1 - time, time) if reverse[d] else None
+            x = X if position is None else X[position, every]
+            xw = m.matmul(x.reshape(steps * batch, inputs), W[d, :, :inputs].T)
+            if B is not None:
+                xw += B[d, :rows] + B[d, rows:]
+            xw = xw.reshape(steps, batch, rows)
+            # [attention | h] @ [W's attention columns | R]^T: the step's two products as one
+            weights = cached(
+                (W, R), ("attn_lstm", d, inputs), lambda d=d: _attn_weights(W[d], R[d], inputs)
+            )
+            keys = m.matmul(M, MW[d])  # [batch, memory steps, attention mechanism size]
+            state = np.zeros((batch, attention + hidden), X.dtype)  # [attention | h]
+            if initial_h is not None:
+                state[:, attention:] = initial_h[d]
+            c = np.zeros((batch, hidden), X.dtype) if initial_c is None else initial_c[d].copy()
+            peepholes = None if P is None else np.split(P[d], 3)  # i, o, f
+            out = np.zeros((steps, batch, hidden), X.dtype)
+            for s in range(int(lengths.max())):
+                gates = m.matmul(state, weights)
+                gates += xw[s]
+                i, o, forget, candidate = (
+                    gates[:, k * hidden : (k + 1) * hidden] for k in range(4)
+                )
+                if peepholes is None and not input_forget:
+                    f(gates[:, : 3 * hidden], gates[:, : 3 * hidden])
                 else:
                     if peepholes is not None:
-                        forget += peepholes[2] * c
-                    f(forget, forget)
-            g(candidate, candidate)
-            new_c = c * forget
-            new_c += i * candidate
-            if peepholes is not None or input_forget:
-                if peepholes is not None:
-                    o += peepholes[1] * new_c
-                f(o, o)
-            h = h_(new_c, np.empty_like(new_c))
-            h *= o
-            if full:
-                c = new_c
-            else:  # a finished row keeps its cell state; its output (and next query) is 0
-                active = (s < lengths)[:, None]
-                c = np.where(active, new_c, c)
-                h = np.where(active, h, zero)
-            out[s] = h
-            # Bahdanau attention: scores v . tanh(keys + h QW) over the row's memory
-            query = m.matmul(h, QW[d])
-            scores = m.matmul(m.tanh(keys + query[:, None, :]), V[d])
-            with np.errstate(over="ignore"):
-                powers = m.exp(scores)  # no maximum taken out, as onnxruntime.s kernel
-            if masked is not None:
-                powers[masked] = zero
-            total = _attention_sum(m, powers)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                alignment = (powers / total).astype(X.dtype)
-            if not total.all():
-                alignment = np.where(total == 0, uniform, alignment).astype(X.dtype)
+                        i += peepholes[0] * c
+                    f(i, i)
+                    if input_forget:
+                        np.subtract(one, i, out=forget)
+                    else:
+                        if peepholes is not None:
+                            forget += peepholes[2] * c
+                        f(forget, forget)
+                g(candidate, candidate)
+                new_c = c * forget
+                new_c += i * candidate
+                if peepholes is not None or input_forget:
+                    if peepholes is not None:
+                        o += peepholes[1] * new_c
+                    f(o, o)
+                h = h_(new_c, np.empty_like(new_c))
+                h *= o
+                if full:
+                    c = new_c
+                else:  # a finished row keeps its cell state; its output (and next query) is 0
+                    active = (s < lengths)[:, None]
+                    c = np.where(active, new_c, c)
+                    h = np.where(active, h, zero)
+                out[s] = h
+                # Bahdanau attention: scores v . tanh(keys + h QW) over the row's memory
+                query = m.matmul(h, QW[d])
+                scores = m.matmul(m.tanh(keys + query[:, None, :]), V[d])
+                with np.errstate(over="ignore"):
+                    powers = m.exp(scores)  # no maximum taken out, as onnxruntime.s kernel
                 if masked is not None:
-                    alignment[masked] = zero
-            context = m.matmul(alignment[:, None, :], M)[:, 0]
-            if AW is None:
-                state[:, :attention] = context
-            else:
-                state[:, :attention] = m.matmul(np.concatenate([h, context], axis=1), AW[d])
-            state[:, attention:] = h
-        Y_h[d] = out[lengths - 1, every]
-        Y_c[d] = c
-        Y[:, d] = out if position is None else out[position, every]
-        if position is not None and not full:
-            Y[:, d][time >= lengths] = zero
+                    powers[masked] = zero
+                total = _attention_sum(m, powers)
+                alignment = (powers / total).astype(X.dtype)
+                if not total.all():
+                    alignment = np.where(total == 0, uniform, alignment).astype(X.dtype)
+                    if masked is not None:
+                        alignment[masked] = zero
+                context = m.matmul(alignment[:, None, :], M)[:, 0]
+                if AW is None:
+                    state[:, :attention] = context
+                else:
+                    state[:, :attention] = m.matmul(np.concatenate([h, context], axis=1), AW[d])
+                state[:, attention:] = h
+            Y_h[d] = out[lengths - 1, every]
+            Y_c[d] = c
+            Y[:, d] = out if position is None else out[position, every]
+            if position is not None and not full:
+                Y[:, d][time >= lengths] = zero
     results = (Y, Y_h, Y_c)
     if m is EXACT:
         results = tuple(recurrent._default_nans(a) for a in results)
     return results if outputs == 3 else results[:outputs]
+
+
+def _half_tanh_sigmoid(x, out):
+    """The fast variant's sigmoid, 0.5 * tanh(x / 2) + 0.5 (runtime_support.recurrent's common
+    case writes it so too)."""
+    np.multiply(x, x.dtype.type(0.5), out=out)
+    np.tanh(out, out=out)
+    out *= out.dtype.type(0.5)
+    out += out.dtype.type(0.5)
+    return out
 
 
 def _attn_weights(W: np.ndarray, R: np.ndarray, inputs: int) -> np.ndarray:

@@ -1466,15 +1466,24 @@ def _attn_lstm(
     masked = masked if masked.any() else None
     uniform = (1.0 / memory_lengths)[:, None]  # the alignment of a row whose exponentials are 0
     full = bool((lengths == steps).all())
+    # with B, onnxruntime adds the bias and clips in one step, min(b, x) then max(-b, x) with b
+    # clip or float's largest: a NaN gate input becomes +b (the bound below); without B it clips
+    # by comparisons that keep a NaN (the activations' own clip)
+    gate_clip = None if B is not None else clip
     functions = recurrent._activations(
-        activations, activation_alpha, activation_beta, (clip, clip, None), directions,
-        X.dtype, cell,
+        activations, activation_alpha, activation_beta, (gate_clip, gate_clip, None),
+        directions, X.dtype, cell,
     )  # fmt: skip
-    if m is FAST and clip is None:  # numpy's sigmoid through exp costs an errstate a call
+    if m is FAST and gate_clip is None:  # numpy's sigmoid through exp costs an errstate a call
         functions = [
             [_half_tanh_sigmoid if name.lower() == "sigmoid" else function
              for name, function in zip(activations[3 * d : 3 * d + 3] or activations, bound)]
             for d, bound in enumerate(functions)
+        ]  # fmt: skip
+    if B is not None:
+        bound = X.dtype.type(np.finfo(X.dtype).max if clip is None else clip)
+        functions = [
+            [_bounded(f, bound), _bounded(g, bound), h_] for f, g, h_ in functions
         ]  # fmt: skip
     reverse = [False, True] if direction == "bidirectional" else [direction == "reverse"]
     every = np.arange(batch)
@@ -1567,6 +1576,18 @@ def _attn_lstm(
     if m is EXACT:
         results = tuple(recurrent._default_nans(a) for a in results)
     return results if outputs == 3 else results[:outputs]
+
+
+def _bounded(function, bound):
+    """function(x, out) of x first bounded as onnxruntime's biased clip bounds it: fmin(x, b)
+    then fmax(., -b), so that a NaN becomes b."""
+
+    def bounded(x, out):
+        np.fmin(x, bound, out=out)
+        np.fmax(out, -bound, out=out)
+        return function(out, out)
+
+    return bounded
 
 
 def _half_tanh_sigmoid(x, out):

@@ -1614,7 +1614,9 @@ def attn_lstm(*args, **kwargs):
     context = alignment M, and A_t = context, or [H_t | context] AW with AW. A finished row
     (sequence_lens) outputs 0 and keeps its cell state. Gates, activations (onnxruntime's alpha
     and beta defaults, given explicitly by the compiler), clip, peepholes and input_forget as
-    runtime_support.recurrent's LSTM. float32 only. Returns (Y, Y_h, Y_c)[:outputs]."""
+    runtime_support.recurrent's LSTM, except that with B every gate input is bounded by fmin and
+    fmax (clip, or float's largest), so that a NaN becomes the bound, as onnxruntime's biased
+    clip makes it. float32 only. Returns (Y, Y_h, Y_c)[:outputs]."""
     X, W, R = args[:3]
     work = X.shape[0] * X.shape[1] * W.shape[0] * W.shape[1] * (W.shape[2] + R.shape[2])
     with blas_threads_for(work):

@@ -219,6 +219,16 @@ def _lstm_types(view: _View):
     return [_typed(X.dtype, (steps, directions, batch, hidden)), state, state]
 
 
+def _attn_lstm_types(view: _View):
+    """AttnLSTM: R is ONNX LSTM's [directions, 4 * hidden, hidden]."""
+    X, R = view.operand(0), view.operand(2)
+    directions = 2 if view.attr("direction") == "bidirectional" else 1
+    hidden = view.attr("hidden_size") or (None if R.shape is None else R.shape[2])
+    steps, batch = (None, None) if X.shape is None else X.shape[:2]
+    state = _typed(X.dtype, (directions, batch, hidden))
+    return [_typed(X.dtype, (steps, directions, batch, hidden)), state, state]
+
+
 def _nbits_type(view: _View):
     A = view.operand(0)
     return [_with_last(A, view.attr("N"))]
@@ -387,6 +397,7 @@ RULES = {
     (DOMAIN, "DynamicQuantizeMatMul"): lambda view: _float_result(view, 0),
     (DOMAIN, "MatMulIntegerToFloat"): lambda view: _float_result(view, 2),
     (DOMAIN, "DynamicQuantizeLSTM"): _lstm_types,
+    (DOMAIN, "AttnLSTM"): _attn_lstm_types,
     (DOMAIN, "MatMulNBits"): _nbits_type,
     (DOMAIN, "GatherBlockQuantized"): _gather_block_type,
     (DOMAIN, "QuantizeLinear"): _quantize_type,

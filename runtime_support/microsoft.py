@@ -21,6 +21,7 @@ import numpy as np
 from runtime_support import recurrent
 from runtime_support._constants import cached, value_tag
 from runtime_support._kernels import kernel
+from runtime_support._threads import blas_threads_for
 from runtime_support.activation import exact_gelu, log_softmax, softmax
 from runtime_support.attention import rotary_embedding
 from runtime_support.conv import conv
@@ -97,6 +98,8 @@ __all__ = [
     "ngram_repeat_block",
     "dynamic_quantize_lstm",
     "exact_dynamic_quantize_lstm",
+    "attn_lstm",
+    "exact_attn_lstm",
     "murmur_hash3",
     "greedy_search",
     "exact_greedy_search",
@@ -1411,6 +1414,219 @@ def dynamic_quantize_lstm(*args, **kwargs):
 def exact_dynamic_quantize_lstm(*args, **kwargs):
     """dynamic_quantize_lstm with exact_matmul, exact_sigmoid and exact_tanh."""
     return _dynamic_quantize_lstm(_QuantizedExact, *args, **kwargs)
+
+
+# --- AttnLSTM -------------------------------------------------------------------------------------
+
+
+def _attention_sum(m: _Primitives, e: np.ndarray) -> np.ndarray:
+    """The float64 sum of float32 `e` over its last axis (kept): numpy's, or exact_sum's fixed
+    tree."""
+    if m is EXACT:
+        return exact_sum(e, axis=-1, keepdims=True, dtype=np.float64)
+    return np.add.reduce(e, axis=-1, dtype=np.float64, keepdims=True)
+
+
+def _attn_lstm(
+    m, cell, X, W, R, B=None, sequence_lens=None, initial_h=None, initial_c=None, P=None, QW=None,
+    MW=None, V=None, M=None, memory_seq_lens=None, AW=None, *,
+    activations=("Sigmoid", "Tanh", "Tanh"), activation_alpha=None, activation_beta=None,
+    clip=None, direction="forward", input_forget=0, outputs=3
+):  # fmt: skip
+    if X.dtype != np.float32:
+        raise TypeError(f"AttnLSTM runs float32 only (as onnxruntime's kernel), got {X.dtype}")
+    steps, batch, inputs = X.shape
+    directions, rows, hidden = R.shape
+    memory_steps = M.shape[1]
+    attention = W.shape[2] - inputs  # the attention state's width: AW's last dim, else M's
+    expected = M.shape[2] if AW is None else AW.shape[2]
+    if attention != expected or rows != 4 * hidden or QW.shape[1] != hidden:
+        raise ValueError(
+            f"AttnLSTM: W {W.shape} must be [{directions}, {4 * hidden}, {inputs} + {expected}]"
+            f", R {R.shape} [directions, 4 * hidden, hidden], QW {QW.shape} [directions, "
+            f"{hidden}, attention size]"
+        )
+    lengths = np.full(batch, steps, np.int64)
+    if sequence_lens is not None:
+        lengths = sequence_lens.astype(np.int64)
+        if lengths.size and (lengths.min() < 1 or lengths.max() > steps):
+            raise ValueError(f"sequence_lens must lie in [1, {steps}], got {lengths.tolist()}")
+    memory_lengths = np.full(batch, memory_steps, np.int64)
+    if memory_seq_lens is not None:
+        memory_lengths = memory_seq_lens.astype(np.int64)
+        if memory_lengths.size and (
+            memory_lengths.min() < 1 or memory_lengths.max() > memory_steps
+        ):
+            raise ValueError(
+                f"memory_seq_lens must lie in [1, {memory_steps}], got {memory_lengths.tolist()}"
+            )
+    if steps == 0:
+        raise ValueError("AttnLSTM needs at least one time step")
+    masked = np.arange(memory_steps) >= memory_lengths[:, None]  # memory past each length
+    masked = masked if masked.any() else None
+    uniform = (1.0 / memory_lengths)[:, None]  # the alignment of a row whose exponentials are 0
+    full = bool((lengths == steps).all())
+    # with B, onnxruntime adds the bias and clips in one step, min(b, x) then max(-b, x) with b
+    # clip or float's largest: a NaN gate input becomes +b (the bound below); without B it clips
+    # by comparisons that keep a NaN (the activations' own clip)
+    gate_clip = None if B is not None else clip
+    functions = recurrent._activations(
+        activations, activation_alpha, activation_beta, (gate_clip, gate_clip, None),
+        directions, X.dtype, cell,
+    )  # fmt: skip
+    if m is FAST and gate_clip is None:  # numpy's sigmoid through exp costs an errstate a call
+        functions = [
+            [_half_tanh_sigmoid if name.lower() == "sigmoid" else function
+             for name, function in zip(activations[3 * d : 3 * d + 3] or activations, bound)]
+            for d, bound in enumerate(functions)
+        ]  # fmt: skip
+    if B is not None:
+        bound = X.dtype.type(np.finfo(X.dtype).max if clip is None else clip)
+        functions = [
+            [_bounded(f, bound), _bounded(g, bound), h_] for f, g, h_ in functions
+        ]  # fmt: skip
+    reverse = [False, True] if direction == "bidirectional" else [direction == "reverse"]
+    every = np.arange(batch)
+    time = np.arange(steps)[:, None]
+    Y = np.zeros((steps, directions, batch, hidden), X.dtype)
+    Y_h = np.empty((directions, batch, hidden), X.dtype)
+    Y_c = np.empty((directions, batch, hidden), X.dtype)
+    one, zero = X.dtype.type(1), X.dtype.type(0)
+    # once for every step's exp and division (an errstate costs microseconds)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        for d in range(directions):
+            f, g, h_ = functions[d]
+            # step s of row j reads X at position[s, j]: s, or counted back from its length
+            position = np.where(time < lengths, lengths - 1 - time, time) if reverse[d] else None
+            x = X if position is None else X[position, every]
+            xw = m.matmul(x.reshape(steps * batch, inputs), W[d, :, :inputs].T)
+            if B is not None:
+                xw += B[d, :rows] + B[d, rows:]
+            xw = xw.reshape(steps, batch, rows)
+            # [attention | h] @ [W's attention columns | R]^T: the step's two products as one
+            weights = cached(
+                (W, R), ("attn_lstm", d, inputs), lambda d=d: _attn_weights(W[d], R[d], inputs)
+            )
+            keys = m.matmul(M, MW[d])  # [batch, memory steps, attention mechanism size]
+            state = np.zeros((batch, attention + hidden), X.dtype)  # [attention | h]
+            if initial_h is not None:
+                state[:, attention:] = initial_h[d]
+            c = np.zeros((batch, hidden), X.dtype) if initial_c is None else initial_c[d].copy()
+            peepholes = None if P is None else np.split(P[d], 3)  # i, o, f
+            out = np.zeros((steps, batch, hidden), X.dtype)
+            for s in range(int(lengths.max())):
+                gates = m.matmul(state, weights)
+                gates += xw[s]
+                i, o, forget, candidate = (
+                    gates[:, k * hidden : (k + 1) * hidden] for k in range(4)
+                )
+                if peepholes is None and not input_forget:
+                    f(gates[:, : 3 * hidden], gates[:, : 3 * hidden])
+                else:
+                    if peepholes is not None:
+                        i += peepholes[0] * c
+                    f(i, i)
+                    if input_forget:
+                        np.subtract(one, i, out=forget)
+                    else:
+                        if peepholes is not None:
+                            forget += peepholes[2] * c
+                        f(forget, forget)
+                g(candidate, candidate)
+                new_c = c * forget
+                new_c += i * candidate
+                if peepholes is not None or input_forget:
+                    if peepholes is not None:
+                        o += peepholes[1] * new_c
+                    f(o, o)
+                h = h_(new_c, np.empty_like(new_c))
+                h *= o
+                if full:
+                    c = new_c
+                else:  # a finished row keeps its cell state; its output (and next query) is 0
+                    active = (s < lengths)[:, None]
+                    c = np.where(active, new_c, c)
+                    h = np.where(active, h, zero)
+                out[s] = h
+                # Bahdanau attention: scores v . tanh(keys + h QW) over the row's memory
+                query = m.matmul(h, QW[d])
+                scores = m.matmul(m.tanh(keys + query[:, None, :]), V[d])
+                with np.errstate(over="ignore"):
+                    powers = m.exp(scores)  # no maximum taken out, as onnxruntime.s kernel
+                if masked is not None:
+                    powers[masked] = zero
+                total = _attention_sum(m, powers)
+                alignment = (powers / total).astype(X.dtype)
+                if not total.all():
+                    alignment = np.where(total == 0, uniform, alignment).astype(X.dtype)
+                    if masked is not None:
+                        alignment[masked] = zero
+                context = m.matmul(alignment[:, None, :], M)[:, 0]
+                if AW is None:
+                    state[:, :attention] = context
+                else:
+                    state[:, :attention] = m.matmul(np.concatenate([h, context], axis=1), AW[d])
+                state[:, attention:] = h
+            Y_h[d] = out[lengths - 1, every]
+            Y_c[d] = c
+            Y[:, d] = out if position is None else out[position, every]
+            if position is not None and not full:
+                Y[:, d][time >= lengths] = zero
+    results = (Y, Y_h, Y_c)
+    if m is EXACT:
+        results = tuple(recurrent._default_nans(a) for a in results)
+    return results if outputs == 3 else results[:outputs]
+
+
+def _bounded(function, bound):
+    """function(x, out) of x first bounded as onnxruntime's biased clip bounds it: fmin(x, b)
+    then fmax(., -b), so that a NaN becomes b."""
+
+    def bounded(x, out):
+        np.fmin(x, bound, out=out)
+        np.fmax(out, -bound, out=out)
+        return function(out, out)
+
+    return bounded
+
+
+def _half_tanh_sigmoid(x, out):
+    """The fast variant's sigmoid, 0.5 * tanh(x / 2) + 0.5 (runtime_support.recurrent's common
+    case writes it so too)."""
+    np.multiply(x, x.dtype.type(0.5), out=out)
+    np.tanh(out, out=out)
+    out *= out.dtype.type(0.5)
+    out += out.dtype.type(0.5)
+    return out
+
+
+def _attn_weights(W: np.ndarray, R: np.ndarray, inputs: int) -> np.ndarray:
+    """[W's attention columns | R]^T, [attention + hidden, 4 * hidden]."""
+    return np.ascontiguousarray(np.concatenate([W[:, inputs:], R], axis=1).T)
+
+
+@kernel(exact=False, exact_twin="rt.exact_attn_lstm")
+def attn_lstm(*args, **kwargs):
+    """AttnLSTM (com.microsoft): an LSTM whose input at step t is [X_t | A_{t-1}], A the attention
+    state (0 before the first step); after each step, Bahdanau attention over the memory M:
+    keys = M MW, scores_j = V . tanh(keys_j + H_t QW) for the row's first memory_seq_lens
+    positions, alignment = exp(scores) / sum (float64 sum, no maximum subtracted; all 0: uniform),
+    context = alignment M, and A_t = context, or [H_t | context] AW with AW. A finished row
+    (sequence_lens) outputs 0 and keeps its cell state. Gates, activations (onnxruntime's alpha
+    and beta defaults, given explicitly by the compiler), clip, peepholes and input_forget as
+    runtime_support.recurrent's LSTM, except that with B every gate input is bounded by fmin and
+    fmax (clip, or float's largest), so that a NaN becomes the bound, as onnxruntime's biased
+    clip makes it. float32 only. Returns (Y, Y_h, Y_c)[:outputs]."""
+    X, W, R = args[:3]
+    work = X.shape[0] * X.shape[1] * W.shape[0] * W.shape[1] * (W.shape[2] + R.shape[2])
+    with blas_threads_for(work):
+        return _attn_lstm(FAST, recurrent._Fast, *args, **kwargs)
+
+
+@kernel(exact=True)
+def exact_attn_lstm(*args, **kwargs):
+    """attn_lstm's steps with exact_matmul, exact_tanh, exact_sigmoid, exact_exp and exact_sum."""
+    return _attn_lstm(EXACT, recurrent._Exact, *args, **kwargs)
 
 
 # --- hashing ----------------------------------------------------------------------------------

@@ -403,3 +403,66 @@ def test_moe_refuses_what_onnxruntime_computes_otherwise(name, changes, message)
     node.attribute.extend(kept + [helper.make_attribute(k, v) for k, v in changes.items()])
     with pytest.raises(UnsupportedError, match=f"{case.op} node '{name}'.*{message}"):
         generate(model)
+
+
+def _attn_lstm_model(name, changes=None, drop_input=None, double=False):
+    """The oracle's AttnLSTM case `name` with attributes changed (None: removed), an input left
+    out, or every float made float64."""
+    case = next(c for c in oracle.CASES if c.name == name)
+    model, feeds = oracle.build(case)
+    node = model.graph.node[0]
+    changes = changes or {}
+    kept = [a for a in node.attribute if a.name not in changes]
+    del node.attribute[:]
+    node.attribute.extend(kept)
+    node.attribute.extend(helper.make_attribute(k, v) for k, v in changes.items() if v is not None)
+    if drop_input is not None:
+        node.input[drop_input] = ""
+    if double:
+        for value in [*model.graph.input, *model.graph.output]:
+            if value.type.tensor_type.elem_type == TensorProto.FLOAT:
+                value.type.tensor_type.elem_type = TensorProto.DOUBLE
+        for i, init in enumerate(model.graph.initializer):
+            array = onnx.numpy_helper.to_array(init)
+            if array.dtype == np.float32:
+                model.graph.initializer[i].CopyFrom(
+                    onnx.numpy_helper.from_array(array.astype(np.float64), init.name)
+                )
+        feeds = {k: a.astype(np.float64) if a.dtype == np.float32 else a for k, a in feeds.items()}
+    return case, model, feeds
+
+
+@pytest.mark.parametrize(
+    "name, changes, message",
+    [
+        ("ms_attn_lstm", {"hidden_size": None}, "positive attribute 'hidden_size'"),
+        ("ms_attn_lstm", {"clip": 0.0}, "clip=0.0"),
+        (
+            "ms_attn_lstm_bidirectional_layer_lengths",
+            {"activations": ["Sigmoid", "Tanh", "Tanh"]},
+            "'activations' lists 3 functions, onnxruntime takes 6",
+        ),
+    ],
+)
+def test_attn_lstm_refuses_what_onnxruntime_refuses(name, changes, message):
+    """onnxruntime's CPU kernel fails on these nodes (checked here); the compiler refuses them
+    naming the node and the attribute."""
+    case, model, feeds = _attn_lstm_model(name, changes)
+    with pytest.raises(Exception, match="hidden_size|clip_|activation_func_names"):
+        oracle.run_onnxruntime(model, feeds)
+    with pytest.raises(UnsupportedError, match=f"AttnLSTM node '{name}'.*{message}"):
+        generate(model)
+
+
+def test_attn_lstm_refuses_float64_and_an_absent_attention_input():
+    """onnxruntime's kernel reports double as not implemented (at run time) and reads QW, MW, V
+    and M without checking that they are there (a missing one crashes the process, so that is not
+    run here): both are compile-time refusals naming the node."""
+    case, model, feeds = _attn_lstm_model("ms_attn_lstm", double=True)
+    with pytest.raises(Exception, match="does not support double"):
+        oracle.run_onnxruntime(model, feeds)
+    with pytest.raises(UnsupportedError, match="AttnLSTM node 'ms_attn_lstm'.*float64"):
+        generate(model)
+    _, model, _ = _attn_lstm_model("ms_attn_lstm", drop_input=9)
+    with pytest.raises(UnsupportedError, match=r"AttnLSTM node 'ms_attn_lstm'.*input 9 \(MW\)"):
+        generate(model)

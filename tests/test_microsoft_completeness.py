@@ -36,10 +36,6 @@ NOT_COMPILED = {
         "(encoder and decoder subgraphs, cross-attention pasts, timestamp logits processing), "
         "like BeamSearch's model_type 1 and 2, refused naming the node"
     ),
-    ("com.microsoft", "AttnLSTM"): (
-        "not yet (session 9 chose the LLM operators first): LSTM with Bahdanau attention over a "
-        "memory and its lengths, a seq2seq operator of onnxruntime's early days"
-    ),
     ("com.microsoft", "SparseAttention"): (
         "its CPU kernel runs only when past and present are one buffer (onnxruntime-genai's "
         "in-place cache): an ordinary session fails, so there is nothing to compare with"

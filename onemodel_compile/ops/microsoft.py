@@ -540,6 +540,85 @@ def dynamic_quantize_lstm(view: NodeView):
     return results if count == 3 else index(results, pyir.Slice(None, pyir.Lit(count)))
 
 
+_ATTN_LSTM_INPUTS = (
+    "X W R B sequence_lens initial_h initial_c P QW MW V M memory_seq_lens AW"
+).split()
+# onnxruntime's activation parameters when activation_alpha / activation_beta run out (its
+# rnn_helpers: LeakyRelu 0.01, HardSigmoid 0.2 and 0.5, Elu 1.0, every other one 0, Affine,
+# ScaledTanh and ThresholdedRelu too); None: the function takes no such parameter.
+_ONNXRUNTIME_ACTIVATION_DEFAULTS = {
+    "Affine": (0.0, 0.0),
+    "LeakyRelu": (0.01, None),
+    "ThresholdedRelu": (0.0, None),
+    "ScaledTanh": (0.0, 0.0),
+    "HardSigmoid": (0.2, 0.5),
+    "Elu": (1.0, None),
+}
+
+
+def _explicit_parameters(view: NodeView, names: tuple[str, ...]) -> dict:
+    """activation_alpha and activation_beta with a value for every function that takes one, in
+    the order onnxruntime consumes them (the given ones first, then its defaults)."""
+    given = {p: list(view.attr(p) or ()) for p in ("activation_alpha", "activation_beta")}
+    full: dict[str, list[float]] = {"activation_alpha": [], "activation_beta": []}
+    for name in names:
+        for parameter, default in zip(full, _ONNXRUNTIME_ACTIVATION_DEFAULTS.get(name, ())):
+            if default is not None:
+                values = given[parameter]
+                full[parameter].append(values.pop(0) if values else default)
+    return {p: tuple(values) for p, values in full.items() if values}
+
+
+@microsoft("AttnLSTM", defaults={"direction": "forward", "input_forget": 0}, exact=True)
+def attn_lstm(view: NodeView):
+    """An LSTM wrapped in Bahdanau attention (rt.attn_lstm documents it). Refused as
+    onnxruntime's CPU kernel refuses: no hidden_size, a clip <= 0, other than 3 activation
+    functions per direction, float64 (not implemented there), an absent QW, MW, V or M (its
+    kernel reads them unconditionally)."""
+    label = view.node.label
+    direction = view.attr("direction")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise CompileError(f"{label}: direction {direction!r} is not supported")
+    directions = 2 if direction == "bidirectional" else 1
+    hidden_size = view.attr("hidden_size")
+    if hidden_size is None or hidden_size <= 0:
+        raise UnsupportedError(f"{label}: AttnLSTM needs a positive attribute 'hidden_size'")
+    recurrent._check_hidden_size(view)
+    clip = view.attr("clip")
+    if clip is not None and not clip > 0:
+        raise UnsupportedError(f"{label}: AttnLSTM with clip={clip!r} (it must be above 0)")
+    for required in (8, 9, 10, 11):
+        if view.input(required) is None:
+            raise UnsupportedError(
+                f"{label}: AttnLSTM needs input {required} ({_ATTN_LSTM_INPUTS[required]})"
+            )
+    if view.inputs[0].dtype is not None and view.inputs[0].dtype != np.float32:
+        raise UnsupportedError(
+            f"{label}: AttnLSTM of {view.inputs[0].dtype} (onnxruntime's kernel runs float32 only)"
+        )
+    keywords: dict = {"direction": direction}
+    names = ("Sigmoid", "Tanh", "Tanh") * directions
+    if view.attr("activations") is not None:
+        if len(view.attr("activations")) != 3 * directions:
+            raise UnsupportedError(
+                f"{label}: AttnLSTM's attribute 'activations' lists "
+                f"{len(view.attr('activations'))} functions, onnxruntime takes {3 * directions}"
+            )
+        names = recurrent._activations(view, 3, directions)
+        keywords["activations"] = names
+    keywords.update(_explicit_parameters(view, names))
+    if clip is not None:
+        keywords["clip"] = clip
+    if view.attr("input_forget"):
+        keywords["input_forget"] = 1
+    args, tensors = pyir.optional_arguments(_ATTN_LSTM_INPUTS, view.inputs)
+    count = len(view.outputs)
+    if count < 3:
+        keywords["outputs"] = count
+    results = call("rt.attn_lstm", *args, **tensors, **keywords)
+    return index(results, 0) if count == 1 else results
+
+
 @microsoft(
     "MatMulNBits",
     defaults={"bits": 4, "accuracy_level": 0, "weight_prepacked": 0},

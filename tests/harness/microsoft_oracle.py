@@ -42,6 +42,10 @@ LSTM = (
     "a float32 recurrence over steps: the quantized products' roundings and numpy's tanh and exp "
     "compound to a few 1e-5 relative"
 )
+ATTN_LSTM = (
+    "a float32 recurrence with attention over the memory at every step: onnxruntime's MLAS "
+    "sigmoid and tanh, its products' orders and numpy's compound to a few 1e-7"
+)
 QUANT = (
     "requantization rounds half to even after float32 arithmetic: a value within an ulp of a "
     "half may round the other way, one step apart"
@@ -259,7 +263,7 @@ OPERATORS = tuple("""
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
     HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState EngramGate
-    NGramHashMapping MRotaryEmbedding
+    NGramHashMapping MRotaryEmbedding AttnLSTM
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -987,6 +991,36 @@ CASES = [
     Case("ms_mrope_partial", "MRotaryEmbedding", 17, (x(1, 3, 32), x(3, 1, 3, dtype="int64",
          gen="int", low=0, high=5), w(6, 4), w(6, 4)), attrs={"mrope_section": [2, 1, 1],
          "rotary_embedding_dim": 8, "num_heads": 2, "mrope_layout": 1}, note=DOT, rtol=1e-6,
+         atol=1e-6),  # fmt: skip
+    # AttnLSTM: X (steps, batch, input), W (directions, 4 hidden, input + attention), R, B, lengths,
+    # initial_h, initial_c, P, QW (directions, hidden, am), MW (directions, depth, am), V, M (batch,
+    # memory steps, depth), memory lengths, AW (directions, depth + hidden, attention)
+    Case("ms_attn_lstm", "AttnLSTM", 17, (x(4, 2, 3), w(1, 20, 7), w(1, 20, 5), w(1, 40), None,
+         None, None, None, w(1, 5, 3), w(1, 4, 3), w(1, 3), x(2, 6, 4)), attrs={"hidden_size": 5},
+         outputs=3, note=ATTN_LSTM, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_attn_lstm_bidirectional_layer_lengths", "AttnLSTM", 17, (x(5, 2, 3), w(2, 20, 10),
+         w(2, 20, 5), w(2, 40), v(np.array([5, 2], np.int32), "int32"), x(2, 2, 5), x(2, 2, 5),
+         w(2, 15), w(2, 5, 3), w(2, 4, 3), w(2, 3), x(2, 6, 4), v(np.array([3, 6], np.int32),
+         "int32"), w(2, 9, 7)), attrs={"hidden_size": 5, "direction": "bidirectional"}, outputs=3,
+         note=ATTN_LSTM, rtol=1e-5, atol=1e-6),  # fmt: skip
+    Case("ms_attn_lstm_reverse_activations_clip", "AttnLSTM", 17, (x(4, 3, 2), w(1, 16, 6),
+         w(1, 16, 4), None, v(np.array([3, 4, 1], np.int32), "int32"), None, x(1, 3, 4), None,
+         w(1, 4, 2), w(1, 3, 2), w(1, 2), x(3, 5, 3), v(np.array([5, 2, 4], np.int32), "int32"),
+         w(1, 7, 4)), attrs={"hidden_size": 4, "direction": "reverse", "activations":
+         ["HardSigmoid", "LeakyRelu", "ScaledTanh"], "activation_alpha": [0.3, 0.2, 0.9],
+         "activation_beta": [0.4, 1.1], "clip": 2.5, "input_forget": 1}, outputs=2,
+         note=ATTN_LSTM, rtol=1e-5, atol=1e-6),  # fmt: skip
+    # scores beyond float32 exp's range: exp gives inf, the alignment inf / inf NaN, and with B
+    # onnxruntime's biased clip turns the NaN gate inputs into float's largest (finite outputs)
+    Case("ms_attn_lstm_overflowing_scores", "AttnLSTM", 17, (x(4, 2, 3), w(1, 20, 10),
+         w(1, 20, 5), w(1, 40), None, None, x(1, 2, 5), None, w(1, 5, 3), w(1, 4, 3), w(1, 3,
+         scale=100), x(2, 6, 4), None, w(1, 9, 7)), attrs={"hidden_size": 5}, outputs=3,
+         note=ATTN_LSTM, rtol=1e-5, atol=1e-6),  # fmt: skip
+    # Y not asked for; ThresholdedRelu without activation_alpha takes onnxruntime's 0
+    Case("ms_attn_lstm_states_only_default_alpha", "AttnLSTM", 17, (x(3, 2, 4), w(1, 12, 7),
+         w(1, 12, 3), w(1, 24), None, x(1, 2, 3), None, None, w(1, 3, 5), w(1, 3, 5), w(1, 5),
+         x(2, 4, 3)), attrs={"hidden_size": 3, "activations": ["Sigmoid", "Tanh",
+         "ThresholdedRelu"]}, outputs=3, skip_outputs=(0,), note=ATTN_LSTM, rtol=1e-5,
          atol=1e-6),  # fmt: skip
 ]
 

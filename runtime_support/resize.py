@@ -40,9 +40,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
 
-__all__ = ["resize"]
+__all__ = ["resize", "resize_fast"]
 
 _COORDINATE_MODES = (
     "half_pixel",
@@ -326,3 +327,133 @@ def round_to(values, dtype):
         high = float(info.max) if dtype.itemsize < 8 else np.nextafter(float(info.max), 0.0)
         return np.clip(np.trunc(values), float(info.min), high).astype(dtype)
     return values.astype(dtype)
+
+
+# --- the fast variant's Resize -----------------------------------------------------------------
+
+# Plans of resize_fast by (input shape, dtype, scales, sizes, attributes): the sample tables are
+# computed once per shape. Bounded: cleared when full (a model has few distinct shapes).
+_PLANS: dict = {}
+_PLAN_LIMIT = 256
+_FAST_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+@kernel(fresh=True, exact=False, exact_twin="rt.resize")
+def resize_fast(
+    X,
+    roi=None,
+    scales=None,
+    sizes=None,
+    *,
+    mode="nearest",
+    coordinate_transformation_mode="half_pixel",
+    cubic_coeff_a=-0.75,
+    nearest_mode="round_prefer_floor",
+    keep_aspect_ratio_policy="stretch",
+    axes=None,
+):
+    """The fast variant's Resize without tf_crop_and_resize, exclude_outside or antialias (the
+    emitter keeps those on `resize`): the same sample positions and taps as `resize`, tabled once
+    per input shape, and each resampled axis computed in the input's float type as gathers of whole
+    slices and one weighted sum (linear: w0 * X[i0] + w1 * X[i1]; cubic: four taps), as
+    onnxruntime computes in float32. Nearest mode gathers (a strided slice where the indices step
+    evenly). Always a new array. Other dtypes go to `resize` (`roi` is not read: only
+    tf_crop_and_resize uses it)."""
+    key = (
+        X.shape,
+        X.dtype,
+        None if scales is None else tuple(np.asarray(scales).ravel().tolist()),
+        None if sizes is None else tuple(np.asarray(sizes).ravel().tolist()),
+        mode,
+        coordinate_transformation_mode,
+        cubic_coeff_a,
+        nearest_mode,
+        keep_aspect_ratio_policy,
+        axes,
+    )
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _fast_plan(X, scales, sizes, key)
+        if plan is None:  # not a case for the tables: the general kernel decides (and raises)
+            result = resize(
+                X,
+                None,
+                scales,
+                sizes,
+                mode=mode,
+                coordinate_transformation_mode=coordinate_transformation_mode,
+                cubic_coeff_a=cubic_coeff_a,
+                nearest_mode=nearest_mode,
+                keep_aspect_ratio_policy=keep_aspect_ratio_policy,
+                axes=axes,
+            )
+            return result.copy() if result is X else result
+        if len(_PLANS) >= _PLAN_LIMIT:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    work = X
+    for step in plan:
+        kind = step[0]
+        if kind == "slice":
+            work = work[step[1]]
+        elif kind == "take":
+            work = np.take(work, step[2], axis=step[1])
+        else:  # "taps": axis, then (index, weight) per tap
+            axis, taps = step[1], step[2]
+            index, weight = taps[0]
+            total = np.take(work, index, axis=axis)
+            total *= weight
+            for index, weight in taps[1:]:
+                term = np.take(work, index, axis=axis)
+                term *= weight
+                total += term
+            work = total
+    if work is X or work.base is not None:  # the input, or a view of it: copied
+        work = work.copy()
+    return work
+
+
+def _fast_plan(X, scales, sizes, key):
+    """The steps of resize_fast for one key, or None for what only `resize` does: other dtypes,
+    empty tensors and invalid geometry (its errors are raised there)."""
+    _, dtype, _, _, mode, transform, a, nearest_mode, policy, axes = key
+    if dtype not in _FAST_DTYPES or X.size == 0 or mode not in ("nearest", "linear", "cubic"):
+        return None
+    if transform not in _COORDINATE_MODES or transform == "tf_crop_and_resize":
+        return None
+    rank = X.ndim
+    try:
+        axes = list(range(rank)) if axes is None else [int(v) % rank for v in axes]
+        out_shape, scale, width = _geometry(X.shape, scales, sizes, axes, policy)
+    except ValueError:
+        return None
+    if 0 in out_shape:
+        return None
+    check_allocation(out_shape, dtype)
+    if tuple(out_shape) == X.shape:
+        return ()  # onnxruntime copies an input whose shape does not change
+    steps: list = []
+    slices: list = [slice(None)] * rank
+    for axis in range(rank):
+        n, out = X.shape[axis], out_shape[axis]
+        x = _positions(transform, n, out, scale[axis], width[axis], 0.0, 1.0)
+        if out == n and np.array_equal(x, np.arange(n, dtype=np.float64)):
+            continue
+        shape = [-1 if d == axis else 1 for d in range(rank)]
+        if mode == "nearest":
+            index = _nearest(x, n, nearest_mode, scale[axis])
+            stride = int(index[1] - index[0]) if out > 1 else 1
+            if stride > 0 and np.array_equal(index, index[0] + stride * np.arange(out)):
+                slices[axis] = slice(int(index[0]), int(index[-1]) + 1, stride)
+            else:
+                steps.append(("take", axis, index))
+            continue
+        index, weight, _ = _taps(x, n, scale[axis], mode, float(a), False, False)
+        taps = tuple(
+            (index[:, k].copy(), weight[:, k].astype(dtype).reshape(shape))
+            for k in range(index.shape[1])
+        )
+        steps.append(("taps", axis, taps))
+    if any(s != slice(None) for s in slices):
+        steps.insert(0, ("slice", tuple(slices)))  # slices first: they only shrink
+    return tuple(steps)

@@ -546,6 +546,12 @@ def _new_array_cases():
         "rt.tile": [((x32, (1, 1, 1, 1)), {}), ((x64, (1, 2, 1, 1)), {})],
         "rt.constant_of_shape": [(((2, 3), 1.5), dict(dtype=np.float32))],
         "rt.arange": [((0, 5, 1), dict(dtype=np.int64))],
+        "rt.resize_fast": [
+            ((x32,), dict(sizes=np.array(x32.shape), mode="linear")),  # the identity
+            ((x32,), dict(scales=np.array([1, 1, 0.5, 1], np.float32))),  # nearest: a slice
+            ((x64,), dict(scales=np.array([1, 1, 2, 1.5], np.float32), mode="linear")),
+            ((x32.astype(np.int32),), dict(sizes=np.array(x32.shape))),  # rt.resize's input
+        ],
         "rt.matmul_weight": [
             ((x32.reshape(-1, 5), w.reshape(-1, 12)[:5].copy()), {}),  # the kernel, if usable
             ((x64.reshape(-1, 5), w.reshape(-1, 12)[:5].astype(np.float64)), {}),  # np.matmul

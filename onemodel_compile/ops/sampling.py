@@ -98,6 +98,11 @@ def resize(view: NodeView) -> pyir.Expr:
     roi = _optional(view, 1) if transform == "tf_crop_and_resize" else None
     inputs = [view.inputs[0], roi, _optional(view, 2), _optional(view, 3)]
     args, tensors = pyir.optional_arguments(_RESIZE_INPUTS, inputs)
+    # The fast variant: tabled taps computed in the input's type (rt.resize_fast), where no
+    # attribute beyond its own applies; the exact variant, and those cases, keep rt.resize.
+    plain = {"exclude_outside", "antialias", "extrapolation_value"}.isdisjoint(keywords)
+    if not view.variant.exact and plain and transform != "tf_crop_and_resize":
+        return call("rt.resize_fast", *args, **tensors, **keywords)
     return call("rt.resize", *args, **tensors, **keywords)
 
 

@@ -7,6 +7,8 @@ schema fills them in). A rule sees the node's input types through a small view (
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from onemodel_compile import ir
@@ -210,20 +212,13 @@ def _float_result(view: _View, scale_index: int):
     return [_typed(scale.dtype, (*A.shape[:-1], B.shape[-1]))]
 
 
-def _lstm_types(view: _View):
+def _lstm_types(view: _View, hidden_axis: int = 1):
+    """Y, Y_h, Y_c of an LSTM-like node; R's `hidden_axis` holds the hidden size when the
+    attribute is absent (DynamicQuantizeLSTM's R is [directions, hidden, 4 * hidden], AttnLSTM's
+    ONNX LSTM's [directions, 4 * hidden, hidden])."""
     X, R = view.operand(0), view.operand(2)
     directions = 2 if view.attr("direction") == "bidirectional" else 1
-    hidden = view.attr("hidden_size") or (None if R.shape is None else R.shape[1])
-    steps, batch = (None, None) if X.shape is None else X.shape[:2]
-    state = _typed(X.dtype, (directions, batch, hidden))
-    return [_typed(X.dtype, (steps, directions, batch, hidden)), state, state]
-
-
-def _attn_lstm_types(view: _View):
-    """AttnLSTM: R is ONNX LSTM's [directions, 4 * hidden, hidden]."""
-    X, R = view.operand(0), view.operand(2)
-    directions = 2 if view.attr("direction") == "bidirectional" else 1
-    hidden = view.attr("hidden_size") or (None if R.shape is None else R.shape[2])
+    hidden = view.attr("hidden_size") or (None if R.shape is None else R.shape[hidden_axis])
     steps, batch = (None, None) if X.shape is None else X.shape[:2]
     state = _typed(X.dtype, (directions, batch, hidden))
     return [_typed(X.dtype, (steps, directions, batch, hidden)), state, state]
@@ -397,7 +392,7 @@ RULES = {
     (DOMAIN, "DynamicQuantizeMatMul"): lambda view: _float_result(view, 0),
     (DOMAIN, "MatMulIntegerToFloat"): lambda view: _float_result(view, 2),
     (DOMAIN, "DynamicQuantizeLSTM"): _lstm_types,
-    (DOMAIN, "AttnLSTM"): _attn_lstm_types,
+    (DOMAIN, "AttnLSTM"): functools.partial(_lstm_types, hidden_axis=2),
     (DOMAIN, "MatMulNBits"): _nbits_type,
     (DOMAIN, "GatherBlockQuantized"): _gather_block_type,
     (DOMAIN, "QuantizeLinear"): _quantize_type,

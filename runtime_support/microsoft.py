@@ -1446,20 +1446,8 @@ def _attn_lstm(
             f", R {R.shape} [directions, 4 * hidden, hidden], QW {QW.shape} [directions, "
             f"{hidden}, attention size]"
         )
-    lengths = np.full(batch, steps, np.int64)
-    if sequence_lens is not None:
-        lengths = sequence_lens.astype(np.int64)
-        if lengths.size and (lengths.min() < 1 or lengths.max() > steps):
-            raise ValueError(f"sequence_lens must lie in [1, {steps}], got {lengths.tolist()}")
-    memory_lengths = np.full(batch, memory_steps, np.int64)
-    if memory_seq_lens is not None:
-        memory_lengths = memory_seq_lens.astype(np.int64)
-        if memory_lengths.size and (
-            memory_lengths.min() < 1 or memory_lengths.max() > memory_steps
-        ):
-            raise ValueError(
-                f"memory_seq_lens must lie in [1, {memory_steps}], got {memory_lengths.tolist()}"
-            )
+    lengths = _lengths(sequence_lens, batch, steps, "sequence_lens")
+    memory_lengths = _lengths(memory_seq_lens, batch, memory_steps, "memory_seq_lens")
     if steps == 0:
         raise ValueError("AttnLSTM needs at least one time step")
     masked = np.arange(memory_steps) >= memory_lengths[:, None]  # memory past each length
@@ -1551,8 +1539,7 @@ def _attn_lstm(
                 # Bahdanau attention: scores v . tanh(keys + h QW) over the row's memory
                 query = m.matmul(h, QW[d])
                 scores = m.matmul(m.tanh(keys + query[:, None, :]), V[d])
-                with np.errstate(over="ignore"):
-                    powers = m.exp(scores)  # no maximum taken out, as onnxruntime.s kernel
+                powers = m.exp(scores)  # no maximum taken out, as onnxruntime's kernel
                 if masked is not None:
                     powers[masked] = zero
                 total = _attention_sum(m, powers)
@@ -1576,6 +1563,17 @@ def _attn_lstm(
     if m is EXACT:
         results = tuple(recurrent._default_nans(a) for a in results)
     return results if outputs == 3 else results[:outputs]
+
+
+def _lengths(values, batch: int, steps: int, name: str) -> np.ndarray:
+    """Each row's length as int64: `values` (an optional lengths input), checked to lie in [1,
+    steps], or `steps` for every row."""
+    if values is None:
+        return np.full(batch, steps, np.int64)
+    lengths = values.astype(np.int64)
+    if lengths.size and (lengths.min() < 1 or lengths.max() > steps):
+        raise ValueError(f"{name} must lie in [1, {steps}], got {lengths.tolist()}")
+    return lengths
 
 
 def _bounded(function, bound):

@@ -2947,7 +2947,7 @@ def _ngram_packed(
             joined = np.concatenate([before, segments[starts, None]], axis=1)
             rows, columns = np.nonzero(joined[:, 1:] != joined[:, :-1])
             marks[layout.slots[rows, columns]] = layout.slots[rows, columns]
-    resets = np.maximum.accumulate(marks)[positions - 1] if total else positions
+    resets = np.maximum.accumulate(marks)[positions - 1]  # the latest mark before each token
     hashes = np.empty((total, heads), dtype)
     with np.errstate(over="ignore"):
         mix = ids * factors[0]

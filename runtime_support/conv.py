@@ -7,6 +7,9 @@
   product per group. Small im2col matrices (at most _STRIDED_ELEMENTS entries): one copy of a
   strided view of the padded input, its rows over the padded width where the last stride is 1
   (`_strided_path`); rows of at most _GATHER_ROW positions: one gather (`_gather_path`).
+  Kernels of at least _WINDOWED_TAPS taps: one product of the padded input in rows of one
+  stride when only the last axis has more than one tap (`_polyphase_path`), else of its sliding
+  windows (`_windowed_path`).
   Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
   (several whole samples when one is small), so a block is still in cache when BLAS reads it:
   each tap's rows copied from flat_taps' grid views (unit-stride reads whatever the strides),
@@ -549,7 +552,7 @@ def _patch_path(plan, X, w, bias):
 
 def _polyphase_path(plan, X, w, bias):
     """A long filter along the last axis only (an audio front end's learned filter bank, a
-    resampler's 80-tap low-pass at stride 6), `_POLYPHASE`'s way: for stride s, tap t = q s + r
+    resampler's 80-tap low-pass at stride 6), in polyphase form: for stride s, tap t = q s + r
     reads padded position (o + q) s + r, so with the padded input cut into rows of s values
     (phase r the column), one product (M * Q, C * s) @ (C * s, J) gives every (filter, tap block
     q, row j) term, and output o sums block q of row o + q over the Q blocks: Q shifted additions

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import math
 import warnings
+from pathlib import Path
 
 import mpmath
 import numpy as np
@@ -1029,3 +1030,56 @@ def test_conv_transpose_products_in_parts_give_the_bits_of_one_thread(
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
     (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
     np.testing.assert_allclose(whole, expected, rtol=1e-4, atol=1e-4)
+
+
+# (op type, alpha attribute or constant slope, the fast variant's selection): LeakyRelu and PRelu
+# as max(x * slope, x) for slopes at most 1, min(x * slope, x) for slopes at least 1, np.where
+# for a zero slope (inf * 0) and for slopes on both sides of 1
+_LEAKY_CASES = [
+    ("LeakyRelu", 0.01, "np.maximum"),
+    ("LeakyRelu", -0.5, "np.maximum"),
+    ("LeakyRelu", 1.5, "np.minimum"),
+    ("LeakyRelu", 0.0, "np.where"),
+    ("PRelu", [0.25, 0.1, -0.3], "np.maximum"),
+    ("PRelu", [2.0, 1.5, 1.0], "np.minimum"),
+    ("PRelu", [0.25, 2.0, 0.5], "np.where"),
+    ("PRelu", [0.25, 0.0, 0.5], "np.where"),
+]
+
+
+@pytest.mark.parametrize("op_type,slope,selection", _LEAKY_CASES)
+def test_leaky_selection_matches_onnxruntime(op_type, slope, selection, tmp_path):
+    """The fast variant's LeakyRelu and PRelu (ops/common.leaky_selection) give onnxruntime's
+    values on random signs and on -inf, inf, NaN and zeros, whichever selection it emits."""
+    import onnx
+    import onnxruntime
+    from onnx import helper, numpy_helper
+
+    from onemodel_compile import compile_model
+
+    inputs, initializers, attrs = ["X"], [], {}
+    if op_type == "LeakyRelu":
+        attrs["alpha"] = slope
+    else:
+        inputs.append("slope")
+        values = np.array(slope, np.float32).reshape(3, 1, 1)
+        initializers.append(numpy_helper.from_array(values, "slope"))
+    graph = helper.make_graph(
+        [helper.make_node(op_type, inputs, ["Y"], **attrs)],
+        "leaky",
+        [helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, ["N", 3, 4, 5])],
+        [helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, None)],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)], ir_version=8)
+    X = np.random.default_rng(5).normal(size=(2, 3, 4, 5)).astype(np.float32)
+    X.reshape(-1)[:6] = [-np.inf, np.inf, np.nan, 0.0, -0.0, -1e-30]
+    path = Path(compile_model(model, tmp_path / "leaky.py"))
+    assert f"{selection}(" in path.read_text()
+    spec = importlib.util.spec_from_file_location("leaky_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    (expected,) = onnxruntime.InferenceSession(model.SerializeToString()).run(None, {"X": X})
+    with np.errstate(invalid="ignore"):  # np.where's inf * 0 (the NaN it then discards)
+        got = module.run(X)[0]
+    np.testing.assert_array_equal(got, expected)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from onemodel_compile.errors import CompileError
 from onemodel_compile.ops.code import py
-from onemodel_compile.ops.common import along_axis_rule
+from onemodel_compile.ops.common import along_axis_rule, leaky_selection
 from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import binop, call, method, scalar
 from onemodel_compile.ops.registry import emitter
@@ -108,8 +108,17 @@ def _prelu_slope(view: NodeView):
     )
 
 
-@emitter("PRelu", since=7, exact=True)
+@emitter("PRelu", since=7, exact=False)
 def prelu(view: NodeView):
+    """leaky_selection where the slope is a constant it takes, else prelu_where's."""
+    X = view.inputs[0]
+    selection = leaky_selection(X, _prelu_slope(view), view.const(1))
+    return prelu_where(view) if selection is None else selection
+
+
+# exact: a selection of x or a correctly rounded product, -0 kept as -0
+@emitter("PRelu", since=7, variant="exact", exact=True)
+def prelu_where(view: NodeView):
     X = view.inputs[0]
     below = binop("<", X, scalar(0, X.dtype))
     return call("np.where", below, binop("*", X, _prelu_slope(view)), X)

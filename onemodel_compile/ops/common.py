@@ -7,7 +7,7 @@ import numpy as np
 from onemodel_compile.errors import CompileError
 from onemodel_compile.ops import pyir
 from onemodel_compile.ops.node import NodeView
-from onemodel_compile.ops.pyir import attr, call, index, method
+from onemodel_compile.ops.pyir import attr, binop, call, index, method
 from runtime_support._dtypes import is_float_dtype
 
 
@@ -136,3 +136,23 @@ def exact_for_integers(why: str):
         return f"of {getattr(dtype, 'name', 'unknown')} values has no exact implementation ({why})"
 
     return rule
+
+
+def leaky_selection(X, slope, slopes) -> pyir.Expr | None:
+    """x * slope below 0, x elsewhere, as max(x * slope, x) where every slope is at most 1, or
+    min(x * slope, x) where every one is at least 1 (the product is on the right side of x for
+    either sign of x): two passes with no branch. np.where's selection mispredicts a branch per
+    element on signs mixed at random, 3-10 times slower (PRelu on 67,760 float32 values: 88-229
+    against 20 us; MTCNN's PRelus). Only for float32/float64 slopes known at compile time that are
+    finite and not 0 (inf * 0 is NaN, which the maximum would keep; every other input gives the
+    selection's value, but -0 times a negative slope, +0 where np.where keeps -0); else None."""
+    if slopes is None or X.dtype not in (np.float32, np.float64):
+        return None
+    values = np.asarray(slopes, dtype=np.float64).reshape(-1)
+    if values.size == 0 or not np.all(np.isfinite(values)) or np.any(values == 0):
+        return None
+    if np.all(values <= 1):
+        return call("np.maximum", binop("*", X, slope), X)
+    if np.all(values >= 1):
+        return call("np.minimum", binop("*", X, slope), X)
+    return None

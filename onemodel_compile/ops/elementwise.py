@@ -15,7 +15,7 @@ import numpy as np
 import runtime_support
 from onemodel_compile.errors import CompileError
 from onemodel_compile.ops import pyir
-from onemodel_compile.ops.common import is_float
+from onemodel_compile.ops.common import is_float, leaky_selection
 from onemodel_compile.ops.node import NodeView, Operand
 from onemodel_compile.ops.pyir import binop, call, method, scalar
 from onemodel_compile.ops.registry import emitter
@@ -237,8 +237,18 @@ def relu_maximum(view: NodeView) -> pyir.Expr:
     return call("np.maximum", X, scalar(0, X.dtype))
 
 
-@emitter("LeakyRelu", since=6, exact=True)
+@emitter("LeakyRelu", since=6, exact=False)
 def leaky_relu(view: NodeView) -> pyir.Expr:
+    """common.leaky_selection (alpha is an attribute, so always known), else np.where."""
+    X = view.inputs[0]
+    alpha = scalar(view.attr("alpha"), X.dtype)
+    selection = leaky_selection(X, alpha, view.attr("alpha"))
+    return leaky_relu_where(view) if selection is None else selection
+
+
+# exact: a selection of x or a correctly rounded product, -0 kept as -0
+@emitter("LeakyRelu", since=6, variant="exact", exact=True)
+def leaky_relu_where(view: NodeView) -> pyir.Expr:
     X = view.inputs[0]
     alpha = scalar(view.attr("alpha"), X.dtype)
     return call("np.where", binop("<", X, 0), binop("*", X, alpha), X)

@@ -44,6 +44,7 @@ from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
 from runtime_support.pool import average_pool, max_pool
 from runtime_support.quantization import dynamic_quantize_linear
+from runtime_support.strings import compile_longest
 
 __all__ = [
     "microsoft_attention",
@@ -2284,20 +2285,47 @@ def _tokenize_separators(text: str, tree: _SeparatorTree, mincharnum: int) -> li
     return tokens
 
 
+def _tokenize_expression(text: str, expression, mincharnum: int) -> list[str]:
+    """The non-empty matches of `expression` (RE2, leftmost-longest) left to right without
+    overlap, of at least mincharnum characters. Matched over the UTF-8 bytes, as onnxruntime
+    does: after an empty match the search moves on one byte, and a match that is not whole
+    characters (\\C) is an error, as in onnxruntime."""
+    data = text.encode("utf-8")
+    tokens = []
+    for match in expression.finditer(data):
+        start, end = match.span()
+        if start == end:
+            continue
+        try:
+            token = data[start:end].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(
+                f"Tokenizer: a match of tokenexp {expression.pattern!r} is not whole UTF-8 "
+                f"characters (at byte offset {start} of {text!r})"
+            ) from None
+        if len(token) >= mincharnum:
+            tokens.append(token)
+    return tokens
+
+
 @kernel(exact=True)
-def tokenizer(X, *, mark, pad_value, mincharnum, separators):
+def tokenizer(X, *, mark, pad_value, mincharnum, separators=(), tokenexp=None):
     """Tokenizer (strings [C] or [N, C]): each string's tokens (characters when the one
-    separator is ""; else the pieces between separators, _tokenize_separators), between the
+    separator is ""; the pieces between separators, _tokenize_separators; or, with tokenexp
+    and no separators, the matches of that expression, _tokenize_expression), between the
     marks STX and ETX (chr(2), chr(3)) when `mark`, then pad_value up to the longest row (after
     the end mark, as onnxruntime 1.31.1 writes them); the output gains that axis (length 0 when
     no string has a token)."""
     X = np.asarray(X, dtype=object)
-    chars = len(separators) == 1 and separators[0] == ""
-    tree = None if chars else _SeparatorTree(list(separators))
-    rows = [
-        list(str(s)) if chars else _tokenize_separators(str(s), tree, int(mincharnum))
-        for s in X.reshape(-1)
-    ]
+    strings = [str(s) for s in X.reshape(-1)]
+    if tokenexp is not None:
+        expression = compile_longest(tokenexp)
+        rows = [_tokenize_expression(s, expression, int(mincharnum)) for s in strings]
+    elif len(separators) == 1 and separators[0] == "":
+        rows = [list(s) for s in strings]
+    else:
+        tree = _SeparatorTree(list(separators))
+        rows = [_tokenize_separators(s, tree, int(mincharnum)) for s in strings]
     longest = max((len(r) for r in rows), default=0)
     if longest == 0:
         return np.empty(X.shape + (0,), dtype=object)

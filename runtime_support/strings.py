@@ -1,4 +1,5 @@
-"""String kernels: StringConcat, StringSplit, RegexFullMatch, StringNormalizer.
+"""String kernels: StringConcat, StringSplit, RegexFullMatch, StringNormalizer; the pattern
+compilation com.microsoft Tokenizer's tokenexp shares (compile_longest).
 
 String tensors are numpy object arrays of Python str (docs/ml-domain.md). Every kernel is exact:
 string operations have one answer. Regular expressions are Python `re` patterns compiled from the
@@ -134,20 +135,26 @@ def check_syntax(pattern: str) -> None:
         backtracking_hazard(pattern)
 
 
+def _compile_re2(pattern: str, *, longest_match: bool = False):
+    """RE2's compiled `pattern` (google-re2 installed); RegexPatternError when it is not RE2."""
+    options = re2.Options()
+    options.log_errors = False  # the error is raised here, not printed by RE2 on stderr
+    options.longest_match = longest_match
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as error:
+        reason = error.args[0] if error.args else error
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise RegexPatternError(f"pattern {pattern!r} is not valid RE2: {reason}") from None
+
+
 @functools.lru_cache(maxsize=64)
 def compile_pattern(pattern: str):
     """A compiled pattern with a `fullmatch(text)` method: RE2's where google-re2 is installed,
     else Python's for a pattern without a backtracking hazard; RegexPatternError otherwise."""
     if re2 is not None:
-        options = re2.Options()
-        options.log_errors = False  # the error is raised here, not printed by RE2 on stderr
-        try:
-            return re2.compile(pattern, options)
-        except re2.error as error:
-            reason = error.args[0] if error.args else error
-            if isinstance(reason, bytes):
-                reason = reason.decode("utf-8", "replace")
-            raise RegexPatternError(f"pattern {pattern!r} is not valid RE2: {reason}") from None
+        return _compile_re2(pattern)
     hazard = backtracking_hazard(pattern)
     if hazard is not None:
         raise RegexPatternError(
@@ -155,6 +162,28 @@ def compile_pattern(pattern: str):
             f"RE2 matches it in linear time: {REGEX_EXTRA}"
         )
     return re.compile(pattern, re.ASCII)
+
+
+@functools.lru_cache(maxsize=64)
+def compile_longest(pattern: str):
+    """RE2's compiled `pattern` with leftmost-longest matching (as onnxruntime's Tokenizer
+    compiles its tokenexp). No fallback to Python's re: it is leftmost-first, its classes and $
+    differ and no pattern can be made longest-matching by rewriting (docs/com-microsoft.md);
+    without google-re2, RegexPatternError naming the extra."""
+    if re2 is None:
+        raise RegexPatternError(
+            f"pattern {pattern!r} needs RE2's leftmost-longest matching, which Python's re "
+            f"lacks: {REGEX_EXTRA}"
+        )
+    return _compile_re2(pattern, longest_match=True)
+
+
+def check_longest_syntax(pattern: str) -> None:
+    """RegexPatternError if `pattern` is not RE2 syntax, checked where google-re2 is installed;
+    without it nothing is checked here (re's parser rejects valid RE2 such as \\p{Greek}) and the
+    module raises when it runs, naming the extra."""
+    if re2 is not None:
+        compile_longest(pattern)
 
 
 @kernel(exact=True)

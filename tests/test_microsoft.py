@@ -501,3 +501,102 @@ def test_varlen_ngram_hash_refuses_what_onnxruntime_refuses(name, change, messag
         oracle.run_onnxruntime(model, feeds)
     with pytest.raises(CompileError, match=f"VarlenNGramHashMapping node '{name}'.*{message}"):
         generate(model)
+
+
+# --- Tokenizer's tokenexp -------------------------------------------------------------------------
+
+
+def _tokenexp_model(tokenexp, **changes):
+    """The oracle's first tokenexp case (built with its own pattern: the build runs
+    onnxruntime) with its tokenexp, and other attributes, replaced (None: removed)."""
+    case = next(c for c in oracle.CASES if c.name == "ms_tokenizer_tokenexp_longest")
+    model, feeds = oracle.build(case)
+    node = model.graph.node[0]
+    changes = {"tokenexp": tokenexp, **changes}
+    kept = [a for a in node.attribute if a.name not in changes]
+    del node.attribute[:]
+    node.attribute.extend(kept)
+    node.attribute.extend(helper.make_attribute(k, v) for k, v in changes.items() if v is not None)
+    return model, feeds
+
+
+@pytest.mark.parametrize(
+    "tokenexp, changes, message",
+    [
+        ("(", {}, "missing \\)"),
+        (r"(a)\1", {}, "invalid escape"),
+        ("(?=a)a", {}, "invalid perl operator"),
+        ("a{1001}", {}, "invalid repetition size"),
+        (r"\w+", {"mincharnum": 0}, "mincharnum must be positive"),
+        (".", {"mincharnum": 2}, "characters needs mincharnum 1"),
+        (None, {}, "needs separators or tokenexp"),
+        ("", {}, "needs separators or tokenexp"),
+    ],
+)
+def test_tokenizer_refuses_what_onnxruntime_refuses(tokenexp, changes, message):
+    """onnxruntime fails at session creation on these nodes (checked here); the compiler
+    refuses them naming the node."""
+    model, feeds = _tokenexp_model(tokenexp, **changes)
+    with pytest.raises(Exception, match="tokenexp|mincharnum|required"):
+        oracle.run_onnxruntime(model, feeds)
+    with pytest.raises(CompileError, match=f"Tokenizer node 'ms_tokenizer_tokenexp_longest'.*"
+                       f"{message}"):  # fmt: skip
+        generate(model)
+
+
+@pytest.fixture
+def without_re2(monkeypatch):
+    """The runtime as it is on a machine without the `regex` extra."""
+    from runtime_support import strings
+
+    monkeypatch.setattr(strings, "re2", None)
+    strings.compile_longest.cache_clear()
+    yield
+    strings.compile_longest.cache_clear()
+
+
+def test_tokenexp_without_re2_names_the_extra(without_re2):
+    """No fallback to Python's re (leftmost-first: "a|ab" would give "a"): the module compiles,
+    as the machine that runs it may have RE2, and fails naming the node and the extra."""
+    model, feeds = _tokenexp_model("a|ab")
+    from onemodel_compile import load_compiled
+
+    module = load_compiled(model)
+    with pytest.raises(rt.NodeError) as raised:
+        module.run(*feeds.values())
+    message = str(raised.value)
+    assert "ms_tokenizer_tokenexp_longest" in message and "onemodel-runtime[regex]" in message
+    assert "leftmost-longest" in message
+
+
+def test_tokenexp_match_of_part_of_a_character_fails_as_in_onnxruntime():
+    r"""\C matches one byte: a match that cuts a character fails in onnxruntime (at run time)
+    and in the module, naming the node."""
+    from onemodel_compile import load_compiled
+
+    model, _ = _tokenexp_model(r"\C")
+    feeds = {model.graph.input[0].name: np.array(["a\u00e9", "b", "c"], object)}
+    with pytest.raises(Exception, match="invalid utf8 chars at byte offset: 1"):
+        oracle.run_onnxruntime(model, feeds)
+    with pytest.raises(rt.NodeError, match="ms_tokenizer_tokenexp_longest.*byte offset 1"):
+        load_compiled(model).run(*feeds.values())
+
+
+def test_tokenexp_is_a_literal_and_matched_in_linear_time():
+    """A pattern written to break out of a string literal reaches the module as one literal
+    constant (and matches as onnxruntime matches it); a nested repeat that makes a backtracking
+    engine exponential on a run of a's answers at once with RE2."""
+    import ast
+
+    from onemodel_compile import load_compiled
+
+    hostile = 'x"""\'\\); import os; os._exit(3) #|(a+)+b|\\w+'
+    model, _ = _tokenexp_model(hostile)
+    source = generate(model).source
+    literals = [n.value for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Constant)]
+    assert hostile in literals
+    assert "os._exit" not in source.replace(repr(hostile), "")
+    texts = np.array(["a" * 3000 + "c os", 'x"""\'); import os; os._exit(3) #', ""], object)
+    feeds = {model.graph.input[0].name: texts}
+    got = load_compiled(model).run(texts)[0]
+    np.testing.assert_array_equal(got, oracle.run_onnxruntime(model, feeds)[0])

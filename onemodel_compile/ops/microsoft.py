@@ -34,6 +34,7 @@ from onemodel_compile.ops.node import NodeView
 from onemodel_compile.ops.pyir import Const, binop, call, index, scalar
 from onemodel_compile.ops.registry import emitter, lookup
 from onemodel_compile.ops.spatial import kernel_shape_of, window_keywords
+from runtime_support.strings import RegexPatternError, check_longest_syntax
 
 DOMAIN = "com.microsoft"
 
@@ -1258,28 +1259,44 @@ def bifurcation_detector(view: NodeView):
     )
 
 
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 @microsoft("Tokenizer", required=("mark", "pad_value", "mincharnum"), exact=True)
 def tokenizer(view: NodeView):
-    """Separators or characters (one empty separator); the regular-expression form (tokenexp)
-    is refused."""
+    """Separators, characters (the one separator "", or tokenexp "." as onnxruntime reads it)
+    or, with no separators, the matches of tokenexp: RE2 leftmost-longest, checked here where
+    google-re2 is installed (runtime_support/strings.py). The pattern reaches the module as a
+    string literal only. What onnxruntime refuses at session creation is a compile error."""
     label = view.node.label
-    if view.attr("tokenexp"):
-        raise UnsupportedError(f"{label}: Tokenizer with tokenexp is not supported (separators)")
-    separators = [
-        s.decode() if isinstance(s, bytes) else str(s) for s in view.attr("separators") or ()
-    ]
-    if not separators or ("" in separators and len(separators) > 1):
-        raise CompileError(
-            f"{label}: Tokenizer needs non-empty separators, or the one separator ''"
-        )
-    pad = view.attr("pad_value")
+    separators = [_text(s) for s in view.attr("separators") or ()]
+    tokenexp = _text(view.attr("tokenexp") or "")
+    mincharnum = int(view.attr("mincharnum"))
+    if mincharnum < 1:
+        raise CompileError(f"{label}: Tokenizer's mincharnum must be positive, not {mincharnum}")
+    if not separators and not tokenexp:
+        raise CompileError(f"{label}: Tokenizer needs separators or tokenexp")
+    if "" in separators and len(separators) > 1:
+        raise CompileError(f"{label}: Tokenizer's empty separator must be the only one")
+    if not separators and tokenexp == ".":  # onnxruntime's character mode ("\n" included)
+        separators = [""]
+    if separators == [""] and mincharnum > 1:
+        raise CompileError(f"{label}: Tokenizer of characters needs mincharnum 1")
+    keywords: dict[str, object] = {"separators": tuple(separators)}
+    if not separators:  # separators win over tokenexp, as in onnxruntime
+        try:
+            check_longest_syntax(tokenexp)
+        except RegexPatternError as error:
+            raise CompileError(f"{label}: Tokenizer's tokenexp: {error}") from None
+        keywords = {"tokenexp": tokenexp}
     return call(
         "rt.tokenizer",
         view.inputs[0],
         mark=int(view.attr("mark")),
-        pad_value=pad.decode() if isinstance(pad, bytes) else str(pad),
-        mincharnum=int(view.attr("mincharnum")),
-        separators=tuple(separators),
+        pad_value=_text(view.attr("pad_value")),
+        mincharnum=mincharnum,
+        **keywords,
     )
 
 

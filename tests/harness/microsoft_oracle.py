@@ -372,6 +372,13 @@ def _token_ids(*shape, dtype="int64"):
     return x(*shape, dtype=dtype, gen="int", low=0, high=50000)
 
 
+def _tokenexp_case(name, texts, tokenexp, *, mark=0, pad_value="#", mincharnum=1, **attrs):
+    """A Tokenizer of `texts` (nested lists: [C] or [N, C]) by the matches of `tokenexp`."""
+    strings = v(np.array(texts, object), object)
+    attrs = {"mark": mark, "pad_value": pad_value, "mincharnum": mincharnum, **attrs}
+    return Case(name, "Tokenizer", 17, (strings,), attrs={"tokenexp": tokenexp, **attrs})
+
+
 CASES = [
     # activations
     Case("ms_gelu", "Gelu", 17, (x("b", "s", 8, special=True),), dims=_BSH, note=GELU, rtol=1e-5,
@@ -864,6 +871,25 @@ CASES = [
     Case("ms_tokenizer_overlapping", "Tokenizer", 17, (v(np.array(["aabaxbab", "abab ab"],
          object), object),), attrs={"mark": 0, "pad_value": "!", "mincharnum": 1,
          "separators": ["ba", "ab", "b"]}),  # fmt: skip
+    # tokenexp: RE2's leftmost-longest matches (Python's re, leftmost-first, gives a, a / a /
+    # for, for for the first three), ASCII perl classes, Unicode \p classes, context-aware ^
+    # and \b, $ at the end of the text only.
+    _tokenexp_case("ms_tokenizer_tokenexp_longest", ["abab", "abcd", "for fortune"],
+                   "a|ab|abc|bcd|for|fortune"),  # fmt: skip
+    _tokenexp_case("ms_tokenizer_tokenexp_classes", ["ab12 cd_3\tx\u0661\u0662 h\u00e9llo",
+                   "\u00a0\x0b 7"], r"\d+|\w+|\s+", mark=1),  # fmt: skip
+    _tokenexp_case("ms_tokenizer_tokenexp_unicode", ["\u03b1\u03b2\u03b3 \u03b4 \u0661\u0662 12",
+                   "\u6f22\u5b57 k K \u212a \U0001f600"], r"\p{Greek}+|\pN+|\p{Han}|(?i:k)"),  # fmt: skip
+    _tokenexp_case("ms_tokenizer_tokenexp_empty_matches", [["baac", "xyz"], ["", "\u00e9a\u00e9"]],
+                   "a*", pad_value="PAD"),  # fmt: skip
+    _tokenexp_case("ms_tokenizer_tokenexp_no_match", ["abc", "", "x y"], r"\d+", mark=1),
+    _tokenexp_case("ms_tokenizer_tokenexp_mincharnum", [["h\u00e9\u00e9 ab abc \u00e9 \u00e9\u00e9",
+                   "xy"], ["abcd e", "\u00e9\u00e9\u00e9"]], "[^ ]+", mark=1, mincharnum=3),  # fmt: skip
+    _tokenexp_case("ms_tokenizer_tokenexp_anchors", ["abc d", "ba\n", "xy z"], r"^\w|\b\w$|a$"),
+    _tokenexp_case("ms_tokenizer_tokenexp_lazy", ["aaa bbb", "ab"], "a+?|(?U)b+", mark=1),
+    _tokenexp_case("ms_tokenizer_tokenexp_dot", ["a\nb", "\u00e9", ""], ".", mark=1),
+    _tokenexp_case("ms_tokenizer_tokenexp_under_separators", ["a,b c", ",,"], r"\w",
+                   separators=[","]),  # fmt: skip
     Case("ms_dmmha_cache", "DecoderMaskedMultiHeadAttention", 17, (x(2, 1, 8), x(2, 1, 8),
          x(2, 1, 8), v(np.array([[1, 1, 0, 1], [0, 1, 1, 1]], np.int32), "int32"),
          None, x(2, 2, 6, 4), x(2, 2, 6, 4), v(np.array([3], np.int32), "int32")), outputs=3,

@@ -1109,24 +1109,109 @@ def _decoder_geometry(view: NodeView, attr: str) -> dict:
     }
 
 
-def _generation_keywords(view: NodeView) -> dict:
-    """The decoder's geometry, the special tokens, no_repeat_ngram_size and an init_decoder (a
-    GPT export's first-step decoder) when the node has one; what the compiler does not run
-    (model_type 1 and 2: encoder-decoder and Whisper) refused naming the node."""
-    label = view.node.label
-    if view.attr("model_type") != 0:
+def _subgraph(view: NodeView, attr: str) -> ir.Graph:
+    graph = view.node.attrs.get(attr)
+    if not isinstance(graph, ir.Graph):
+        raise CompileError(f"{view.node.label}: {view.op_type} needs its {attr!r} subgraph")
+    return graph
+
+
+def _encoder_decoder_geometry(view: NodeView) -> dict:
+    """What rt.beam_search needs of a T5-style encoder and decoder (model_type 1), read from
+    their inputs and outputs as onnxruntime 1.31.1 reads them (its T5 encoder and decoder
+    subgraphs): the encoder (encoder_input_ids, encoder_attention_mask[, decoder_input_ids]) ->
+    (logits, encoder_hidden_states, 4 self and cross presents per layer) with decoder_input_ids
+    (`init`), (2 cross presents per layer) without; the decoder (input_ids (batch, 1),
+    encoder_attention_mask[, encoder_hidden_states], 4 pasts per layer) -> (logits, 2 self
+    presents per layer), past (batch, heads, length, head size). Forms onnxruntime's kernel
+    fails on, and its shared past/present buffer, are refused naming the node."""
+    label, op = view.node.label, view.op_type
+    encoder, decoder = _subgraph(view, "encoder"), _subgraph(view, "decoder")
+    init = len(encoder.inputs) == 3
+    hidden_states = len(decoder.inputs) > 2 and decoder.inputs[2] == "encoder_hidden_states"
+    first_past = 3 if hidden_states else 2
+    layers = (len(decoder.outputs) - 1) // 2
+    expected_encoder = 2 + 4 * layers if init else 2 * layers
+    if (
+        len(encoder.inputs) not in (2, 3)
+        or layers < 1
+        or len(decoder.outputs) != 1 + 2 * layers
+        or len(decoder.inputs) != first_past + 4 * layers
+        or len(encoder.outputs) != expected_encoder
+    ):
         raise UnsupportedError(
-            f"{label}: {view.op_type} with model_type {view.attr('model_type')} is not supported "
-            f"(GPT-style decoders, model_type 0)"
+            f"{label}: {op}'s encoder and decoder subgraphs must have onnxruntime's T5 form "
+            f"(model_type 1): an encoder of 2 or 3 inputs returning 2 + 4 * layers outputs (with "
+            f"decoder_input_ids) or 2 * layers, a decoder of 2 or 3 inputs + 4 * layers pasts "
+            f"returning 1 + 2 * layers outputs: they have {len(encoder.inputs)} -> "
+            f"{len(encoder.outputs)} and {len(decoder.inputs)} -> {len(decoder.outputs)} (a "
+            f"shared past/present buffer is not supported)"
         )
-    keywords = _decoder_geometry(view, "decoder")
+    if hidden_states and not init:
+        raise UnsupportedError(
+            f"{label}: {op}'s decoder takes encoder_hidden_states but its encoder does not "
+            f"return them (onnxruntime's kernel fails on this form too)"
+        )
+    if int(view.attr("decoder_start_token_id")) < 0:
+        raise CompileError(f"{label}: {op} with model_type 1 needs decoder_start_token_id")
+    ids = getattr(decoder.types.get(decoder.inputs[0]), "shape", None)
+    if ids is None or len(ids) != 2 or ids[1] != 1:
+        raise UnsupportedError(
+            f"{label}: {op}'s decoder must declare its input_ids as (batch, 1) (a decoder fed "
+            f"the whole sequence every step is not supported)"
+        )
+    past = decoder.types.get(decoder.inputs[first_past])
+    shape = getattr(past, "shape", None)
+    if shape is None or len(shape) != 4 or not all(isinstance(shape[i], int) for i in (1, 3)):
+        raise CompileError(
+            f"{label}: {op}'s decoder must declare its past_key_self_0 input as (batch, heads, "
+            f"length, head size) with the heads and head size as numbers"
+        )
+    dtype = getattr(past, "dtype", None)
+    return {
+        "encoder": pyir.Ref(view.body("encoder")),
+        "decoder_start_token_id": int(view.attr("decoder_start_token_id")),
+        "init": init,
+        "hidden_states": hidden_states,
+        "layers": layers,
+        "heads": int(shape[1]),
+        "head_size": int(shape[3]),
+        "dtype": np.dtype(dtype if dtype is not None else np.float32).name,
+    }
+
+
+# model_type -> the form of the node's subgraphs, and what onnxruntime 1.31.1's kernels run:
+# GreedySearch and Sampling refuse every model_type but 0 when the session is created.
+_MODEL_TYPES = {0: "GPT-style decoder", 1: "encoder-decoder (T5 style)", 2: "Whisper"}
+_COMPILED_MODEL_TYPES = {"GreedySearch": (0,), "Sampling": (0,), "BeamSearch": (0, 1)}
+
+
+def _generation_keywords(view: NodeView) -> dict:
+    """The subgraphs' geometry (the decoder's, or with model_type 1 the encoder and decoder's),
+    the special tokens, no_repeat_ngram_size and an init_decoder (a GPT export's first-step
+    decoder) when the node has one; what the compiler does not run (Whisper's model_type 2, and
+    model_type 1 outside BeamSearch, which onnxruntime's kernels refuse too) refused naming the
+    node."""
+    label = view.node.label
+    model_type = view.attr("model_type")
+    if model_type not in _COMPILED_MODEL_TYPES[view.op_type]:
+        form = _MODEL_TYPES.get(model_type, "unknown")
+        compiled = " and ".join(str(t) for t in _COMPILED_MODEL_TYPES[view.op_type])
+        raise UnsupportedError(
+            f"{label}: {view.op_type} with model_type {model_type} is not supported ({form}; "
+            f"compiled: model_type {compiled})"
+        )
+    if model_type == 1:
+        keywords = _encoder_decoder_geometry(view)
+    else:
+        keywords = _decoder_geometry(view, "decoder")
     keywords.update(
         eos_token_id=int(view.attr("eos_token_id")),
         pad_token_id=int(view.attr("pad_token_id")),
     )
     if view.attr("no_repeat_ngram_size"):
         keywords["no_repeat_ngram_size"] = int(view.attr("no_repeat_ngram_size"))
-    if isinstance(view.node.attrs.get("init_decoder"), ir.Graph):
+    if model_type == 0 and isinstance(view.node.attrs.get("init_decoder"), ir.Graph):
         if _decoder_geometry(view, "init_decoder") != _decoder_geometry(view, "decoder"):
             raise UnsupportedError(f"{label}: init_decoder and decoder differ in their past")
         keywords["init_decoder"] = pyir.Ref(view.body("init_decoder"))

@@ -257,11 +257,19 @@ def test_sampling_without_a_seed_is_seed_zero(variant, tmp_path):
 @pytest.mark.parametrize(
     "name, changes, message",
     [
+        # onnxruntime 1.31.1's GreedySearch and Sampling kernels take model_type 0 only
         ("ms_greedy_search", {"model_type": 1}, "model_type 1 is not supported"),
+        ("ms_sampling_top_p", {"model_type": 1}, "model_type 1 is not supported"),
         ("ms_beam_search", {"model_type": 2}, "model_type 2 is not supported"),
         ("ms_sampling_top_p", {"custom": 1}, "custom=1 is not supported"),
+        # an encoder without decoder_input_ids returns no encoder_hidden_states for a decoder
+        # that takes them (onnxruntime's kernel fails on it when it runs)
+        ("ms_beam_search_t5", {"encoder": oracle.t5_models(seed=21, init_decoder=False)[0]},
+         "takes encoder_hidden_states but its encoder does not return them"),
+        ("ms_beam_search_t5", {"decoder": oracle.t5_models(seed=21, layers=2)[1]},
+         "must have onnxruntime's T5 form"),
     ],
-)
+)  # fmt: skip
 def test_generation_refuses_what_it_does_not_run(name, changes, message):
     case = _generation_case(name)
     model, _ = oracle.build(case)
@@ -271,6 +279,29 @@ def test_generation_refuses_what_it_does_not_run(name, changes, message):
     node.attribute.extend(kept + [helper.make_attribute(k, v) for k, v in changes.items()])
     with pytest.raises(UnsupportedError, match=f"{case.op} node '{name}'.*{message}"):
         generate(model)
+
+
+def test_encoder_decoder_beam_search_needs_its_start_token():
+    """model_type 1 without decoder_start_token_id (-1, the schema's default): onnxruntime
+    refuses the session; the compiler refuses the node, naming it."""
+    model, _ = oracle.build(_generation_case("ms_beam_search_t5"))
+    node = model.graph.node[0]
+    (start,) = [a for a in node.attribute if a.name == "decoder_start_token_id"]
+    start.i = -1
+    with pytest.raises(CompileError, match="BeamSearch node 'ms_beam_search_t5'.*decoder_start"):
+        generate(model)
+
+
+def test_encoder_decoder_beam_search_refuses_max_length_2(tmp_path):
+    """At max_length 2 onnxruntime's encoder-decoder loop skips the encoder's step and runs the
+    decoder on input_ids it never wrote (its Gather fails on them, or it returns tokens from
+    them): the module refuses the run instead."""
+    model, feeds = oracle.build(_generation_case("ms_beam_search_t5"))
+    (max_length,) = [t for t in model.graph.initializer if t.name == "in1"]
+    max_length.CopyFrom(onnx.numpy_helper.from_array(np.array([2], np.int32), "in1"))
+    module = models.import_generated(compile_model(model, tmp_path / "m.py"))
+    with pytest.raises(ValueError, match="max_length \\(2\\) must be at least 3"):
+        module.run_feeds(feeds)
 
 
 def test_layer_normalization_before_17_is_onnxruntime_s_only():

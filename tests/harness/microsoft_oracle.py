@@ -1020,6 +1020,13 @@ CASES = [
          np.int32), "int32"), c(np.array([4], np.int32), "int32"), c(np.array([2], np.int32), "int32"), c(np.array([1],
          np.int32), "int32"), c(np.array([1.5], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=6),
          "early_stopping": 1, **_TOKENS}, outputs=3, atol=1e-5, note=DOT),  # fmt: skip
+    # one entry done while the others go on: its rows continue from row 0 with score 0, which
+    # the scores output shows
+    Case("ms_beam_search_entry_done_early", "BeamSearch", 17, (_ids(3, 4), c(np.array([10],
+         np.int32), "int32"), c(np.array([4], np.int32), "int32"), c(np.array([2], np.int32),
+         "int32"), c(np.array([1], np.int32), "int32"), c(np.array([1.5], np.float32),
+         "float32")), attrs={"decoder": gpt_decoder(seed=6), "early_stopping": 1,
+         "eos_token_id": 11, "pad_token_id": 2}, outputs=3, atol=1e-5, note=DOT),  # fmt: skip
     Case("ms_beam_search_outer_weights", "BeamSearch", 17, (_ids(2, 3), v(np.array([9],
          np.int32), "int32"), v(np.array([0], np.int32), "int32"), v(np.array([3], np.int32),
          "int32"), v(np.array([2],

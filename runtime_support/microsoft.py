@@ -1831,33 +1831,50 @@ class _EncoderDecoderSteps:
     encoder_attention_mask, [encoder_hidden_states,] past_key_self_0, past_value_self_0, ...,
     past_key_cross_0, past_value_cross_0, ...) -> (logits, present_key_self_0, ...), past and
     present (batch, heads, length, head size); the cross keys and values stay as the encoder
-    gave them. The sequences start with the start token."""
+    gave them. The sequences start with the start token.
+
+    Whisper's form (model_type 2, `whisper` True): the encoder takes (encoder_input_ids: audio
+    features, decoder_input_ids: the prompt, `prompt` or every row's start token) and returns
+    the init form's outputs, the self presents of the whole prompt; no attention mask anywhere
+    (the decoder's inputs are input_ids[, encoder_hidden_states], the pasts); the sequences
+    start with the prompt."""
 
     def __init__(self, encoder, decoder, input_ids, attention_mask, beams: int, *,
                  pad_token_id: int, decoder_start_token_id: int, layers: int, heads: int,
                  head_size: int, dtype: str = "float32", init: bool = True,
-                 hidden_states: bool = False):  # fmt: skip
+                 hidden_states: bool = False, whisper: bool = False,
+                 prompt=None):  # fmt: skip
         self.decoder, self.hidden_states = decoder, hidden_states
-        ids = np.asarray(input_ids, np.int32)
-        if attention_mask is None:
-            mask = _encoder_mask(ids, pad_token_id)
-        else:
-            mask = np.asarray(attention_mask, np.int32)
-        start = np.full((len(ids), 1), decoder_start_token_id, np.int32)
         expand = lambda a: np.repeat(a, beams, axis=0)  # noqa: E731
-        self.mask = expand(mask)
-        self.prompt = self.ids = expand(start)
+        rows = len(input_ids)
+        if prompt is None:
+            start = np.full((rows, 1), decoder_start_token_id, np.int32)
+        else:
+            start = np.asarray(prompt, np.int32)
+        self.mask = None
+        if whisper:
+            encoder_inputs = (input_ids, start)
+        else:
+            ids = np.asarray(input_ids, np.int32)
+            if attention_mask is None:
+                mask = _encoder_mask(ids, pad_token_id)
+            else:
+                mask = np.asarray(attention_mask, np.int32)
+            self.mask = expand(mask)
+            encoder_inputs = (ids, mask, start)[: 3 if init else 2]
+        self.prompt = expand(start)
+        self.ids = self.prompt[:, -1:]
         self.hidden = None
         self.first = None
         if init:
-            logits, hidden, *presents = encoder(ids, mask, start)
+            logits, hidden, *presents = encoder(*encoder_inputs)
             self.first = expand(logits)[:, -1, :]
             if hidden_states:
                 self.hidden = expand(hidden)
             self.present = [expand(p) for p in presents[: 2 * layers]]
             self.cross = [expand(p) for p in presents[2 * layers :]]
         else:
-            self.cross = [expand(p) for p in encoder(ids, mask)]
+            self.cross = [expand(p) for p in encoder(*encoder_inputs)]
             empty = (len(self.ids), heads, 0, head_size)
             self.present = [np.zeros(empty, np.dtype(dtype)) for _ in range(2 * layers)]
         self.past = self.present
@@ -1865,7 +1882,8 @@ class _EncoderDecoderSteps:
     def logits(self, step: int) -> np.ndarray:
         if step == 1 and self.first is not None:
             return self.first
-        feeds = [self.ids, self.mask] + ([self.hidden] if self.hidden_states else [])
+        feeds = [self.ids] + ([] if self.mask is None else [self.mask])
+        feeds += [self.hidden] if self.hidden_states else []
         logits, *self.present = self.decoder(*feeds, *self.past, *self.cross)
         return logits[:, -1, :]
 
@@ -2101,6 +2119,7 @@ def _beam_search(
     vocab_mask=None,
     prefix_vocab_mask=None,
     attention_mask=None,
+    decoder_input_ids=None,
     *,
     eos_token_id: int,
     pad_token_id: int,
@@ -2116,8 +2135,9 @@ def _beam_search(
     decoder_start_token_id: int = -1,
     init: bool = True,
     hidden_states: bool = False,
+    whisper: bool = False,
 ):
-    """BeamSearch: num_beams rows per batch entry (the first scored 0, the others -1e9 so that
+    """BeamSearch (and WhisperBeamSearch): num_beams rows per batch entry (the first scored 0, the others -1e9 so that
     the first step expands one); each step the last position's logits -> log_softmax -> the
     logits processors -> + the row's score; of the batch entry's beams * vocab candidates the
     2 beams best (ties: the lower index) are taken in order: an eos_token_id among the first
@@ -2130,7 +2150,8 @@ def _beam_search(
     zeros for the steps an early stop leaves out. With an `encoder` (model_type 1) the steps
     are _EncoderDecoderSteps' and the sequences start with decoder_start_token_id; as in
     onnxruntime's loop, the first step (the encoder's logits, or the decoder's first run) is
-    not followed by a check whether every entry is done."""
+    not followed by a check whether every entry is done. With `whisper` (model_type 2,
+    WhisperBeamSearch) the sequences start with decoder_input_ids, the prompt."""
     beams = _scalar_input(num_beams, 1, int)
     returned = _scalar_input(num_return_sequences, 1, int)
     if not 1 <= returned <= beams:
@@ -2145,15 +2166,17 @@ def _beam_search(
     else:
         model = _EncoderDecoderSteps(encoder, decoder, input_ids, attention_mask, beams,
                                      decoder_start_token_id=decoder_start_token_id, init=init,
-                                     hidden_states=hidden_states, **geometry)  # fmt: skip
+                                     hidden_states=hidden_states, whisper=whisper,
+                                     prompt=decoder_input_ids, **geometry)  # fmt: skip
     rows, length = model.prompt.shape
     ids_length = length
     batch = rows // beams
     limit = _max_length(max_length, length)
-    if encoder is not None and limit < 3:
+    if encoder is not None and limit < length + 2:
         raise ValueError(
-            f"max_length ({limit}) must be at least 3 with an encoder and decoder: onnxruntime's "
-            f"loop skips the encoder's step at 2, and what it computes then is not followed"
+            f"max_length ({limit}) must be at least {length + 2} with an encoder and decoder "
+            f"(the start of {length} tokens + 2): onnxruntime's loop skips the encoder's step "
+            f"below, and what it computes then is not followed"
         )
     sequences = np.full((rows, limit), pad_token_id, np.int32)
     sequences[:, :length] = model.prompt

@@ -31,12 +31,6 @@ NCHWC = (
 )
 # (domain, operator) -> why the compiler does not compile it.
 NOT_COMPILED = {
-    ("com.microsoft", "WhisperBeamSearch"): (
-        "not yet (session 12 compiled BeamSearch's model_type 1 first): Whisper's "
-        "encoder-decoder loop over audio features, with decoder prompt ids, timestamp logits "
-        "processing and cross-attention outputs; what it needs beyond model_type 1 is under "
-        '"WhisperBeamSearch" below the table'
-    ),
     ("com.microsoft", "SparseAttention"): (
         "its CPU kernel runs only when past and present are one buffer (onnxruntime-genai's "
         "in-place cache): an ordinary session fails, so there is nothing to compare with"

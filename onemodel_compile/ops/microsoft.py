@@ -1116,7 +1116,7 @@ def _subgraph(view: NodeView, attr: str) -> ir.Graph:
     return graph
 
 
-def _encoder_decoder_geometry(view: NodeView) -> dict:
+def _encoder_decoder_geometry(view: NodeView, whisper: bool = False) -> dict:
     """What rt.beam_search needs of a T5-style encoder and decoder (model_type 1), read from
     their inputs and outputs as onnxruntime 1.31.1 reads them (its T5 encoder and decoder
     subgraphs): the encoder (encoder_input_ids, encoder_attention_mask[, decoder_input_ids]) ->
@@ -1124,16 +1124,21 @@ def _encoder_decoder_geometry(view: NodeView) -> dict:
     (`init`), (2 cross presents per layer) without; the decoder (input_ids (batch, 1),
     encoder_attention_mask[, encoder_hidden_states], 4 pasts per layer) -> (logits, 2 self
     presents per layer), past (batch, heads, length, head size). Forms onnxruntime's kernel
-    fails on, and its shared past/present buffer, are refused naming the node."""
+    fails on, and its shared past/present buffer, are refused naming the node. Whisper's
+    (model_type 2): the encoder (encoder_input_ids: audio features, decoder_input_ids) -> the
+    init form's outputs; the decoder without encoder_attention_mask."""
     label, op = view.node.label, view.op_type
     encoder, decoder = _subgraph(view, "encoder"), _subgraph(view, "decoder")
-    init = len(encoder.inputs) == 3
-    hidden_states = len(decoder.inputs) > 2 and decoder.inputs[2] == "encoder_hidden_states"
-    first_past = 3 if hidden_states else 2
+    init = whisper or len(encoder.inputs) == 3
+    mask = 0 if whisper else 1  # the decoder's encoder_attention_mask input
+    hidden_states = (
+        len(decoder.inputs) > 1 + mask and decoder.inputs[1 + mask] == "encoder_hidden_states"
+    )
+    first_past = 1 + mask + hidden_states
     layers = (len(decoder.outputs) - 1) // 2
     expected_encoder = 2 + 4 * layers if init else 2 * layers
     if (
-        len(encoder.inputs) not in (2, 3)
+        len(encoder.inputs) not in ((2,) if whisper else (2, 3))
         or layers < 1
         or len(decoder.outputs) != 1 + 2 * layers
         or len(decoder.inputs) != first_past + 4 * layers
@@ -1152,8 +1157,12 @@ def _encoder_decoder_geometry(view: NodeView) -> dict:
             f"{label}: {op}'s decoder takes encoder_hidden_states but its encoder does not "
             f"return them (onnxruntime's kernel fails on this form too)"
         )
-    if int(view.attr("decoder_start_token_id")) < 0:
-        raise CompileError(f"{label}: {op} with model_type 1 needs decoder_start_token_id")
+    prompt = whisper and view.input(10) is not None
+    if int(view.attr("decoder_start_token_id")) < 0 and not prompt:
+        raise CompileError(
+            f"{label}: {op} with model_type {view.attr('model_type')} needs "
+            f"decoder_start_token_id" + (" or the decoder_input_ids input" if whisper else "")
+        )
     ids = getattr(decoder.types.get(decoder.inputs[0]), "shape", None)
     if ids is None or len(ids) != 2 or ids[1] != 1:
         raise UnsupportedError(
@@ -1173,6 +1182,7 @@ def _encoder_decoder_geometry(view: NodeView) -> dict:
         "decoder_start_token_id": int(view.attr("decoder_start_token_id")),
         "init": init,
         "hidden_states": hidden_states,
+        **({"whisper": True} if whisper else {}),
         "layers": layers,
         "heads": int(shape[1]),
         "head_size": int(shape[3]),
@@ -1183,14 +1193,19 @@ def _encoder_decoder_geometry(view: NodeView) -> dict:
 # model_type -> the form of the node's subgraphs, and what onnxruntime 1.31.1's kernels run:
 # GreedySearch and Sampling refuse every model_type but 0 when the session is created.
 _MODEL_TYPES = {0: "GPT-style decoder", 1: "encoder-decoder (T5 style)", 2: "Whisper"}
-_COMPILED_MODEL_TYPES = {"GreedySearch": (0,), "Sampling": (0,), "BeamSearch": (0, 1)}
+_COMPILED_MODEL_TYPES = {
+    "GreedySearch": (0,),
+    "Sampling": (0,),
+    "BeamSearch": (0, 1, 2),
+    "WhisperBeamSearch": (2,),
+}
 
 
 def _generation_keywords(view: NodeView) -> dict:
     """The subgraphs' geometry (the decoder's, or with model_type 1 the encoder and decoder's),
     the special tokens, no_repeat_ngram_size and an init_decoder (a GPT export's first-step
-    decoder) when the node has one; what the compiler does not run (Whisper's model_type 2, and
-    model_type 1 outside BeamSearch, which onnxruntime's kernels refuse too) refused naming the
+    decoder) when the node has one; what the compiler does not run (model_type 1 and 2 outside
+    BeamSearch and WhisperBeamSearch, which onnxruntime's kernels refuse too) refused naming the
     node."""
     label = view.node.label
     model_type = view.attr("model_type")
@@ -1201,8 +1216,8 @@ def _generation_keywords(view: NodeView) -> dict:
             f"{label}: {view.op_type} with model_type {model_type} is not supported ({form}; "
             f"compiled: model_type {compiled})"
         )
-    if model_type == 1:
-        keywords = _encoder_decoder_geometry(view)
+    if model_type in (1, 2):
+        keywords = _encoder_decoder_geometry(view, whisper=model_type == 2)
     else:
         keywords = _decoder_geometry(view, "decoder")
     keywords.update(
@@ -1242,20 +1257,39 @@ def greedy_search(view: NodeView):
     exact=True,
     foldable=False,
 )
+@microsoft(
+    "WhisperBeamSearch",
+    defaults={**_GENERATION, "model_type": 2, "early_stopping": 0},
+    required=_GENERATION_REQUIRED,
+    exact=True,
+    foldable=False,
+)
 def beam_search(view: NodeView):
-    """rt.beam_search over the decoder's nested function; outputs sequences, sequences_scores
-    and scores (each step's candidate scores)."""
-    for position, name in ((10, "decoder_input_ids"), (11, "logits_processor")):
-        if view.input(position) is not None:
-            raise UnsupportedError(f"{view.node.label}: BeamSearch's {name} input is not supported")
+    """rt.beam_search over the decoder's nested function (and the encoder's, model_type 1 and 2);
+    outputs sequences, sequences_scores and scores (each step's candidate scores). Whisper's
+    decoder_input_ids (model_type 2) is the prompt; its logits processor, cross_qk and
+    non_speech_probs are refused."""
+    label, op = view.node.label, view.op_type
     keywords = _generation_keywords(view)
+    refused = {11: "logits_processor", 12: "cross_qk_layer_head", 13: "extra_decoding_ids"}
+    refused[14] = "temperature"
+    if view.attr("model_type") != 2:
+        refused[10] = "decoder_input_ids"
+    for position, name in sorted(refused.items()):
+        if view.input(position) is not None:
+            raise UnsupportedError(f"{label}: {op}'s {name} input is not supported")
+    for position, name in ((3, "cross_qk"), (4, "non_speech_probs")):
+        if position < len(view.outputs) and view.outputs[position] is not None:
+            raise UnsupportedError(f"{label}: {op}'s {name} output is not supported")
+    if view.node.attrs.get("decoder_output_cross_qk"):
+        raise UnsupportedError(f"{label}: {op} with decoder_output_cross_qk is not supported")
     if view.attr("early_stopping"):
         keywords["early_stopping"] = 1
     decoder = pyir.Ref(view.body("decoder"))
     names = "min_length num_beams num_return_sequences length_penalty repetition_penalty"
     names += " vocab_mask prefix_vocab_mask attention_mask"
     optional = dict(enumerate(names.split(), start=2))
-    optional.update({10: "decoder_input_ids", 11: "logits_processor"})  # absent (refused above)
+    optional[10] = "decoder_input_ids"
     args, named = optional_arguments(view, optional)
     outputs = _outputs(view)
     if outputs > 1:

@@ -172,6 +172,7 @@ def t5_models(
     seed: int = 0,
     init_decoder: bool = True,
     hidden_states: bool = True,
+    audio: int = 0,
 ) -> tuple[onnx.GraphProto, onnx.GraphProto]:
     """A tiny T5-style encoder and decoder in the forms onnxruntime's BeamSearch takes with
     model_type 1 (its convert_generation.py exports T5 so). The encoder: inputs
@@ -185,7 +186,13 @@ def t5_models(
     presents. A token embedding, an encoder self-attention layer over the masked source, per
     decoder layer a self-attention over the past (a position embedding by past length) and a
     cross-attention over the masked source, residuals, an LM head; random weights. The decoder
-    step of the init encoder and the decoder share their weights, so both compute one model."""
+    step of the init encoder and the decoder share their weights, so both compute one model.
+
+    With `audio` (a feature size), Whisper's forms (model_type 2): the encoder takes
+    encoder_input_ids as float32 features (batch, audio, frames), projected to the hidden size,
+    and decoder_input_ids (batch, prompt length), no mask, and runs the first decoder step over
+    the whole prompt (causal self-attention; logits and self presents of the prompt's length);
+    the decoder takes no encoder_attention_mask."""
     rng = np.random.default_rng(seed)
     size = hidden // heads
     N = helper.make_node
@@ -202,8 +209,12 @@ def t5_models(
         for name in ("self_wqkv", "self_wo", "cross_wq", "cross_wk", "cross_wv", "cross_wo"):
             width = 3 * hidden if name == "self_wqkv" else hidden
             weights[f"l{layer}_{name}"] = rng.standard_normal((hidden, width)) / np.sqrt(hidden)
+    if audio:
+        weights["audio_in"] = rng.standard_normal((audio, hidden)) / np.sqrt(audio)
     constants = {
         "i0": np.array(0, np.int64),
+        "i1": np.array(1, np.int64),
+        "axis0": np.array([0], np.int64),
         "i2": np.array([2], np.int64),
         "i3": np.array([3], np.int64),
         "axes12": np.array([1, 2], np.int64),
@@ -257,8 +268,9 @@ def t5_models(
         ]
         return "bias"
 
-    def decoder_step(nodes, ids, past_length, self_past, cross, bias):
-        """The decoder's layers on one token: logits and each layer's self (key, value)."""
+    def decoder_step(nodes, ids, past_length, self_past, cross, bias, self_bias=None):
+        """The decoder's layers on the tokens `ids` at positions `past_length`: logits and each
+        layer's self (key, value)."""
         nodes += [
             N("Gather", ["emb", ids], ["dec_tok"]),
             N("Gather", ["dec_pos", past_length], ["dec_p"]),
@@ -284,7 +296,7 @@ def t5_models(
                 N("Identity", [v], [f"present_value_self_{layer}"]),
             ]
             presents += [f"present_key_self_{layer}", f"present_value_self_{layer}"]
-            h = attend(nodes, p + "self_", q, k, v, None, f"l{layer}_self_wo", h)
+            h = attend(nodes, p + "self_", q, k, v, self_bias, f"l{layer}_self_wo", h)
             nodes.append(N("MatMul", [h, f"l{layer}_cross_wq"], [p + "cq"]))
             cq = split_heads(nodes, p + "cq", p + "cqh")
             ck, cv = cross[layer]
@@ -303,8 +315,15 @@ def t5_models(
         return pasts
 
     # the encoder
-    nodes: list = [N("Gather", ["emb", "encoder_input_ids"], ["enc_h0"])]
-    bias = mask_bias(nodes)
+    if audio:
+        nodes: list = [
+            N("Transpose", ["encoder_input_ids"], ["enc_frames"], perm=[0, 2, 1]),
+            N("MatMul", ["enc_frames", "audio_in"], ["enc_h0"]),
+        ]
+        bias = None
+    else:
+        nodes = [N("Gather", ["emb", "encoder_input_ids"], ["enc_h0"])]
+        bias = mask_bias(nodes)
     nodes += [
         N("MatMul", ["enc_h0", "enc_wqkv"], ["enc_qkv"]),
         N("Split", ["enc_qkv", "split3"], ["enc_q", "enc_k", "enc_v"], axis=2),
@@ -330,7 +349,32 @@ def t5_models(
         info("encoder_input_ids", INT32, ["batch", "source"]),
         info("encoder_attention_mask", INT32, ["batch", "source"]),
     ]
-    if init_decoder:
+    if audio:  # the prompt's positions 0.. and its causal mask
+        enc_inputs = [
+            info("encoder_input_ids", FLOAT, ["batch", audio, "source"]),
+            info("decoder_input_ids", INT32, ["batch", "prompt"]),
+        ]
+        nodes += [
+            N("Identity", [source], ["encoder_hidden_states"]),
+            N("Shape", ["decoder_input_ids"], ["prompt_shape"]),
+            N("Gather", ["prompt_shape", "i1"], ["prompt"]),
+            N("Range", ["i0", "prompt", "i1"], ["prompt_positions"]),
+            N("Unsqueeze", ["prompt", "axis0"], ["prompt1"]),
+            N("Concat", ["prompt1", "prompt1"], ["grid"], axis=0),
+            N("ConstantOfShape", ["grid"], ["ones"],
+              value=helper.make_tensor("v", FLOAT, [1], [1.0])),
+            N("Trilu", ["ones"], ["causal"], upper=0),
+            N("Sub", ["one", "causal"], ["future"]),
+            N("Mul", ["future", "blocked_bias"], ["causal_bias"]),
+        ]  # fmt: skip
+        decoder_step(nodes, "decoder_input_ids", "prompt_positions", None, cross, None,
+                     "causal_bias")  # fmt: skip
+        enc_outputs = [
+            info("logits", FLOAT, ["batch", "prompt", vocab]),
+            info("encoder_hidden_states", FLOAT, ["batch", "source", hidden]),
+        ]
+        enc_outputs += pasts("present", "prompt") + cross_infos("present")
+    elif init_decoder:
         enc_inputs.append(info("decoder_input_ids", INT32, ["batch", 1]))
         nodes.append(N("Identity", [source], ["encoder_hidden_states"]))
         decoder_step(nodes, "decoder_input_ids", "i0", None, cross, bias)
@@ -351,13 +395,14 @@ def t5_models(
     dec_inputs = [
         info("input_ids", INT32, ["batch", 1]),
         info("encoder_attention_mask", INT32, ["batch", "source"]),
-    ]
+    ][: 1 if audio else 2]
     if hidden_states:
         dec_inputs.append(info("encoder_hidden_states", FLOAT, ["batch", "source", hidden]))
     dec_inputs += pasts("past", "past") + cross_infos("past")
     self_past = [(f"past_key_self_{i}", f"past_value_self_{i}") for i in range(layers)]
     cross = [(f"past_key_cross_{i}", f"past_value_cross_{i}") for i in range(layers)]
-    decoder_step(nodes, "input_ids", "past_length", self_past, cross, mask_bias(nodes))
+    decoder_step(nodes, "input_ids", "past_length", self_past, cross,
+                 None if audio else mask_bias(nodes))  # fmt: skip
     dec_outputs = [info("logits", FLOAT, ["batch", 1, vocab])] + pasts("present", "total")
     decoder = graph("t5_decoder", nodes, dec_inputs, dec_outputs)
     return encoder, decoder
@@ -462,7 +507,7 @@ OPERATORS = tuple("""
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
     HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState EngramGate
-    NGramHashMapping MRotaryEmbedding AttnLSTM
+    NGramHashMapping MRotaryEmbedding AttnLSTM WhisperBeamSearch
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -485,6 +530,14 @@ def _t5_attrs(seed, layers=1, init_decoder=True, hidden_states=True, **attrs):
     )
     return {"encoder": encoder, "decoder": decoder, "model_type": 1,
             "decoder_start_token_id": 0, **_TOKENS, **attrs}  # fmt: skip
+
+
+def _whisper_attrs(seed, layers=1, hidden_states=True, **attrs):
+    """WhisperBeamSearch's (model_type 2 by default) over t5_models' Whisper forms: 6 audio
+    features."""
+    encoder, decoder = t5_models(seed=seed, layers=layers, hidden_states=hidden_states, audio=6)
+    return {"encoder": encoder, "decoder": decoder, "decoder_start_token_id": 0, **_TOKENS,
+            **attrs}  # fmt: skip
 
 
 def _ids(*shape):
@@ -1058,6 +1111,25 @@ CASES = [
          "int32"), c(np.array([3], np.int32), "int32"), c(np.array([1.5], np.float32),
          "float32")), attrs=_t5_attrs(seed=21, eos_token_id=11, early_stopping=1), outputs=3,
          atol=1e-5, note=DOT),  # fmt: skip
+    # WhisperBeamSearch (and BeamSearch with model_type 2) over t5_models' Whisper forms: audio
+    # features in, the sequences start with the decoder_input_ids prompt (or the start token)
+    Case("ms_whisper_beam_search", "WhisperBeamSearch", 17, (x(2, 6, 5), c(np.array([9],
+         np.int32), "int32"), c(np.array([0], np.int32), "int32"), c(np.array([3], np.int32),
+         "int32"), c(np.array([2], np.int32), "int32"), c(np.array([1.0], np.float32),
+         "float32"), None, None, None, None, v(np.array([[0, 7, 9], [0, 7, 10]], np.int32),
+         "int32")), attrs=_whisper_attrs(seed=31), outputs=3, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_whisper_beam_search_start_token", "WhisperBeamSearch", 17, (x(3, 6, 4),
+         c(np.array([8], np.int32), "int32"), c(np.array([4], np.int32), "int32"),
+         c(np.array([2], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
+         c(np.array([0.8], np.float32), "float32"), c(np.array([1.2], np.float32), "float32")),
+         attrs=_whisper_attrs(seed=32, layers=2, hidden_states=False, no_repeat_ngram_size=2),
+         outputs=2, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_beam_search_whisper", "BeamSearch", 17, (x(2, 6, 3), c(np.array([10], np.int32),
+         "int32"), c(np.array([0], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
+         c(np.array([1], np.int32), "int32"), c(np.array([1.0], np.float32), "float32"), None,
+         None, None, None, v(np.array([[0, 5], [0, 6]], np.int32), "int32")),
+         attrs=_whisper_attrs(seed=33, model_type=2, eos_token_id=11, early_stopping=1),
+         outputs=3, atol=1e-5, note=DOT),  # fmt: skip
     Case("ms_sampling_top_p", "Sampling", 17, (_ids(3, 4), c(np.array([12], np.int32), "int32"),
          c(np.array([0], np.int32), "int32"), c(np.array([1.0], np.float32), "float32"), None,
          None, None, None, v(np.array([42], np.int32), "int32")), attrs={"decoder":

@@ -1690,8 +1690,8 @@ def _murmur_bytes(data: bytes, seed: int) -> int:
 # onnxruntime's CPU implementation is the definition (docs/com-microsoft.md "Generation"). The
 # subgraphs are the node's compiled to nested functions. A GPT-style decoder (model_type 0):
 # decoder(input_ids, position_ids, attention_mask, past_0, ...) -> (logits, present_0, ...), past
-# and present (2, batch, heads, length, head size). An encoder-decoder (model_type 1, T5 style):
-# see _EncoderDecoderSteps. The loops differ only in where a step's logits come from (_GptSteps,
+# and present (2, batch, heads, length, head size). An encoder-decoder (model_type 1, T5 style;
+# 2, Whisper): see _EncoderDecoderSteps. The loops differ only in where a step's logits come from (_GptSteps,
 # _EncoderDecoderSteps).
 
 

@@ -15,8 +15,8 @@ Exactness: every float kernel has a declared exact twin (the same steps through 
 exact_softmax, exact_gelu, exact_tanh, exact_sigmoid, exact_exp, exact_mean); quantized arithmetic
 is integer arithmetic or IEEE arithmetic in a fixed order. Inverse's twin is Gauss-Jordan
 elimination in a fixed order; GridSample is the default domain's (exact); the generation loops
-(GreedySearch, BeamSearch, Sampling) are exact when their decoder is (it is checked node by
-node). The exact variant refuses none of the family.
+(GreedySearch, BeamSearch, WhisperBeamSearch, Sampling) are exact when their decoder and encoder
+are (they are checked node by node). The exact variant refuses none of the family.
 """
 
 from __future__ import annotations
@@ -1144,11 +1144,16 @@ def _encoder_decoder_geometry(view: NodeView, whisper: bool = False) -> dict:
         or len(decoder.inputs) != first_past + 4 * layers
         or len(encoder.outputs) != expected_encoder
     ):
+        form = (
+            "Whisper form (model_type 2): an encoder of 2 inputs returning 2 + 4 * layers "
+            "outputs, a decoder of 1 or 2 inputs"
+            if whisper
+            else "T5 form (model_type 1): an encoder of 2 or 3 inputs returning 2 + 4 * layers "
+            "outputs (with decoder_input_ids) or 2 * layers, a decoder of 2 or 3 inputs"
+        )
         raise UnsupportedError(
-            f"{label}: {op}'s encoder and decoder subgraphs must have onnxruntime's T5 form "
-            f"(model_type 1): an encoder of 2 or 3 inputs returning 2 + 4 * layers outputs (with "
-            f"decoder_input_ids) or 2 * layers, a decoder of 2 or 3 inputs + 4 * layers pasts "
-            f"returning 1 + 2 * layers outputs: they have {len(encoder.inputs)} -> "
+            f"{label}: {op}'s encoder and decoder subgraphs must have onnxruntime's {form} + "
+            f"4 * layers pasts returning 1 + 2 * layers outputs: they have {len(encoder.inputs)} -> "
             f"{len(encoder.outputs)} and {len(decoder.inputs)} -> {len(decoder.outputs)} (a "
             f"shared past/present buffer is not supported)"
         )

@@ -2148,9 +2148,7 @@ def _beam_search(
     become hypotheses; the num_return_sequences best are returned, padded with pad_token_id,
     their scores, and (outputs=3) every step's candidate scores (batch, beams, vocab) stacked,
     zeros for the steps an early stop leaves out. With an `encoder` (model_type 1) the steps
-    are _EncoderDecoderSteps' and the sequences start with decoder_start_token_id; as in
-    onnxruntime's loop, the first step (the encoder's logits, or the decoder's first run) is
-    not followed by a check whether every entry is done. With `whisper` (model_type 2,
+    are _EncoderDecoderSteps' and the sequences start with decoder_start_token_id. With `whisper` (model_type 2,
     WhisperBeamSearch) the sequences start with decoder_input_ids, the prompt."""
     beams = _scalar_input(num_beams, 1, int)
     returned = _scalar_input(num_return_sequences, 1, int)
@@ -2225,7 +2223,7 @@ def _beam_search(
         sequences[:, length] = next_tokens
         length += 1
         scores_of_rows = next_scores
-        if done.all() and (encoder is None or step > 1):
+        if done.all():
             break
         model.advance(next_tokens, next_rows)
     result = np.full((batch, returned, limit), pad_token_id, np.int32)

@@ -438,6 +438,12 @@ RULES = {
         _typed(view.operand(0).dtype, None),
         _typed(view.operand(0).dtype, None),
     ],
+    (DOMAIN, "VarlenNGramHashMapping"): lambda view: [
+        _typed(view.operand(0).dtype, None),
+        _typed(view.operand(0).dtype, None),
+        _typed(np.int32, None),
+        _typed(view.operand(0).dtype, None),
+    ],
     (DOMAIN, "CausalConvWithState"): lambda view: [
         view.operand(0).type,
         _typed(view.operand(0).dtype, None),

@@ -22,12 +22,7 @@ from runtime_support.exact_math import (
     exact_tanh,
     gelu_erf64,
 )
-from runtime_support.math import sigmoid
-
-try:  # the ufunc behind np.clip: its Python wrapper costs about 1.4 us a call
-    from numpy._core.umath import clip as _clip_ufunc  # numpy 2
-except ImportError:  # numpy 1.26
-    from numpy.core.umath import clip as _clip_ufunc
+from runtime_support.math import clip_ufunc, sigmoid
 
 __all__ = [
     "celu",
@@ -136,7 +131,7 @@ def hard_swish(X: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
         return out
     f = x.dtype.type
     t = np.add(x, f(3))
-    np.clip(t, f(0), f(6), out=t)
+    clip_ufunc(t, f(0), f(6), out=t)
     np.multiply(t, f(1 / 6), out=t)
     return np.multiply(x, t, out=t if out is None else out)
 
@@ -154,7 +149,7 @@ def relu(X: np.ndarray, *, out: np.ndarray | None = None) -> np.ndarray:
     if bounds is None:
         f = X.dtype.type
         bounds = _RELU_BOUNDS.setdefault(X.dtype, (f(0), f(np.inf)))
-    return _clip_ufunc(X, *bounds, out=out)
+    return clip_ufunc(X, *bounds, out=out)
 
 
 _RELU_BOUNDS: dict[np.dtype, tuple] = {}  # dtype -> (0, inf) in it

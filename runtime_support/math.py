@@ -9,6 +9,11 @@ import numpy as np
 from runtime_support._kernels import kernel
 from runtime_support._threads import run_ranges
 
+try:  # the ufunc behind np.clip, same results: np.clip's Python wrapper costs 1.4 to 2.5 us a call
+    from numpy._core.umath import clip as clip_ufunc  # numpy 2
+except ImportError:  # numpy 1.26
+    from numpy.core.umath import clip as clip_ufunc
+
 __all__ = ["div_integer", "erf", "gelu", "pow_integer", "sigmoid"]
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
@@ -167,7 +172,7 @@ _ERF32_X_MAX = np.float32(9.0)
 
 def _clamped(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """x clamped to [-9, 9] (NaN stays NaN), into `out` (a new array by default; may be x)."""
-    return np.clip(x, -_ERF32_X_MAX, _ERF32_X_MAX, out=out)  # as minimum and maximum, faster
+    return clip_ufunc(x, -_ERF32_X_MAX, _ERF32_X_MAX, out=out)  # as minimum and maximum, faster
 
 
 def _scratch(size: int, count: int) -> list:
@@ -243,7 +248,7 @@ def gelu(x: np.ndarray, *, approximate: str = "none", out: np.ndarray | None = N
         h, limited = _scratch(x.size, 2)
         np.multiply(flat_x, _HALF32, out=h)
         # h limited (see _GELU_H_MAX) so that nothing overflows: the bits of the blocked path
-        np.clip(h, -_GELU_H_MAX, _GELU_H_MAX, out=limited)
+        clip_ufunc(h, -_GELU_H_MAX, _GELU_H_MAX, out=limited)
         _gelu32_erf_tail(limited, h, out.reshape(-1), *_scratch(x.size, 3))
         return out
     if approximate == "tanh":

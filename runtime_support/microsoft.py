@@ -136,6 +136,7 @@ __all__ = [
     "engram_gate",
     "exact_engram_gate",
     "ngram_hash_mapping",
+    "varlen_ngram_hash_mapping",
     "mrotary_embedding",
 ]
 
@@ -3002,44 +3003,195 @@ def _engram_gate(
 engram_gate, exact_engram_gate = _twins(_engram_gate, "engram_gate", _engram_gate.__doc__ or "")
 
 
+@dataclass(frozen=True)
+class _NGramLayout:
+    """Packed requests laid out as blocks of a virtual buffer: request b's max_ngram_size - 1
+    history slots (`slots[b]`, from `blocks[b]`) then its tokens (at `positions`)."""
+
+    blocks: np.ndarray
+    slots: np.ndarray
+    positions: np.ndarray
+    request: np.ndarray  # each token's request
+
+    def virtual(self, history, tokens, dtype) -> np.ndarray:
+        buffer = np.empty(self.positions.size + self.slots.size, dtype)
+        buffer[self.slots] = history
+        buffer[self.positions] = tokens
+        return buffer
+
+    def trailing(self, lengths, history: int) -> np.ndarray:
+        """Each request's last `history` virtual positions (present_ids' window)."""
+        return self.blocks[:, None] + lengths[:, None] + np.arange(history)
+
+
+def _ngram_layout(starts, lengths, history: int) -> _NGramLayout:
+    batch = lengths.size
+    blocks = starts + np.arange(batch) * history
+    request = np.repeat(np.arange(batch), lengths)
+    positions = np.arange(request.size) + (request + 1) * history
+    return _NGramLayout(blocks, blocks[:, None] + np.arange(history), positions, request)
+
+
+def _ngram_packed(
+    ids, starts, lengths, multipliers, vocab_sizes, past_ids, head_offsets, eos_token_id,
+    segment_ids, past_segment_ids, *, pad_id, n_head_per_ngram, max_ngram_size, reset_on_eos,
+    op,
+):  # fmt: skip
+    """The hashing both NGramHashMapping operators share, over packed requests (request b is
+    ids[starts[b] : starts[b] + lengths[b]]) laid out by _ngram_layout, so that every causal
+    shift reads inside its own request's block; history slots hold past_ids, else the
+    missing-history id (eos_token_id when given, else pad_id). A reset after virtual position j
+    (an EOS at j with reset_on_eos, a change of segment between j and j + 1) marks j; a token's
+    shifts at or before the latest mark strictly before it read the missing-history id. The
+    latest mark is a running maximum over the whole buffer: an earlier request's marks lie
+    before this block, below every shift it reads. Returns hash_ids (total, heads), the virtual
+    ids and the layout."""
+    dtype = ids.dtype
+    history = max_ngram_size - 1
+    batch, total = lengths.size, ids.size
+    heads = history * n_head_per_ngram
+    factors = np.asarray(multipliers, dtype).reshape(-1)
+    sizes = np.asarray(vocab_sizes, dtype).reshape(-1)
+    if factors.size < max_ngram_size or sizes.size != heads:
+        raise ValueError(
+            f"{op}: multipliers need {max_ngram_size} entries and vocab_sizes {heads}, got "
+            f"{factors.size} and {sizes.size}"
+        )
+    if np.any(sizes <= 0):
+        raise ValueError(f"{op}: vocab_sizes must be positive, got {sizes.tolist()}")
+    eos = None if eos_token_id is None else np.asarray(eos_token_id, dtype)
+    if eos is not None and eos.ndim != 0:
+        raise ValueError(f"{op}: eos_token_id must be a scalar, got shape {eos.shape}")
+    missing = dtype.type(pad_id) if eos is None else eos[()]
+    layout = _ngram_layout(starts, lengths, history)
+    if past_ids is not None and np.shape(past_ids) != (batch, history):
+        raise ValueError(f"{op}: past_ids must have shape {(batch, history)}")
+    virtual = layout.virtual(missing if past_ids is None else past_ids, ids, dtype)
+    positions = layout.positions
+    marks = np.full(virtual.size, -1, np.int64)
+    if reset_on_eos and eos is not None:
+        at_eos = np.flatnonzero(virtual == missing)
+        marks[at_eos] = at_eos
+    if segment_ids is not None:
+        segments = np.asarray(segment_ids, np.int32).reshape(-1)
+        change = np.flatnonzero(segments[1:] != segments[:-1]) + 1
+        change = change[layout.request[change] == layout.request[change - 1]]
+        marks[positions[change] - 1] = positions[change] - 1
+        if past_segment_ids is not None:
+            before = np.asarray(past_segment_ids, np.int32).reshape(batch, history)
+            joined = np.concatenate([before, segments[starts, None]], axis=1)
+            rows, columns = np.nonzero(joined[:, 1:] != joined[:, :-1])
+            marks[layout.slots[rows, columns]] = layout.slots[rows, columns]
+    resets = np.maximum.accumulate(marks)[positions - 1]  # the latest mark before each token
+    hashes = np.empty((total, heads), dtype)
+    with np.errstate(over="ignore"):
+        mix = ids * factors[0]
+        for shift in range(1, history + 1):
+            source = positions - shift
+            token = np.where(source <= resets, missing, virtual[source])
+            mix = mix ^ (token * factors[shift])
+            first = (shift - 1) * n_head_per_ngram
+            # the vocabulary sizes are positive: remainder's result is too
+            hashes[:, first : first + n_head_per_ngram] = np.remainder(
+                mix[:, None], sizes[first : first + n_head_per_ngram]
+            )
+        if head_offsets is not None:
+            hashes = hashes + np.asarray(head_offsets, dtype).reshape(-1)
+    return hashes, virtual, layout
+
+
 @kernel(exact=True)
 def ngram_hash_mapping(
-    input_ids, multipliers, vocab_sizes, past_ids=None, head_offsets=None, *, pad_id,
-    n_head_per_ngram, max_ngram_size, outputs=1,
+    input_ids, multipliers, vocab_sizes, past_ids=None, head_offsets=None, eos_token_id=None,
+    segment_ids=None, *, pad_id, n_head_per_ngram, max_ngram_size, reset_on_eos=0, outputs=1,
 ):  # fmt: skip
     """NGramHashMapping: for n = 2 .. max_ngram_size, mix = x_0 m_0 ^ x_1 m_1 ^ ... ^ x_(n-1)
     m_(n-1) with x_i the id i positions back (before the sequence: past_ids, right-aligned, else
-    pad_id), products wrapping in the ids' type; each head of order n emits mix modulo its
-    vocabulary size (+ head_offsets); returns hash_ids (batch, sequence, (max_ngram_size - 1)
-    n_head_per_ngram) and (outputs=2) present_ids, the last max_ngram_size - 1 ids of past_ids
-    followed by input_ids."""
+    eos_token_id when given, else pad_id), products wrapping in the ids' type; each head of order
+    n emits mix modulo its vocabulary size (+ head_offsets). After an EOS (reset_on_eos with
+    eos_token_id; past_ids' count) or a change of segment_ids (within input_ids only), the ids
+    at or before it read as eos_token_id (else pad_id). Returns hash_ids (batch, sequence,
+    (max_ngram_size - 1) n_head_per_ngram) and (outputs=2) present_ids, the last
+    max_ngram_size - 1 ids of past_ids followed by input_ids."""
     ids = np.asarray(input_ids)
-    dtype = ids.dtype
     batch, length = ids.shape
-    history = max_ngram_size - 1
-    past = (
-        np.full((batch, history), pad_id, dtype)
-        if past_ids is None
-        else np.asarray(past_ids, dtype).reshape(batch, history)
-    )
-    virtual = np.concatenate([past, ids], axis=1)
-    sizes = np.asarray(vocab_sizes, dtype).reshape(-1)
-    factors = np.asarray(multipliers, dtype).reshape(-1)
-    columns = []
-    with np.errstate(over="ignore"):
-        mix = virtual[:, history:] * factors[0]
-        for n in range(2, max_ngram_size + 1):
-            shift = n - 1
-            mix = mix ^ (virtual[:, history - shift : history - shift + length] * factors[shift])
-            for head in range(n_head_per_ngram):
-                size = sizes[(n - 2) * n_head_per_ngram + head]
-                columns.append(np.remainder(mix, size))  # the vocabulary sizes are positive
-        hashes = np.stack(columns, axis=-1).astype(dtype)
-        if head_offsets is not None:
-            hashes = hashes + np.asarray(head_offsets, dtype).reshape(-1)
+    if segment_ids is not None and np.shape(segment_ids) != ids.shape:
+        raise ValueError(f"NGramHashMapping: segment_ids must have the shape {ids.shape}")
+    lengths = np.full(batch, length, np.int64)
+    hashes, virtual, layout = _ngram_packed(
+        ids.reshape(-1), np.arange(batch) * length, lengths, multipliers, vocab_sizes, past_ids,
+        head_offsets, eos_token_id, segment_ids, None, pad_id=pad_id,
+        n_head_per_ngram=n_head_per_ngram, max_ngram_size=max_ngram_size,
+        reset_on_eos=reset_on_eos, op="NGramHashMapping",
+    )  # fmt: skip
+    hashes = hashes.reshape(batch, length, hashes.shape[1])
     if outputs == 1:
         return hashes
-    return hashes, np.ascontiguousarray(virtual[:, virtual.shape[1] - history :])
+    return hashes, virtual[layout.trailing(lengths, max_ngram_size - 1)]
+
+
+@kernel(exact=True)
+def varlen_ngram_hash_mapping(
+    input_ids, multipliers, vocab_sizes, cumulative_sequence_length, past_ids=None,
+    head_offsets=None, eos_token_id=None, segment_ids=None, past_segment_ids=None,
+    capture_count=None, *, pad_id, n_head_per_ngram, max_ngram_size, reset_on_eos=0,
+    state_update_capacity=0, outputs=1,
+):  # fmt: skip
+    """VarlenNGramHashMapping: NGramHashMapping's hashing over packed requests (request b is
+    input_ids[cu[b] : cu[b + 1]], at least one token), each with its own row of past_ids;
+    segment changes reset within a request and, with past_segment_ids, within its history and
+    at its first token. Returns hash_ids (total, heads), present_ids (batch, max_ngram_size - 1:
+    each request's trailing ids), present_segment_ids (their segments; before the request
+    past_segment_ids, else its first token's; None without segment_ids) and state_update
+    (batch, state_update_capacity, max_ngram_size - 1): the trailing ids after each of the first
+    capture_count[b] tokens (clamped to the request's length and the capacity), pad_id after."""
+    ids = np.asarray(input_ids).reshape(-1)
+    bounds = np.asarray(cumulative_sequence_length, np.int64).reshape(-1)
+    if bounds.size < 2 or bounds[0] != 0 or bounds[-1] != ids.size or np.any(np.diff(bounds) <= 0):
+        raise ValueError(
+            "VarlenNGramHashMapping: cumulative_sequence_length must rise strictly from 0 to "
+            f"{ids.size} (every request has a token), got {bounds.tolist()}"
+        )
+    starts, lengths = bounds[:-1], np.diff(bounds)
+    batch, history = lengths.size, max_ngram_size - 1
+    if segment_ids is None and past_segment_ids is not None:
+        raise ValueError("VarlenNGramHashMapping: past_segment_ids requires segment_ids")
+    if segment_ids is not None and np.size(segment_ids) != ids.size:
+        raise ValueError(f"VarlenNGramHashMapping: segment_ids must have {ids.size} ids")
+    if past_segment_ids is not None and np.shape(past_segment_ids) != (batch, history):
+        raise ValueError(
+            f"VarlenNGramHashMapping: past_segment_ids must have shape {(batch, history)}"
+        )
+    if (capture_count is None) != (state_update_capacity == 0):
+        raise ValueError(
+            "VarlenNGramHashMapping: capture_count is given exactly when state_update_capacity "
+            "is positive"
+        )
+    hashes, virtual, layout = _ngram_packed(
+        ids, starts, lengths, multipliers, vocab_sizes, past_ids, head_offsets, eos_token_id,
+        segment_ids, past_segment_ids, pad_id=pad_id, n_head_per_ngram=n_head_per_ngram,
+        max_ngram_size=max_ngram_size, reset_on_eos=reset_on_eos, op="VarlenNGramHashMapping",
+    )  # fmt: skip
+    if outputs == 1:
+        return hashes
+    trailing = layout.trailing(lengths, history)
+    present_segments = None
+    if segment_ids is not None:
+        segments = np.asarray(segment_ids, np.int32).reshape(-1)
+        before = segments[starts, None] if past_segment_ids is None else past_segment_ids
+        present_segments = layout.virtual(before, segments, np.int32)[trailing]
+    results = (hashes, virtual[trailing], present_segments)[:outputs]
+    if outputs < 4:
+        return results
+    capacity = int(state_update_capacity)
+    counts = np.zeros(batch, np.int64) if capture_count is None else capture_count
+    counts = np.clip(np.asarray(counts, np.int64).reshape(-1), 0, np.minimum(lengths, capacity))
+    captured = np.arange(capacity)[None, :] < counts[:, None]
+    # the window after token c ends at its virtual position blocks + history + c
+    ends = layout.blocks[:, None] + np.minimum(np.arange(capacity), lengths[:, None] - 1) + 1
+    windows = virtual[ends[:, :, None] + np.arange(history)]
+    state = np.where(captured[:, :, None], windows, ids.dtype.type(pad_id))
+    return (*results, state)
 
 
 def _mrope_streams(half: int, section, layout: int) -> np.ndarray:

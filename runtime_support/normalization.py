@@ -22,6 +22,7 @@ from runtime_support._limits import check_allocation
 from runtime_support._threads import blas_threads_for, run_ranges
 from runtime_support.exact import exact_mean, exact_standardize, exact_sum
 from runtime_support.exact_math import exact_pow
+from runtime_support.math import clip_ufunc
 
 __all__ = [
     "batch_normalization",
@@ -69,7 +70,9 @@ def scale_shift(X, factor, shift, *, low=None, high=None):
     np.add(Y, shift, out=Y)
     if low is not None or high is not None:
         f = Y.dtype.type
-        np.clip(Y, f(-np.inf if low is None else low), f(np.inf if high is None else high), out=Y)
+        clip_ufunc(
+            Y, f(-np.inf if low is None else low), f(np.inf if high is None else high), out=Y
+        )
     return Y.astype(X.dtype, copy=False)
 
 

@@ -804,6 +804,44 @@ def _conv_session_dynamic(X, W, B, **attrs):
     return expected
 
 
+# Long filters along the last axis (conv._polyphase_path): (X shape, W shape, pads, strides) of
+# resamplers, audio filter banks and learned STFTs, 1-D and 2-D with rows of kernel 1, pads
+# larger than a stride and than the filter, strides above, equal to and below the filter
+_POLYPHASE_CASES = [
+    ((2, 1, 1, 1600), (1, 1, 1, 80), (0, 37, 0, 43), (1, 6)),
+    ((2, 1, 1600), (1, 1, 160), (0, 0), (3,)),
+    ((1, 1, 1, 2000), (41, 1, 1, 400), (0, 200, 0, 200), (1, 160)),
+    ((1, 1, 512), (258, 1, 256), (0, 0), (128,)),
+    ((3, 2, 4, 700), (5, 2, 1, 64), (0, 0, 0, 9), (1, 1)),
+    ((1, 3, 900), (4, 3, 70), (100, 3), (7,)),
+    ((2, 1, 300), (2, 1, 64), (0, 0), (100,)),
+    ((1, 2, 2, 3, 400), (3, 2, 1, 1, 96), (0, 0, 5, 0, 0, 1), (1, 1, 5)),
+]
+
+
+@pytest.mark.parametrize("x_shape,w_shape,pads,strides", _POLYPHASE_CASES)
+def test_conv_polyphase_path_matches_onnxruntime(x_shape, w_shape, pads, strides):
+    """Convolutions whose only kernel axis of more than one tap is the last, with at least
+    conv._WINDOWED_TAPS taps, take the polyphase path; their values are onnxruntime's (X with
+    dynamic dims, so onnxruntime cannot specialise on its shape), with and without a bias."""
+    rng = np.random.default_rng(31)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = (rng.normal(size=w_shape) * 0.2).astype(np.float32)
+    B = rng.normal(size=w_shape[0]).astype(np.float32)
+    conv = importlib.import_module("runtime_support.conv")
+    rank = len(strides)
+    geometry = (pads, strides, (1,) * rank, 1, "NOTSET")
+    assert conv._conv_plan(X.shape, X.dtype, W.shape, *geometry).path.__name__ == "_polyphase_path"
+    keywords = dict(pads=pads, strides=strides, dilations=(1,) * rank, group=1)
+    attrs = dict(pads=list(pads), strides=list(strides), dilations=[1] * rank, group=1)
+    expected = _conv_session_dynamic(X, W, B, **attrs)
+    got = rt.conv(X, W, B, **keywords)
+    assert got.shape == expected.shape and got.flags.c_contiguous
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    unbiased = _conv_session_dynamic(X, W, np.zeros_like(B), **attrs)
+    np.testing.assert_allclose(rt.conv(X, W, None, **keywords), unbiased, rtol=1e-4, atol=1e-4)
+
+
 # (X shape, W shape, pads, strides, dilations, group, path): every path whose products go
 # through conv._matmul, each with a product of at least _SERIAL_TERMS multiply-adds
 _PRODUCT_PART_CASES = [
@@ -819,6 +857,7 @@ _PRODUCT_PART_CASES = [
     ((8, 16, 24, 25), (32, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1, "_im2col_path"),
     ((8, 32, 24, 24), (64, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 2, "_im2col_path"),
     ((2, 4, 40, 41), (32, 4, 9, 9), (4, 4, 4, 4), (1, 1), (1, 1), 1, "_windowed_path"),
+    ((2, 4, 1, 20000), (64, 4, 1, 128), (0, 3, 0, 5), (1, 4), (1, 1), 1, "_polyphase_path"),
     ((2, 3, 64, 64), (512, 3, 8, 8), (0, 0, 0, 0), (8, 8), (1, 1), 1, "_patch_path"),
 ]
 

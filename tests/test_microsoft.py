@@ -528,3 +528,38 @@ def test_attn_lstm_refuses_float64_and_an_absent_attention_input():
     _, model, _ = _attn_lstm_model("ms_attn_lstm", drop_input=9)
     with pytest.raises(UnsupportedError, match=r"AttnLSTM node 'ms_attn_lstm'.*input 9 \(MW\)"):
         generate(model)
+
+
+@pytest.mark.parametrize(
+    "name, change, message",
+    [
+        ("ms_varlen_ngram_capture", {"state_update_capacity": 9}, r"9 is outside \[0, 8\]"),
+        ("ms_varlen_ngram_capture", {"state_update_capacity": 0}, "capture_count is given"),
+        ("ms_varlen_ngram", {"state_update_capacity": 2}, "capture_count is given"),
+        ("ms_varlen_ngram_segments_past", {"drop": 7}, "require segment_ids"),
+        ("ms_varlen_ngram_segments", {"drop": 7}, "require segment_ids"),
+    ],
+)
+def test_varlen_ngram_hash_refuses_what_onnxruntime_refuses(name, change, message):
+    """onnxruntime fails on these nodes whatever the inputs hold (checked here): a capacity
+    outside [0, 8], capture_count without a positive capacity or the reverse, past_segment_ids
+    or the present_segment_ids output without segment_ids. The compiler refuses them naming the
+    node."""
+    case = next(c for c in oracle.CASES if c.name == name)
+    model, feeds = oracle.build(case)
+    node = model.graph.node[0]
+    if "drop" in change:
+        dropped = node.input[change["drop"]]
+        node.input[change["drop"]] = ""
+        kept = [value for value in model.graph.input if value.name != dropped]
+        del model.graph.input[:]
+        model.graph.input.extend(kept)
+        feeds.pop(dropped)
+    else:
+        kept = [a for a in node.attribute if a.name not in change]
+        del node.attribute[:]
+        node.attribute.extend(kept + [helper.make_attribute(k, v) for k, v in change.items()])
+    with pytest.raises(Exception, match="state_update_capacity|requires segment_ids"):
+        oracle.run_onnxruntime(model, feeds)
+    with pytest.raises(CompileError, match=f"VarlenNGramHashMapping node '{name}'.*{message}"):
+        generate(model)

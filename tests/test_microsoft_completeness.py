@@ -38,10 +38,6 @@ NOT_COMPILED = {
     ("com.microsoft", "MatMulFpQ4"): "deprecated (MatMulNBits replaced it)",
     ("com.microsoft", "SparseToDenseMatMul"): "sparse tensors are outside the compiler's scope",
     ("com.microsoft", "SampleOp"): "onnxruntime's example of a contrib operator, in no model",
-    ("com.microsoft", "VarlenNGramHashMapping"): (
-        "not yet (session 9 ran out of time): NGramHashMapping over packed variable-length "
-        "requests (cumulative_sequence_length), with segment and EOS resets and state capture"
-    ),
     **{
         ("com.microsoft.nchwc", op): NCHWC
         for op in (

@@ -2,7 +2,7 @@
 process, both sides in alternating blocks, and optionally where the time goes per node.
 
     .venv/bin/python -m tools.bench_pair bert gpt2 [--threads 1] [--budget 3] [--profile] \\
-        [--compare-split] [--compare-kernel] [--cache .cache/bench-pair]
+        [--compare-split] [--compare-blas] [--compare-kernel] [--cache .cache/bench-pair]
 
 Models are onnx's light_*.onnx (as tools/bench prepares them) and those of tools/bench_models.MODELS
 whose name contains one of the arguments. The thread
@@ -100,6 +100,33 @@ def compare_split(module, arguments, budget: float) -> str:
     )
 
 
+def compare_blas_hold(module, arguments, sess, feeds, budget: float) -> str:
+    """The module as the thread count runs it and with numpy's BLAS held at one thread for the
+    whole run (every kernel's raise to the count made a no-op), and onnxruntime, interleaved:
+    what OpenBLAS's own threads gain or cost the model at the count set."""
+    from runtime_support import _threads
+
+    blas = _threads._blas()
+    setter = blas._set
+
+    def held():
+        blas.set(1)
+        blas._set = None  # _Blas.set is then a no-op
+        try:
+            module.run(*arguments)
+        finally:
+            blas._set = setter
+            blas.set(_threads.get_num_threads())
+
+    runs = [lambda: module.run(*arguments), held, lambda: sess.run(None, feeds)]
+    (free, one, ort), (free_cpu, one_cpu, ort_cpu) = interleaved(runs, budget)
+    return (
+        f"BLAS as set {1e3 * free:8.3f} ms (/ ort {free / ort:5.2f}), held at 1 "
+        f"{1e3 * one:8.3f} ms (/ ort {one / ort:5.2f}), ort {1e3 * ort:8.3f} ms; "
+        f"cpu time / ort: {free_cpu / ort_cpu:5.2f} and {one_cpu / ort_cpu:5.2f}"
+    )
+
+
 def compare_weight_kernel(module, arguments, sess, feeds, budget: float) -> str:
     """The module with rt.matmul_weight's kernel and with its np.matmul fallback forced, and
     onnxruntime, interleaved: the kernel's gain in one process (runtime_support/linalg.py)."""
@@ -139,6 +166,11 @@ def main(argv=None) -> int:
         help="also time the module with runtime_support's own kernels split and unsplit",
     )
     parser.add_argument(
+        "--compare-blas",
+        action="store_true",
+        help="also time the module with numpy's BLAS held at one thread for the whole run",
+    )
+    parser.add_argument(
         "--compare-kernel",
         action="store_true",
         help="also time the module with rt.matmul_weight's kernel and its np.matmul fallback",
@@ -172,6 +204,8 @@ def main(argv=None) -> int:
         )
         if args.compare_split:
             print("  " + compare_split(module, arguments, args.budget), flush=True)
+        if args.compare_blas:
+            print("  " + compare_blas_hold(module, arguments, sess, built.feeds, args.budget))
         if args.compare_kernel:
             line = compare_weight_kernel(module, arguments, sess, built.feeds, args.budget)
             print("  " + line, flush=True)

@@ -1675,30 +1675,48 @@ def engram_gate(view: NodeView):
     return _kernel_call(view, "engram_gate", {5: "conv_norm_scale"}, epsilon=view.attr("epsilon"))
 
 
-@microsoft(
-    "NGramHashMapping",
-    defaults={"reset_on_eos": 0},
-    required=("pad_id", "n_head_per_ngram", "max_ngram_size"),
-    exact=True,
-)
+_NGRAM_HASH = ("pad_id", "n_head_per_ngram", "max_ngram_size")
+
+
+def _ngram_keywords(view: NodeView) -> dict[str, object]:
+    keywords: dict[str, object] = {name: int(view.attr(name)) for name in _NGRAM_HASH}
+    if view.attr("reset_on_eos"):
+        keywords["reset_on_eos"] = 1
+    return keywords
+
+
+@microsoft("NGramHashMapping", defaults={"reset_on_eos": 0}, required=_NGRAM_HASH, exact=True)
 def ngram_hash_mapping(view: NodeView):
-    """Engram's n-gram hash ids (rt.ngram_hash_mapping). Refused, naming the node: the
-    eos_token_id and segment_ids inputs (history resets)."""
-    for position, name in ((5, "eos_token_id"), (6, "segment_ids")):
-        if view.input(position) is not None:
-            raise UnsupportedError(
-                f"{view.node.label}: NGramHashMapping's {name} input is not supported"
-            )
-    keywords = {
-        name: int(view.attr(name)) for name in ("pad_id", "n_head_per_ngram", "max_ngram_size")
-    }
-    optional = {3: "past_ids", 4: "head_offsets", 5: "", 6: ""}
-    args, named = optional_arguments(view, optional)
-    named = {name: operand for name, operand in named.items() if name}
-    outputs = _outputs(view)
-    if outputs > 1:
-        keywords["outputs"] = outputs
-    return call("rt.ngram_hash_mapping", *args, **named, **keywords)
+    """Engram's n-gram hash ids (rt.ngram_hash_mapping), with EOS and segment resets."""
+    optional = {3: "past_ids", 4: "head_offsets", 5: "eos_token_id", 6: "segment_ids"}
+    return _kernel_call(view, "ngram_hash_mapping", optional, **_ngram_keywords(view))
+
+
+_VARLEN_NGRAM = {"reset_on_eos": 0, "state_update_capacity": 0}
+
+
+@microsoft("VarlenNGramHashMapping", defaults=_VARLEN_NGRAM, required=_NGRAM_HASH, exact=True)
+def varlen_ngram_hash_mapping(view: NodeView):
+    """NGramHashMapping over packed variable-length requests (rt.varlen_ngram_hash_mapping), with
+    segment state across calls and state capture. What onnxruntime refuses for any input is a
+    compile error naming the node: a capacity outside [0, 8], capture_count without a positive
+    capacity or the reverse, past_segment_ids or present_segment_ids without segment_ids."""
+    capacity = int(view.attr("state_update_capacity"))
+    label = view.node.label
+    if not 0 <= capacity <= 8:
+        raise CompileError(f"{label}: state_update_capacity {capacity} is outside [0, 8]")
+    if (view.input(9) is None) != (capacity == 0):
+        raise CompileError(
+            f"{label}: capture_count is given exactly when state_update_capacity is positive"
+        )
+    if view.input(7) is None and (view.input(8) is not None or view.output(2) is not None):
+        raise CompileError(f"{label}: past_segment_ids and present_segment_ids require segment_ids")
+    optional = {4: "past_ids", 5: "head_offsets", 6: "eos_token_id", 7: "segment_ids"}
+    optional.update({8: "past_segment_ids", 9: "capture_count"})
+    keywords = _ngram_keywords(view)
+    if capacity:
+        keywords["state_update_capacity"] = capacity
+    return _kernel_call(view, "varlen_ngram_hash_mapping", optional, **keywords)
 
 
 _MROPE: dict[str, object] = {"mrope_layout": 0, "interleaved": 0, "num_heads": 0}

@@ -507,7 +507,7 @@ OPERATORS = tuple("""
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
     HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState EngramGate
-    NGramHashMapping MRotaryEmbedding AttnLSTM WhisperBeamSearch
+    NGramHashMapping VarlenNGramHashMapping MRotaryEmbedding AttnLSTM WhisperBeamSearch
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -1297,6 +1297,106 @@ CASES = [
          c(np.array([101, 103, 107, 109, 113, 127], np.int32), "int32"), _token_ids(2, 3,
          dtype="int32"), c(np.array([0, 101, 204, 311, 420, 533], np.int32), "int32")), outputs=2,
          attrs={"pad_id": 1, "n_head_per_ngram": 2, "max_ngram_size": 4}),  # fmt: skip
+    # ... eos_token_id (history reads it) and its resets (reset_on_eos; EOS at 3 inside rows and
+    # in past_ids), segment_ids (changes within input_ids only), sequences of one token
+    Case("ms_ngram_hash_eos_history", "NGramHashMapping", 17, (_token_ids(2, 5), c(np.array([3,
+         5, 7, 11], np.int64)), c(np.array([97, 89, 83, 79, 73, 71], np.int64)), None, None,
+         v(np.array(2, np.int64))), outputs=2, attrs={"pad_id": 0, "n_head_per_ngram": 2,
+         "max_ngram_size": 4}),  # fmt: skip
+    Case("ms_ngram_hash_eos_reset", "NGramHashMapping", 17, (v(np.array([[5, 3, 8, 9, 3, 3, 4],
+         [3, 7, 1, 3, 2, 6, 0]], np.int32), "int32"), c(np.array([2147483629, 1000003, 65537,
+         7], np.int32), "int32"), c(np.array([101, 103, 107], np.int32), "int32"), None, None,
+         c(np.array(3, np.int32), "int32")), outputs=2, attrs={"pad_id": 1, "n_head_per_ngram": 1,
+         "max_ngram_size": 4, "reset_on_eos": 1}),  # fmt: skip
+    Case("ms_ngram_hash_eos_reset_past", "NGramHashMapping", 17, (v(np.array([[6, 2, 8], [9, 9,
+         4], [3, 5, 6]], np.int64)), c(np.array([3, 5, 7], np.int64)), c(np.array([97, 89, 83,
+         79], np.int64)), v(np.array([[1, 2], [2, 7], [4, 4]], np.int64)), c(np.array([0, 97, 186,
+         269], np.int64)), v(np.array(2, np.int64))), outputs=2, attrs={"pad_id": 0,
+         "n_head_per_ngram": 2, "max_ngram_size": 3, "reset_on_eos": 1}),  # fmt: skip
+    Case("ms_ngram_hash_segments", "NGramHashMapping", 17, (_token_ids(2, 6), c(np.array([3, 5,
+         7, 9], np.int64)), c(np.array([97, 89, 83], np.int64)), None, None, None,
+         v(np.array([[0, 0, 1, 1, 1, 2], [4, 4, 4, 4, 0, 0]], np.int32), "int32")), outputs=2,
+         attrs={"pad_id": 5, "n_head_per_ngram": 1, "max_ngram_size": 4}),  # fmt: skip
+    Case("ms_ngram_hash_segments_past_eos", "NGramHashMapping", 17, (_token_ids(2, 4,
+         dtype="int32"), c(np.array([2147483587, 65537, 1000003], np.int32), "int32"),
+         c(np.array([101, 103, 107, 109], np.int32), "int32"), _token_ids(2, 2, dtype="int32"),
+         None, c(np.array(7, np.int32), "int32"), v(np.array([[1, 2, 2, 3], [0, 0, 0, 0]],
+         np.int32), "int32")), outputs=2, attrs={"pad_id": 0, "n_head_per_ngram": 2,
+         "max_ngram_size": 3}),  # fmt: skip
+    Case("ms_ngram_hash_one_token_reset", "NGramHashMapping", 17, (v(np.array([[4], [2]],
+         np.int64)), c(np.array([3, 5, 7], np.int64)), c(np.array([97, 89], np.int64)),
+         v(np.array([[2, 6], [6, 2]], np.int64)), None, v(np.array(2, np.int64)), v(np.array([[0],
+         [1]], np.int32), "int32")), outputs=2, attrs={"pad_id": 0, "n_head_per_ngram": 1,
+         "max_ngram_size": 3, "reset_on_eos": 1}),  # fmt: skip
+    # VarlenNGramHashMapping: packed requests (cumulative_sequence_length, int32) of different
+    # lengths, one of a single token; the same resets, segment state across calls
+    # (past_segment_ids: changes within it and at the first token), state capture
+    Case("ms_varlen_ngram", "VarlenNGramHashMapping", 17, (_token_ids(9), c(np.array([3, 5, 7],
+         np.int64)), c(np.array([97, 89, 83, 79], np.int64)), v(np.array([0, 4, 5, 9], np.int32),
+         "int32")), outputs=2, attrs={"pad_id": 0, "n_head_per_ngram": 2, "max_ngram_size":
+         3}),  # fmt: skip
+    Case("ms_varlen_ngram_past_wrapping", "VarlenNGramHashMapping", 17, (_token_ids(7,
+         dtype="int32"), c(np.array([2147483629, 1000003, 2147483587, 65537, 3], np.int32),
+         "int32"), c(np.array([101, 103, 107, 109, 113, 127], np.int32), "int32"),
+         c(np.array([0, 1, 3, 7], np.int32), "int32"), _token_ids(3, 3, dtype="int32"),
+         c(np.array([0, 101, 204, 311, 420, 2147483600], np.int32), "int32")), outputs=2,
+         attrs={"pad_id": 1, "n_head_per_ngram": 2, "max_ngram_size": 4}),  # fmt: skip
+    Case("ms_varlen_ngram_single_token", "VarlenNGramHashMapping", 17, (v(np.array([42],
+         np.int64)), c(np.array([3, 5, 7], np.int64)), c(np.array([97, 89], np.int64)),
+         c(np.array([0, 1], np.int32), "int32"), v(np.array([[5, 9]], np.int64))), outputs=2,
+         attrs={"pad_id": 0, "n_head_per_ngram": 1, "max_ngram_size": 3}),  # fmt: skip
+    Case("ms_varlen_ngram_eos_history", "VarlenNGramHashMapping", 17, (_token_ids(6),
+         c(np.array([3, 5, 7, 11], np.int64)), c(np.array([97, 89, 83], np.int64)),
+         c(np.array([0, 2, 3, 6], np.int32), "int32"), None, None, v(np.array(2, np.int64))),
+         attrs={"pad_id": 0, "n_head_per_ngram": 1, "max_ngram_size": 4}),  # fmt: skip
+    Case("ms_varlen_ngram_eos_reset", "VarlenNGramHashMapping", 17, (v(np.array([5, 3, 8, 9, 3,
+         4, 3, 1, 3, 2, 6], np.int32), "int32"), c(np.array([2147483629, 1000003, 65537, 7],
+         np.int32), "int32"), c(np.array([101, 103, 107, 109, 113, 127], np.int32), "int32"),
+         v(np.array([0, 6, 7, 11], np.int32), "int32"), v(np.array([[1, 2, 3], [3, 4, 5], [6, 3,
+         6]], np.int32), "int32"), None, c(np.array(3, np.int32), "int32")), outputs=2,
+         attrs={"pad_id": 1, "n_head_per_ngram": 2, "max_ngram_size": 4, "reset_on_eos": 1}),  # fmt: skip
+    Case("ms_varlen_ngram_eos_reset_offsets", "VarlenNGramHashMapping", 17, (v(np.array([2, 2,
+         7, 2, 8, 1], np.int64)), c(np.array([3, 5, 7], np.int64)), c(np.array([97, 89], np.int64)),
+         c(np.array([0, 1, 4, 6], np.int32), "int32"), None, c(np.array([0, 97], np.int64)),
+         v(np.array(2, np.int64))), outputs=2, attrs={"pad_id": 0, "n_head_per_ngram": 1,
+         "max_ngram_size": 3, "reset_on_eos": 1}),  # fmt: skip
+    Case("ms_varlen_ngram_segments", "VarlenNGramHashMapping", 17, (_token_ids(10), c(np.array([3,
+         5, 7, 9], np.int64)), c(np.array([97, 89, 83], np.int64)), v(np.array([0, 5, 6, 10],
+         np.int32), "int32"), None, None, None, v(np.array([0, 0, 1, 1, 2, 7, 3, 3, 4, 4],
+         np.int32), "int32")), outputs=3, attrs={"pad_id": 5, "n_head_per_ngram": 1,
+         "max_ngram_size": 4}),  # fmt: skip
+    Case("ms_varlen_ngram_segments_past", "VarlenNGramHashMapping", 17, (_token_ids(7),
+         c(np.array([3, 5, 7], np.int64)), c(np.array([97, 89, 83, 79], np.int64)),
+         c(np.array([0, 3, 4, 7], np.int32), "int32"), _token_ids(3, 2), None, None,
+         v(np.array([1, 1, 2, 5, 6, 6, 7], np.int32), "int32"), v(np.array([[0, 1], [5, 5], [6,
+         6]], np.int32), "int32")), outputs=3, attrs={"pad_id": 0, "n_head_per_ngram": 2,
+         "max_ngram_size": 3}),  # fmt: skip
+    Case("ms_varlen_ngram_segments_eos_reset", "VarlenNGramHashMapping", 17, (v(np.array([4, 9,
+         2, 6, 6, 2, 5, 8], np.int32), "int32"), c(np.array([2147483587, 65537, 1000003, 9],
+         np.int32), "int32"), c(np.array([101, 103, 107], np.int32), "int32"), c(np.array([0, 3,
+         8], np.int32), "int32"), v(np.array([[2, 1, 1], [7, 2, 7]], np.int32), "int32"), None,
+         c(np.array(2, np.int32), "int32"), v(np.array([0, 1, 1, 3, 3, 3, 4, 4], np.int32),
+         "int32"), v(np.array([[0, 0, 0], [2, 3, 3]], np.int32), "int32")), outputs=3,
+         attrs={"pad_id": 0, "n_head_per_ngram": 1, "max_ngram_size": 4, "reset_on_eos": 1}),  # fmt: skip
+    Case("ms_varlen_ngram_capture", "VarlenNGramHashMapping", 17, (_token_ids(8), c(np.array([3,
+         5, 7], np.int64)), c(np.array([97, 89], np.int64)), c(np.array([0, 4, 5, 8], np.int32),
+         "int32"), None, None, None, None, None, v(np.array([3, 5, -1], np.int32), "int32")),
+         outputs=4, skip_outputs=(2,), attrs={"pad_id": 1, "n_head_per_ngram": 1,
+         "max_ngram_size": 3, "state_update_capacity": 4}),  # fmt: skip
+    Case("ms_varlen_ngram_capture_past_eos", "VarlenNGramHashMapping", 17, (v(np.array([5, 2, 7,
+         8, 9, 11, 2], np.int32), "int32"), c(np.array([1, 100, 10000, 7], np.int32), "int32"),
+         c(np.array([1009, 1013, 1019, 1021, 1031, 1033], np.int32), "int32"), c(np.array([0, 3,
+         4, 7], np.int32), "int32"), v(np.array([[2, 4, 6], [1, 2, 2], [6, 6, 9]], np.int32),
+         "int32"), None, c(np.array(2, np.int32), "int32"), None, None, v(np.array([2, 1, 8],
+         np.int32), "int32")), outputs=4, skip_outputs=(1, 2), attrs={"pad_id": 1,
+         "n_head_per_ngram": 2, "max_ngram_size": 4, "reset_on_eos": 1,
+         "state_update_capacity": 3}),  # fmt: skip
+    Case("ms_varlen_ngram_capture_segments", "VarlenNGramHashMapping", 17, (_token_ids(6),
+         c(np.array([3, 5, 7], np.int64)), c(np.array([97, 89], np.int64)), v(np.array([0, 1, 6],
+         np.int32), "int32"), _token_ids(2, 2), None, None, v(np.array([3, 0, 0, 1, 1, 1],
+         np.int32), "int32"), v(np.array([[3, 3], [2, 0]], np.int32), "int32"), v(np.array([1,
+         8], np.int32), "int32")), outputs=4, attrs={"pad_id": 0, "n_head_per_ngram": 1,
+         "max_ngram_size": 3, "state_update_capacity": 8}),  # fmt: skip
     # MRotaryEmbedding: position_ids (3, batch, sequence) of temporal, height, width streams
     Case("ms_mrope_sections", "MRotaryEmbedding", 17, (x(2, 5, 16), x(3, 2, 5, dtype="int64",
          gen="int", low=0, high=11), w(12, 4), w(12, 4)), attrs={"mrope_section": [2, 1, 1],

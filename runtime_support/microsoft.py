@@ -1687,13 +1687,13 @@ def _murmur_bytes(data: bytes, seed: int) -> int:
         return int(_fmix32(h)[0])
 
 
-# --- the generation loops: GreedySearch, BeamSearch, Sampling --------------------------------------
+# --- the generation loops: GreedySearch, BeamSearch, Sampling -------------------------------------
 # onnxruntime's CPU implementation is the definition (docs/com-microsoft.md "Generation"). The
 # subgraphs are the node's compiled to nested functions. A GPT-style decoder (model_type 0):
 # decoder(input_ids, position_ids, attention_mask, past_0, ...) -> (logits, present_0, ...), past
 # and present (2, batch, heads, length, head size). An encoder-decoder (model_type 1, T5 style;
-# 2, Whisper): see _EncoderDecoderSteps. The loops differ only in where a step's logits come from (_GptSteps,
-# _EncoderDecoderSteps).
+# 2, Whisper): see _EncoderDecoderSteps. The loops differ only in where a step's logits come
+# from (_GptSteps, _EncoderDecoderSteps).
 
 
 def _scalar_input(value, default, dtype):
@@ -2138,19 +2138,19 @@ def _beam_search(
     hidden_states: bool = False,
     whisper: bool = False,
 ):
-    """BeamSearch (and WhisperBeamSearch): num_beams rows per batch entry (the first scored 0, the others -1e9 so that
-    the first step expands one); each step the last position's logits -> log_softmax -> the
-    logits processors -> + the row's score; of the batch entry's beams * vocab candidates the
-    2 beams best (ties: the lower index) are taken in order: an eos_token_id among the first
-    `beams` finishes that row's sequence (its hypothesis, without the eos), the others continue
+    """BeamSearch (and WhisperBeamSearch): num_beams rows per batch entry (the first scored 0,
+    the others -1e9 so that the first step expands one); each step the last position's logits
+    -> log_softmax -> the logits processors -> + the row's score; of the batch entry's beams *
+    vocab candidates the 2 beams best (ties: the lower index) are taken in order: an
+    eos_token_id among the first `beams` finishes that row's sequence (its hypothesis, without the eos), the others continue
     until `beams` rows are filled. An entry is done when it has `beams` hypotheses and (with
     early_stopping) always, or else when its worst is at least the best candidate's score / the
     current length ** length_penalty. At max_length (or when every entry is done) the open beams
     become hypotheses; the num_return_sequences best are returned, padded with pad_token_id,
     their scores, and (outputs=3) every step's candidate scores (batch, beams, vocab) stacked,
     zeros for the steps an early stop leaves out. With an `encoder` (model_type 1) the steps
-    are _EncoderDecoderSteps' and the sequences start with decoder_start_token_id. With `whisper` (model_type 2,
-    WhisperBeamSearch) the sequences start with decoder_input_ids, the prompt."""
+    are _EncoderDecoderSteps' and the sequences start with decoder_start_token_id; with
+    `whisper` (model_type 2, WhisperBeamSearch) with decoder_input_ids, the prompt."""
     beams = _scalar_input(num_beams, 1, int)
     returned = _scalar_input(num_return_sequences, 1, int)
     if not 1 <= returned <= beams:

@@ -1153,7 +1153,8 @@ def _encoder_decoder_geometry(view: NodeView, whisper: bool = False) -> dict:
         )
         raise UnsupportedError(
             f"{label}: {op}'s encoder and decoder subgraphs must have onnxruntime's {form} + "
-            f"4 * layers pasts returning 1 + 2 * layers outputs: they have {len(encoder.inputs)} -> "
+            f"4 * layers pasts returning 1 + 2 * layers outputs: they have "
+            f"{len(encoder.inputs)} -> "
             f"{len(encoder.outputs)} and {len(decoder.inputs)} -> {len(decoder.outputs)} (a "
             f"shared past/present buffer is not supported)"
         )

@@ -299,6 +299,13 @@ def _beam_types(view: _View):
     ]
 
 
+def _whisper_beam_types(view: _View):
+    """WhisperBeamSearch's: BeamSearch's, then cross_qk float32 and non_speech_probs float32
+    (batch)."""
+    batch = _beam_types(view)[0].shape[0]
+    return _beam_types(view) + [_typed(np.float32, None), _typed(np.float32, (batch,))]
+
+
 def _tokenizer_type(view: _View):
     shape = view.operand(0).shape
     return [_typed(object, None if shape is None else (*shape, None))]
@@ -356,6 +363,7 @@ RULES = {
     (DOMAIN, "GreedySearch"): _sequences_type,
     (DOMAIN, "Sampling"): _sequences_type,
     (DOMAIN, "BeamSearch"): _beam_types,
+    (DOMAIN, "WhisperBeamSearch"): _whisper_beam_types,
     (DOMAIN, "ConvTransposeWithDynamicPads"): _conv_type,
     (DOMAIN, "DynamicTimeWarping"): lambda view: [_typed(np.int32, (2, None))],
     (DOMAIN, "NGramRepeatBlock"): _like(1),

@@ -1688,11 +1688,13 @@ def _murmur_bytes(data: bytes, seed: int) -> int:
         return int(_fmix32(h)[0])
 
 
-# --- the generation loops: GreedySearch, BeamSearch (GPT-style decoders) ---------------------------
+# --- the generation loops: GreedySearch, BeamSearch, Sampling -------------------------------------
 # onnxruntime's CPU implementation is the definition (docs/com-microsoft.md "Generation"). The
-# decoder is the node's subgraph compiled to a nested function: decoder(input_ids, position_ids,
-# attention_mask, past_0, ...) -> (logits, present_0, ...), past and present (2, batch, heads,
-# length, head size).
+# subgraphs are the node's compiled to nested functions. A GPT-style decoder (model_type 0):
+# decoder(input_ids, position_ids, attention_mask, past_0, ...) -> (logits, present_0, ...), past
+# and present (2, batch, heads, length, head size). An encoder-decoder (model_type 1, T5 style;
+# 2, Whisper): see _EncoderDecoderSteps. The loops differ only in where a step's logits come
+# from (_GptSteps, _EncoderDecoderSteps).
 
 
 def _scalar_input(value, default, dtype):
@@ -1779,6 +1781,122 @@ def _empty_past(layers: int, rows: int, heads: int, head_size: int, dtype) -> li
     return [np.zeros((2, rows, heads, 0, head_size), dtype) for _ in range(layers)]
 
 
+class _GptSteps:
+    """A GPT-style decoder's steps, rows already repeated per beam: `prompt` is the sequences'
+    start; `logits(step)` runs the decoder (init_decoder at the first step when there is one) and
+    returns the last position's logits; `advance(tokens, rows)` feeds each row's next token, the
+    presents of `rows` (the rows each new row continues; None: each its own) as the next past."""
+
+    def __init__(self, decoder, input_ids, attention_mask, beams: int, *, pad_token_id: int,
+                 layers: int, heads: int, head_size: int, dtype: str = "float32",
+                 init_decoder=None):  # fmt: skip
+        self.decoder, self.init_decoder = decoder, init_decoder
+        inputs = _gpt_inputs(input_ids, attention_mask, pad_token_id, beams)
+        self.ids, self.positions, self.mask, self.following = inputs
+        self.prompt = self.ids
+        self.past = _empty_past(layers, len(self.ids), heads, head_size, np.dtype(dtype))
+        self.present: list = []
+
+    def logits(self, step: int) -> np.ndarray:
+        run = self.init_decoder if step == 1 and self.init_decoder is not None else self.decoder
+        logits, *self.present = run(self.ids, self.positions, self.mask, *self.past)
+        return logits[:, -1, :]
+
+    def advance(self, tokens: np.ndarray, rows: np.ndarray | None = None) -> None:
+        self.ids = tokens[:, None]
+        self.positions = self.following[:, None].copy()
+        self.following = self.following + 1
+        self.mask = np.concatenate([self.mask, np.ones((len(tokens), 1), np.int32)], axis=1)
+        if rows is None:
+            self.past = self.present
+        else:
+            self.past = [np.ascontiguousarray(p[:, rows]) for p in self.present]
+
+
+def _encoder_mask(ids: np.ndarray, pad_token_id: int) -> np.ndarray:
+    """onnxruntime's encoder attention mask when the node has none: 0 for the pad tokens before a
+    row's first other token (left padding), 1 from there on (a pad token later, T5's tokenizer's
+    end, is attended)."""
+    return np.cumsum(ids != pad_token_id, axis=1).astype(bool).astype(np.int32)
+
+
+class _EncoderDecoderSteps:
+    """An encoder-decoder's steps (model_type 1, onnxruntime's T5 form), the same interface as
+    _GptSteps. The encoder runs once on the batch's rows: encoder(encoder_input_ids,
+    encoder_attention_mask[, decoder_input_ids]). With decoder_input_ids (the "encoder and
+    decoder init" form: `init` True) it is every row's decoder_start_token_id and the encoder
+    returns (logits, encoder_hidden_states, present_key_self_0, present_value_self_0, ...,
+    present_key_cross_0, present_value_cross_0, ...): its logits are the first step's, its self
+    presents the first past. Without, it returns the cross keys and values only and the first
+    step is the decoder's, on the start token with an empty self past. Every output is repeated
+    per beam (row b's beams are rows b * beams ...). Each step then runs decoder(input_ids,
+    encoder_attention_mask, [encoder_hidden_states,] past_key_self_0, past_value_self_0, ...,
+    past_key_cross_0, past_value_cross_0, ...) -> (logits, present_key_self_0, ...), past and
+    present (batch, heads, length, head size); the cross keys and values stay as the encoder
+    gave them. The sequences start with the start token.
+
+    Whisper's form (model_type 2, `whisper` True): the encoder takes (encoder_input_ids: audio
+    features, decoder_input_ids: the prompt, `prompt` or every row's start token) and returns
+    the init form's outputs, the self presents of the whole prompt; no attention mask anywhere
+    (the decoder's inputs are input_ids[, encoder_hidden_states], the pasts); the sequences
+    start with the prompt."""
+
+    def __init__(self, encoder, decoder, input_ids, attention_mask, beams: int, *,
+                 pad_token_id: int, decoder_start_token_id: int, layers: int, heads: int,
+                 head_size: int, dtype: str = "float32", init: bool = True,
+                 hidden_states: bool = False, whisper: bool = False,
+                 prompt=None):  # fmt: skip
+        self.decoder, self.hidden_states = decoder, hidden_states
+        expand = lambda a: np.repeat(a, beams, axis=0)  # noqa: E731
+        rows = len(input_ids)
+        if prompt is None:
+            start = np.full((rows, 1), decoder_start_token_id, np.int32)
+        else:
+            start = np.asarray(prompt, np.int32)
+        self.mask = None
+        if whisper:
+            encoder_inputs = (input_ids, start)
+        else:
+            ids = np.asarray(input_ids, np.int32)
+            if attention_mask is None:
+                mask = _encoder_mask(ids, pad_token_id)
+            else:
+                mask = np.asarray(attention_mask, np.int32)
+            self.mask = expand(mask)
+            encoder_inputs = (ids, mask, start)[: 3 if init else 2]
+        self.prompt = expand(start)
+        self.ids = self.prompt[:, -1:]
+        self.hidden = None
+        self.first = None
+        if init:
+            logits, hidden, *presents = encoder(*encoder_inputs)
+            self.first = expand(logits)[:, -1, :]
+            if hidden_states:
+                self.hidden = expand(hidden)
+            self.present = [expand(p) for p in presents[: 2 * layers]]
+            self.cross = [expand(p) for p in presents[2 * layers :]]
+        else:
+            self.cross = [expand(p) for p in encoder(*encoder_inputs)]
+            empty = (len(self.ids), heads, 0, head_size)
+            self.present = [np.zeros(empty, np.dtype(dtype)) for _ in range(2 * layers)]
+        self.past = self.present
+
+    def logits(self, step: int) -> np.ndarray:
+        if step == 1 and self.first is not None:
+            return self.first
+        feeds = [self.ids] + ([] if self.mask is None else [self.mask])
+        feeds += [self.hidden] if self.hidden_states else []
+        logits, *self.present = self.decoder(*feeds, *self.past, *self.cross)
+        return logits[:, -1, :]
+
+    def advance(self, tokens: np.ndarray, rows: np.ndarray | None = None) -> None:
+        self.ids = tokens[:, None]
+        if rows is None:
+            self.past = self.present
+        else:
+            self.past = [np.ascontiguousarray(p[rows]) for p in self.present]
+
+
 def _one_row_loop(
     decoder,
     input_ids,
@@ -1800,19 +1918,18 @@ def _one_row_loop(
     step and every later one. Stops at max_length or when every row is done (onnxruntime leaves
     the rest of its output uninitialized then; here it is pad_token_id). Returns sequences int32
     (batch, max_length), the prompt first."""
-    ids, positions, mask, following = _gpt_inputs(input_ids, attention_mask, pad_token_id, 1)
-    batch, length = ids.shape
+    model = _GptSteps(decoder, input_ids, attention_mask, 1, pad_token_id=pad_token_id,
+                      layers=layers, heads=heads, head_size=head_size, dtype=dtype,
+                      init_decoder=init_decoder)  # fmt: skip
+    batch, length = model.prompt.shape
     limit = _max_length(max_length, length)
     sequences = np.full((batch, limit), pad_token_id, np.int32)
-    sequences[:, :length] = ids
-    past = _empty_past(layers, batch, heads, head_size, np.dtype(dtype))
+    sequences[:, :length] = model.prompt
     done = np.zeros(batch, bool)
     step = 0
     while length < limit:
         step += 1
-        run = init_decoder if step == 1 and init_decoder is not None else decoder
-        logits, *past = run(ids, positions, mask, *past)
-        scores = np.array(logits[:, -1, :], copy=True)
+        scores = np.array(model.logits(step), copy=True)
         scores = processors(scores, sequences[:, :length], step)
         tokens = choose(scores).astype(np.int32)
         done |= tokens == processors.eos_token_id
@@ -1821,10 +1938,7 @@ def _one_row_loop(
         length += 1
         if done.all():
             break
-        ids = tokens[:, None]
-        positions = following[:, None].copy()
-        following = following + 1
-        mask = np.concatenate([mask, np.ones((batch, 1), np.int32)], axis=1)
+        model.advance(tokens)
     return sequences
 
 
@@ -2007,6 +2121,7 @@ def _beam_search(
     vocab_mask=None,
     prefix_vocab_mask=None,
     attention_mask=None,
+    decoder_input_ids=None,
     *,
     eos_token_id: int,
     pad_token_id: int,
@@ -2018,30 +2133,53 @@ def _beam_search(
     early_stopping: int = 0,
     init_decoder=None,
     outputs: int = 1,
+    encoder=None,
+    decoder_start_token_id: int = -1,
+    init: bool = True,
+    hidden_states: bool = False,
+    whisper: bool = False,
 ):
-    """BeamSearch: num_beams rows per batch entry (the first scored 0, the others -1e9 so that
-    the first step expands one); each step the last position's logits -> log_softmax -> the
-    logits processors -> + the row's score; of the batch entry's beams * vocab candidates the
-    2 beams best (ties: the lower index) are taken in order: an eos_token_id among the first
-    `beams` finishes that row's sequence (its hypothesis, without the eos), the others continue
+    """BeamSearch (and WhisperBeamSearch): num_beams rows per batch entry (the first scored 0,
+    the others -1e9 so that the first step expands one); each step the last position's logits
+    -> log_softmax -> the logits processors -> + the row's score; of the batch entry's beams *
+    vocab candidates the 2 beams best (ties: the lower index) are taken in order: an
+    eos_token_id among the first `beams` finishes that row's sequence (its hypothesis, without the eos), the others continue
     until `beams` rows are filled. An entry is done when it has `beams` hypotheses and (with
     early_stopping) always, or else when its worst is at least the best candidate's score / the
     current length ** length_penalty. At max_length (or when every entry is done) the open beams
     become hypotheses; the num_return_sequences best are returned, padded with pad_token_id,
     their scores, and (outputs=3) every step's candidate scores (batch, beams, vocab) stacked,
-    zeros for the steps an early stop leaves out."""
+    zeros for the steps an early stop leaves out. With an `encoder` (model_type 1) the steps
+    are _EncoderDecoderSteps' and the sequences start with decoder_start_token_id; with
+    `whisper` (model_type 2, WhisperBeamSearch) with decoder_input_ids, the prompt."""
     beams = _scalar_input(num_beams, 1, int)
     returned = _scalar_input(num_return_sequences, 1, int)
     if not 1 <= returned <= beams:
         raise ValueError(f"num_return_sequences ({returned}) must be in [1, num_beams={beams}]")
     penalty = np.float32(_scalar_input(length_penalty, 1.0, float))
-    ids, positions, mask, following = _gpt_inputs(input_ids, attention_mask, pad_token_id, beams)
-    rows, length = ids.shape
+    geometry = dict(pad_token_id=pad_token_id, layers=layers, heads=heads, head_size=head_size,
+                    dtype=dtype)  # fmt: skip
+    if encoder is None:
+        model: _GptSteps | _EncoderDecoderSteps = _GptSteps(
+            decoder, input_ids, attention_mask, beams, init_decoder=init_decoder, **geometry
+        )
+    else:
+        model = _EncoderDecoderSteps(encoder, decoder, input_ids, attention_mask, beams,
+                                     decoder_start_token_id=decoder_start_token_id, init=init,
+                                     hidden_states=hidden_states, whisper=whisper,
+                                     prompt=decoder_input_ids, **geometry)  # fmt: skip
+    rows, length = model.prompt.shape
     ids_length = length
     batch = rows // beams
     limit = _max_length(max_length, length)
+    if encoder is not None and limit < length + 2:
+        raise ValueError(
+            f"max_length ({limit}) must be at least {length + 2} with an encoder and decoder "
+            f"(the start of {length} tokens + 2): onnxruntime's loop skips the encoder's step "
+            f"below, and what it computes then is not followed"
+        )
     sequences = np.full((rows, limit), pad_token_id, np.int32)
-    sequences[:, :length] = ids
+    sequences[:, :length] = model.prompt
     processors = _processors(eos_token_id, min_length, repetition_penalty, no_repeat_ngram_size,
                              vocab_mask, prefix_vocab_mask, beams=beams)  # fmt: skip
     scores_of_rows = np.zeros((batch, beams), np.float32)
@@ -2049,14 +2187,12 @@ def _beam_search(
     scores_of_rows = scores_of_rows.reshape(-1)
     hypotheses = [_Hypotheses(P, beams, penalty, bool(early_stopping)) for _ in range(batch)]
     done = np.zeros(batch, bool)
-    past = _empty_past(layers, rows, heads, head_size, np.dtype(dtype))
     step, steps = 0, []
     while length < limit:
         step += 1
-        run = init_decoder if step == 1 and init_decoder is not None else decoder
-        logits, *present = run(ids, positions, mask, *past)
+        logits = model.logits(step)
         vocab = logits.shape[-1]
-        scores = np.array(P.log_softmax(np.ascontiguousarray(logits[:, -1, :])), copy=True)
+        scores = np.array(P.log_softmax(np.ascontiguousarray(logits)), copy=True)
         scores = processors(scores, sequences[:, :length], step)
         scores += scores_of_rows[:, None]
         steps.append(scores.copy())
@@ -2065,7 +2201,10 @@ def _beam_search(
         best = np.take_along_axis(flat, order, axis=1)
         next_scores = np.zeros(rows, np.float32)
         next_tokens = np.full(rows, pad_token_id, np.int32)
-        next_rows = np.repeat(np.arange(batch) * beams, beams)
+        # a done entry's rows: score 0, pad_token_id, and the past of row 0 (the first entry's
+        # first beam, as onnxruntime's scorer leaves their beam indices), which shows in the
+        # scores output of the steps after it is done
+        next_rows = np.zeros(rows, np.int64)
         for b in range(batch):
             if done[b]:
                 continue
@@ -2088,11 +2227,7 @@ def _beam_search(
         scores_of_rows = next_scores
         if done.all():
             break
-        ids = next_tokens[:, None]
-        positions = following[:, None].copy()
-        following = following + 1
-        mask = np.concatenate([mask, np.ones((rows, 1), np.int32)], axis=1)
-        past = [np.ascontiguousarray(p[:, next_rows]) for p in present]
+        model.advance(next_tokens, next_rows)
     result = np.full((batch, returned, limit), pad_token_id, np.int32)
     result_scores = np.zeros((batch, returned), np.float32)
     for b in range(batch):

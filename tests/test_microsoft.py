@@ -257,11 +257,21 @@ def test_sampling_without_a_seed_is_seed_zero(variant, tmp_path):
 @pytest.mark.parametrize(
     "name, changes, message",
     [
+        # onnxruntime 1.31.1's GreedySearch and Sampling kernels take model_type 0 only
         ("ms_greedy_search", {"model_type": 1}, "model_type 1 is not supported"),
-        ("ms_beam_search", {"model_type": 2}, "model_type 2 is not supported"),
+        ("ms_sampling_top_p", {"model_type": 1}, "model_type 1 is not supported"),
+        ("ms_beam_search", {"model_type": 3}, "model_type 3 is not supported"),
+        ("ms_whisper_beam_search", {"model_type": 1}, "model_type 1 is not supported"),
+        ("ms_whisper_beam_search", {"decoder_output_cross_qk": 1}, "decoder_output_cross_qk"),
         ("ms_sampling_top_p", {"custom": 1}, "custom=1 is not supported"),
+        # an encoder without decoder_input_ids returns no encoder_hidden_states for a decoder
+        # that takes them (onnxruntime's kernel fails on it when it runs)
+        ("ms_beam_search_t5", {"encoder": oracle.t5_models(seed=21, init_decoder=False)[0]},
+         "takes encoder_hidden_states but its encoder does not return them"),
+        ("ms_beam_search_t5", {"decoder": oracle.t5_models(seed=21, layers=2)[1]},
+         "must have onnxruntime's T5 form"),
     ],
-)
+)  # fmt: skip
 def test_generation_refuses_what_it_does_not_run(name, changes, message):
     case = _generation_case(name)
     model, _ = oracle.build(case)
@@ -271,6 +281,58 @@ def test_generation_refuses_what_it_does_not_run(name, changes, message):
     node.attribute.extend(kept + [helper.make_attribute(k, v) for k, v in changes.items()])
     with pytest.raises(UnsupportedError, match=f"{case.op} node '{name}'.*{message}"):
         generate(model)
+
+
+@pytest.mark.parametrize(
+    "position, name",
+    [(11, "logits_processor"), (12, "cross_qk_layer_head"), (13, "extra_decoding_ids"),
+     (14, "temperature")],
+)  # fmt: skip
+def test_whisper_beam_search_refuses_its_whisper_only_inputs(position, name):
+    """The timestamp logits processor, cross_qk, extra_decoding_ids and temperature are not
+    compiled (docs/com-microsoft.md "WhisperBeamSearch"): a node using one is refused, naming
+    the node and the input."""
+    model, _ = oracle.build(_generation_case("ms_whisper_beam_search"))
+    node = model.graph.node[0]
+    inputs = list(node.input) + [""] * (position + 1 - len(node.input))
+    inputs[position] = "extra"
+    del node.input[:]
+    node.input.extend(inputs)
+    model.graph.initializer.append(onnx.numpy_helper.from_array(np.array([1], np.int32), "extra"))
+    with pytest.raises(UnsupportedError, match=f"node 'ms_whisper_beam_search'.*{name} input"):
+        generate(model)
+
+
+def test_whisper_beam_search_refuses_non_speech_probs():
+    model, _ = oracle.build(_generation_case("ms_whisper_beam_search"))
+    node = model.graph.node[0]
+    node.output.extend(["", "non_speech"])
+    model.graph.output.append(helper.make_tensor_value_info("non_speech", TensorProto.FLOAT, [2]))
+    with pytest.raises(UnsupportedError, match="non_speech_probs output is not supported"):
+        generate(model)
+
+
+def test_encoder_decoder_beam_search_needs_its_start_token():
+    """model_type 1 without decoder_start_token_id (-1, the schema's default): onnxruntime
+    refuses the session; the compiler refuses the node, naming it."""
+    model, _ = oracle.build(_generation_case("ms_beam_search_t5"))
+    node = model.graph.node[0]
+    (start,) = [a for a in node.attribute if a.name == "decoder_start_token_id"]
+    start.i = -1
+    with pytest.raises(CompileError, match="BeamSearch node 'ms_beam_search_t5'.*decoder_start"):
+        generate(model)
+
+
+def test_encoder_decoder_beam_search_refuses_max_length_2(tmp_path):
+    """At max_length 2 onnxruntime's encoder-decoder loop skips the encoder's step and runs the
+    decoder on input_ids it never wrote (its Gather fails on them, or it returns tokens from
+    them): the module refuses the run instead."""
+    model, feeds = oracle.build(_generation_case("ms_beam_search_t5"))
+    (max_length,) = [t for t in model.graph.initializer if t.name == "in1"]
+    max_length.CopyFrom(onnx.numpy_helper.from_array(np.array([2], np.int32), "in1"))
+    module = models.import_generated(compile_model(model, tmp_path / "m.py"))
+    with pytest.raises(ValueError, match="max_length \\(2\\) must be at least 3"):
+        module.run_feeds(feeds)
 
 
 def test_layer_normalization_before_17_is_onnxruntime_s_only():

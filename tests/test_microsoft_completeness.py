@@ -31,11 +31,6 @@ NCHWC = (
 )
 # (domain, operator) -> why the compiler does not compile it.
 NOT_COMPILED = {
-    ("com.microsoft", "WhisperBeamSearch"): (
-        "not yet (session 9 chose the LLM operators first): Whisper's encoder-decoder loop "
-        "(encoder and decoder subgraphs, cross-attention pasts, timestamp logits processing), "
-        "like BeamSearch's model_type 1 and 2, refused naming the node"
-    ),
     ("com.microsoft", "SparseAttention"): (
         "its CPU kernel runs only when past and present are one buffer (onnxruntime-genai's "
         "in-place cache): an ordinary session fails, so there is nothing to compare with"

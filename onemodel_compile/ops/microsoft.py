@@ -15,8 +15,8 @@ Exactness: every float kernel has a declared exact twin (the same steps through 
 exact_softmax, exact_gelu, exact_tanh, exact_sigmoid, exact_exp, exact_mean); quantized arithmetic
 is integer arithmetic or IEEE arithmetic in a fixed order. Inverse's twin is Gauss-Jordan
 elimination in a fixed order; GridSample is the default domain's (exact); the generation loops
-(GreedySearch, BeamSearch, Sampling) are exact when their decoder is (it is checked node by
-node). The exact variant refuses none of the family.
+(GreedySearch, BeamSearch, WhisperBeamSearch, Sampling) are exact when their decoder and encoder
+are (they are checked node by node). The exact variant refuses none of the family.
 """
 
 from __future__ import annotations
@@ -1110,24 +1110,130 @@ def _decoder_geometry(view: NodeView, attr: str) -> dict:
     }
 
 
-def _generation_keywords(view: NodeView) -> dict:
-    """The decoder's geometry, the special tokens, no_repeat_ngram_size and an init_decoder (a
-    GPT export's first-step decoder) when the node has one; what the compiler does not run
-    (model_type 1 and 2: encoder-decoder and Whisper) refused naming the node."""
-    label = view.node.label
-    if view.attr("model_type") != 0:
-        raise UnsupportedError(
-            f"{label}: {view.op_type} with model_type {view.attr('model_type')} is not supported "
-            f"(GPT-style decoders, model_type 0)"
+def _subgraph(view: NodeView, attr: str) -> ir.Graph:
+    graph = view.node.attrs.get(attr)
+    if not isinstance(graph, ir.Graph):
+        raise CompileError(f"{view.node.label}: {view.op_type} needs its {attr!r} subgraph")
+    return graph
+
+
+def _encoder_decoder_geometry(view: NodeView, whisper: bool = False) -> dict:
+    """What rt.beam_search needs of a T5-style encoder and decoder (model_type 1), read from
+    their inputs and outputs as onnxruntime 1.31.1 reads them (its T5 encoder and decoder
+    subgraphs): the encoder (encoder_input_ids, encoder_attention_mask[, decoder_input_ids]) ->
+    (logits, encoder_hidden_states, 4 self and cross presents per layer) with decoder_input_ids
+    (`init`), (2 cross presents per layer) without; the decoder (input_ids (batch, 1),
+    encoder_attention_mask[, encoder_hidden_states], 4 pasts per layer) -> (logits, 2 self
+    presents per layer), past (batch, heads, length, head size). Forms onnxruntime's kernel
+    fails on, and its shared past/present buffer, are refused naming the node. Whisper's
+    (model_type 2): the encoder (encoder_input_ids: audio features, decoder_input_ids) -> the
+    init form's outputs; the decoder without encoder_attention_mask."""
+    label, op = view.node.label, view.op_type
+    encoder, decoder = _subgraph(view, "encoder"), _subgraph(view, "decoder")
+    init = whisper or len(encoder.inputs) == 3
+    mask = 0 if whisper else 1  # the decoder's encoder_attention_mask input
+    hidden_states = (
+        len(decoder.inputs) > 1 + mask and decoder.inputs[1 + mask] == "encoder_hidden_states"
+    )
+    first_past = 1 + mask + hidden_states
+    layers = (len(decoder.outputs) - 1) // 2
+    expected_encoder = 2 + 4 * layers if init else 2 * layers
+    if (
+        len(encoder.inputs) not in ((2,) if whisper else (2, 3))
+        or layers < 1
+        or len(decoder.outputs) != 1 + 2 * layers
+        or len(decoder.inputs) != first_past + 4 * layers
+        or len(encoder.outputs) != expected_encoder
+    ):
+        form = (
+            "Whisper form (model_type 2): an encoder of 2 inputs returning 2 + 4 * layers "
+            "outputs, a decoder of 1 or 2 inputs"
+            if whisper
+            else "T5 form (model_type 1): an encoder of 2 or 3 inputs returning 2 + 4 * layers "
+            "outputs (with decoder_input_ids) or 2 * layers, a decoder of 2 or 3 inputs"
         )
-    keywords = _decoder_geometry(view, "decoder")
+        raise UnsupportedError(
+            f"{label}: {op}'s encoder and decoder subgraphs must have onnxruntime's {form} + "
+            f"4 * layers pasts returning 1 + 2 * layers outputs: they have "
+            f"{len(encoder.inputs)} -> "
+            f"{len(encoder.outputs)} and {len(decoder.inputs)} -> {len(decoder.outputs)} (a "
+            f"shared past/present buffer is not supported)"
+        )
+    if hidden_states and not init:
+        raise UnsupportedError(
+            f"{label}: {op}'s decoder takes encoder_hidden_states but its encoder does not "
+            f"return them (onnxruntime's kernel fails on this form too)"
+        )
+    prompt = whisper and view.input(10) is not None
+    if int(view.attr("decoder_start_token_id")) < 0 and not prompt:
+        raise CompileError(
+            f"{label}: {op} with model_type {view.attr('model_type')} needs "
+            f"decoder_start_token_id" + (" or the decoder_input_ids input" if whisper else "")
+        )
+    ids = getattr(decoder.types.get(decoder.inputs[0]), "shape", None)
+    if ids is None or len(ids) != 2 or ids[1] != 1:
+        raise UnsupportedError(
+            f"{label}: {op}'s decoder must declare its input_ids as (batch, 1) (a decoder fed "
+            f"the whole sequence every step is not supported)"
+        )
+    past = decoder.types.get(decoder.inputs[first_past])
+    shape = getattr(past, "shape", None)
+    if shape is None or len(shape) != 4 or not all(isinstance(shape[i], int) for i in (1, 3)):
+        raise CompileError(
+            f"{label}: {op}'s decoder must declare its past_key_self_0 input as (batch, heads, "
+            f"length, head size) with the heads and head size as numbers"
+        )
+    dtype = getattr(past, "dtype", None)
+    return {
+        "encoder": pyir.Ref(view.body("encoder")),
+        "decoder_start_token_id": int(view.attr("decoder_start_token_id")),
+        "init": init,
+        "hidden_states": hidden_states,
+        **({"whisper": True} if whisper else {}),
+        "layers": layers,
+        "heads": int(shape[1]),
+        "head_size": int(shape[3]),
+        "dtype": np.dtype(dtype if dtype is not None else np.float32).name,
+    }
+
+
+# model_type -> the form of the node's subgraphs, and what onnxruntime 1.31.1's kernels run:
+# GreedySearch and Sampling refuse every model_type but 0 when the session is created.
+_MODEL_TYPES = {0: "GPT-style decoder", 1: "encoder-decoder (T5 style)", 2: "Whisper"}
+_COMPILED_MODEL_TYPES = {
+    "GreedySearch": (0,),
+    "Sampling": (0,),
+    "BeamSearch": (0, 1, 2),
+    "WhisperBeamSearch": (2,),
+}
+
+
+def _generation_keywords(view: NodeView) -> dict:
+    """The subgraphs' geometry (the decoder's, or with model_type 1 the encoder and decoder's),
+    the special tokens, no_repeat_ngram_size and an init_decoder (a GPT export's first-step
+    decoder) when the node has one; what the compiler does not run (model_type 1 and 2 outside
+    BeamSearch and WhisperBeamSearch, which onnxruntime's kernels refuse too) refused naming the
+    node."""
+    label = view.node.label
+    model_type = view.attr("model_type")
+    if model_type not in _COMPILED_MODEL_TYPES[view.op_type]:
+        form = _MODEL_TYPES.get(model_type, "unknown")
+        compiled = " and ".join(str(t) for t in _COMPILED_MODEL_TYPES[view.op_type])
+        raise UnsupportedError(
+            f"{label}: {view.op_type} with model_type {model_type} is not supported ({form}; "
+            f"compiled: model_type {compiled})"
+        )
+    if model_type in (1, 2):
+        keywords = _encoder_decoder_geometry(view, whisper=model_type == 2)
+    else:
+        keywords = _decoder_geometry(view, "decoder")
     keywords.update(
         eos_token_id=int(view.attr("eos_token_id")),
         pad_token_id=int(view.attr("pad_token_id")),
     )
     if view.attr("no_repeat_ngram_size"):
         keywords["no_repeat_ngram_size"] = int(view.attr("no_repeat_ngram_size"))
-    if isinstance(view.node.attrs.get("init_decoder"), ir.Graph):
+    if model_type == 0 and isinstance(view.node.attrs.get("init_decoder"), ir.Graph):
         if _decoder_geometry(view, "init_decoder") != _decoder_geometry(view, "decoder"):
             raise UnsupportedError(f"{label}: init_decoder and decoder differ in their past")
         keywords["init_decoder"] = pyir.Ref(view.body("init_decoder"))
@@ -1158,20 +1264,39 @@ def greedy_search(view: NodeView):
     exact=True,
     foldable=False,
 )
+@microsoft(
+    "WhisperBeamSearch",
+    defaults={**_GENERATION, "model_type": 2, "early_stopping": 0},
+    required=_GENERATION_REQUIRED,
+    exact=True,
+    foldable=False,
+)
 def beam_search(view: NodeView):
-    """rt.beam_search over the decoder's nested function; outputs sequences, sequences_scores
-    and scores (each step's candidate scores)."""
-    for position, name in ((10, "decoder_input_ids"), (11, "logits_processor")):
-        if view.input(position) is not None:
-            raise UnsupportedError(f"{view.node.label}: BeamSearch's {name} input is not supported")
+    """rt.beam_search over the decoder's nested function (and the encoder's, model_type 1 and 2);
+    outputs sequences, sequences_scores and scores (each step's candidate scores). Whisper's
+    decoder_input_ids (model_type 2) is the prompt; its logits processor, cross_qk and
+    non_speech_probs are refused."""
+    label, op = view.node.label, view.op_type
     keywords = _generation_keywords(view)
+    refused = {11: "logits_processor", 12: "cross_qk_layer_head", 13: "extra_decoding_ids"}
+    refused[14] = "temperature"
+    if view.attr("model_type") != 2:
+        refused[10] = "decoder_input_ids"
+    for position, name in sorted(refused.items()):
+        if view.input(position) is not None:
+            raise UnsupportedError(f"{label}: {op}'s {name} input is not supported")
+    for position, name in ((3, "cross_qk"), (4, "non_speech_probs")):
+        if position < len(view.outputs) and view.outputs[position] is not None:
+            raise UnsupportedError(f"{label}: {op}'s {name} output is not supported")
+    if view.node.attrs.get("decoder_output_cross_qk"):
+        raise UnsupportedError(f"{label}: {op} with decoder_output_cross_qk is not supported")
     if view.attr("early_stopping"):
         keywords["early_stopping"] = 1
     decoder = pyir.Ref(view.body("decoder"))
     names = "min_length num_beams num_return_sequences length_penalty repetition_penalty"
     names += " vocab_mask prefix_vocab_mask attention_mask"
     optional = dict(enumerate(names.split(), start=2))
-    optional.update({10: "decoder_input_ids", 11: "logits_processor"})  # absent (refused above)
+    optional[10] = "decoder_input_ids"
     args, named = optional_arguments(view, optional)
     outputs = _outputs(view)
     if outputs > 1:

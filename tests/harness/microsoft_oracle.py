@@ -164,6 +164,250 @@ def gpt_decoder(
     return helper.make_graph(nodes, "gpt_decoder", inputs, outputs, initializer=inits)
 
 
+def t5_models(
+    vocab: int = 24,
+    hidden: int = 8,
+    heads: int = 2,
+    layers: int = 1,
+    seed: int = 0,
+    init_decoder: bool = True,
+    hidden_states: bool = True,
+    audio: int = 0,
+) -> tuple[onnx.GraphProto, onnx.GraphProto]:
+    """A tiny T5-style encoder and decoder in the forms onnxruntime's BeamSearch takes with
+    model_type 1 (its convert_generation.py exports T5 so). The encoder: inputs
+    encoder_input_ids, encoder_attention_mask (int32, batch x source length) and, with
+    `init_decoder` (the "encoder and decoder init" form), decoder_input_ids (batch, 1); outputs
+    then logits, encoder_hidden_states, present_key_self_*/present_value_self_* of the first
+    decoder step, present_key_cross_*/present_value_cross_* (batch, heads, source length, head
+    size); without, the cross pasts only. The decoder: input_ids (batch, 1),
+    encoder_attention_mask, encoder_hidden_states (with `hidden_states`), past_key_self_*,
+    past_value_self_*, past_key_cross_*, past_value_cross_*; outputs logits and the self
+    presents. A token embedding, an encoder self-attention layer over the masked source, per
+    decoder layer a self-attention over the past (a position embedding by past length) and a
+    cross-attention over the masked source, residuals, an LM head; random weights. The decoder
+    step of the init encoder and the decoder share their weights, so both compute one model.
+
+    With `audio` (a feature size), Whisper's forms (model_type 2): the encoder takes
+    encoder_input_ids as float32 features (batch, audio, frames), projected to the hidden size,
+    and decoder_input_ids (batch, prompt length), no mask, and runs the first decoder step over
+    the whole prompt (causal self-attention; logits and self presents of the prompt's length);
+    the decoder takes no encoder_attention_mask."""
+    rng = np.random.default_rng(seed)
+    size = hidden // heads
+    N = helper.make_node
+    INT32, FLOAT = onnx.TensorProto.INT32, onnx.TensorProto.FLOAT
+    info = helper.make_tensor_value_info
+    weights = {
+        "emb": rng.standard_normal((vocab, hidden)),
+        "dec_pos": rng.standard_normal((64, hidden)),
+        "enc_wqkv": rng.standard_normal((hidden, 3 * hidden)),
+        "enc_wo": rng.standard_normal((hidden, hidden)),
+        "lm_head": rng.standard_normal((hidden, vocab)),
+    }
+    for layer in range(layers):
+        for name in ("self_wqkv", "self_wo", "cross_wq", "cross_wk", "cross_wv", "cross_wo"):
+            width = 3 * hidden if name == "self_wqkv" else hidden
+            weights[f"l{layer}_{name}"] = rng.standard_normal((hidden, width)) / np.sqrt(hidden)
+    if audio:
+        weights["audio_in"] = rng.standard_normal((audio, hidden)) / np.sqrt(audio)
+    constants = {
+        "i0": np.array(0, np.int64),
+        "i1": np.array(1, np.int64),
+        "axis0": np.array([0], np.int64),
+        "i2": np.array([2], np.int64),
+        "i3": np.array([3], np.int64),
+        "axes12": np.array([1, 2], np.int64),
+        "one": np.array(1.0, np.float32),
+        "blocked_bias": np.array(-10000.0, np.float32),
+        "scale": np.array(1 / np.sqrt(size), np.float32),
+        "split3": np.array([hidden] * 3, np.int64),
+        "heads_shape": np.array([0, 0, heads, size], np.int64),
+        "hidden_shape": np.array([0, 0, hidden], np.int64),
+    }
+
+    def graph(name, nodes, inputs, outputs):
+        inits = [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in weights.items()]
+        inits += [numpy_helper.from_array(v, k) for k, v in constants.items()]
+        return helper.make_graph(nodes, name, inputs, outputs, initializer=inits)
+
+    def split_heads(nodes, value, out):
+        nodes += [
+            N("Reshape", [value, "heads_shape"], [out + "_4"]),
+            N("Transpose", [out + "_4"], [out], perm=[0, 2, 1, 3]),
+        ]
+        return out
+
+    def attend(nodes, p, q, k, v, bias, wo, h):
+        """h + (softmax(q k^T scale + bias) v) wo, q k v (batch, heads, length, size)."""
+        nodes += [
+            N("Transpose", [k], [p + "kt"], perm=[0, 1, 3, 2]),
+            N("MatMul", [q, p + "kt"], [p + "s0"]),
+            N("Mul", [p + "s0", "scale"], [p + "s1"]),
+        ]
+        scores = p + "s1"
+        if bias is not None:
+            nodes.append(N("Add", [scores, bias], [p + "s2"]))
+            scores = p + "s2"
+        nodes += [
+            N("Softmax", [scores], [p + "a"], axis=-1),
+            N("MatMul", [p + "a", v], [p + "o4"]),
+            N("Transpose", [p + "o4"], [p + "o3"], perm=[0, 2, 1, 3]),
+            N("Reshape", [p + "o3", "hidden_shape"], [p + "o"]),
+            N("MatMul", [p + "o", wo], [p + "proj"]),
+            N("Add", [h, p + "proj"], [p + "out"]),
+        ]
+        return p + "out"
+
+    def mask_bias(nodes):
+        nodes += [
+            N("Cast", ["encoder_attention_mask"], ["mask_f"], to=FLOAT),
+            N("Sub", ["one", "mask_f"], ["blocked"]),
+            N("Mul", ["blocked", "blocked_bias"], ["bias2"]),
+            N("Unsqueeze", ["bias2", "axes12"], ["bias"]),
+        ]
+        return "bias"
+
+    def decoder_step(nodes, ids, past_length, self_past, cross, bias, self_bias=None):
+        """The decoder's layers on the tokens `ids` at positions `past_length`: logits and each
+        layer's self (key, value)."""
+        nodes += [
+            N("Gather", ["emb", ids], ["dec_tok"]),
+            N("Gather", ["dec_pos", past_length], ["dec_p"]),
+            N("Add", ["dec_tok", "dec_p"], ["dec_h0"]),
+        ]
+        h, presents = "dec_h0", []
+        for layer in range(layers):
+            p = f"d{layer}_"
+            nodes += [
+                N("MatMul", [h, f"l{layer}_self_wqkv"], [p + "qkv"]),
+                N("Split", [p + "qkv", "split3"], [p + "q", p + "k", p + "v"], axis=2),
+            ]
+            q, k, v = (split_heads(nodes, p + t, p + t + "h") for t in "qkv")
+            if self_past is not None:
+                past_k, past_v = self_past[layer]
+                nodes += [
+                    N("Concat", [past_k, k], [p + "K"], axis=2),
+                    N("Concat", [past_v, v], [p + "V"], axis=2),
+                ]
+                k, v = p + "K", p + "V"
+            nodes += [
+                N("Identity", [k], [f"present_key_self_{layer}"]),
+                N("Identity", [v], [f"present_value_self_{layer}"]),
+            ]
+            presents += [f"present_key_self_{layer}", f"present_value_self_{layer}"]
+            h = attend(nodes, p + "self_", q, k, v, self_bias, f"l{layer}_self_wo", h)
+            nodes.append(N("MatMul", [h, f"l{layer}_cross_wq"], [p + "cq"]))
+            cq = split_heads(nodes, p + "cq", p + "cqh")
+            ck, cv = cross[layer]
+            h = attend(nodes, p + "cross_", cq, ck, cv, bias, f"l{layer}_cross_wo", h)
+        nodes.append(N("MatMul", [h, "lm_head"], ["logits"]))
+        return presents
+
+    def cross_pasts(nodes, source, names):  # (key, value) of each layer over the source
+        pasts = []
+        for layer in range(layers):
+            key, value = names(layer)
+            for name, out in ((f"l{layer}_cross_wk", key), (f"l{layer}_cross_wv", value)):
+                nodes.append(N("MatMul", [source, name], [out + "_2"]))
+                split_heads(nodes, out + "_2", out)
+            pasts.append((key, value))
+        return pasts
+
+    # the encoder
+    if audio:
+        nodes: list = [
+            N("Transpose", ["encoder_input_ids"], ["enc_frames"], perm=[0, 2, 1]),
+            N("MatMul", ["enc_frames", "audio_in"], ["enc_h0"]),
+        ]
+        bias = None
+    else:
+        nodes = [N("Gather", ["emb", "encoder_input_ids"], ["enc_h0"])]
+        bias = mask_bias(nodes)
+    nodes += [
+        N("MatMul", ["enc_h0", "enc_wqkv"], ["enc_qkv"]),
+        N("Split", ["enc_qkv", "split3"], ["enc_q", "enc_k", "enc_v"], axis=2),
+    ]
+    q, k, v = (split_heads(nodes, f"enc_{t}", f"enc_{t}h") for t in "qkv")
+    source = attend(nodes, "enc_", q, k, v, bias, "enc_wo", "enc_h0")
+    cross_names = lambda layer: (
+        f"present_key_cross_{layer}",
+        f"present_value_cross_{layer}",
+    )  # noqa: E731
+    cross = cross_pasts(nodes, source, cross_names)
+    pasts = lambda prefix, length: [  # noqa: E731
+        info(f"{prefix}_{kind}_{i}", FLOAT, ["batch", heads, length, size])
+        for i in range(layers)
+        for kind in ("key_self", "value_self")
+    ]
+    cross_infos = lambda prefix: [  # noqa: E731
+        info(f"{prefix}_{kind}_{i}", FLOAT, ["batch", heads, "source", size])
+        for i in range(layers)
+        for kind in ("key_cross", "value_cross")
+    ]
+    enc_inputs = [
+        info("encoder_input_ids", INT32, ["batch", "source"]),
+        info("encoder_attention_mask", INT32, ["batch", "source"]),
+    ]
+    if audio:  # the prompt's positions 0.. and its causal mask
+        enc_inputs = [
+            info("encoder_input_ids", FLOAT, ["batch", audio, "source"]),
+            info("decoder_input_ids", INT32, ["batch", "prompt"]),
+        ]
+        nodes += [
+            N("Identity", [source], ["encoder_hidden_states"]),
+            N("Shape", ["decoder_input_ids"], ["prompt_shape"]),
+            N("Gather", ["prompt_shape", "i1"], ["prompt"]),
+            N("Range", ["i0", "prompt", "i1"], ["prompt_positions"]),
+            N("Unsqueeze", ["prompt", "axis0"], ["prompt1"]),
+            N("Concat", ["prompt1", "prompt1"], ["grid"], axis=0),
+            N("ConstantOfShape", ["grid"], ["ones"],
+              value=helper.make_tensor("v", FLOAT, [1], [1.0])),
+            N("Trilu", ["ones"], ["causal"], upper=0),
+            N("Sub", ["one", "causal"], ["future"]),
+            N("Mul", ["future", "blocked_bias"], ["causal_bias"]),
+        ]  # fmt: skip
+        decoder_step(nodes, "decoder_input_ids", "prompt_positions", None, cross, None,
+                     "causal_bias")  # fmt: skip
+        enc_outputs = [
+            info("logits", FLOAT, ["batch", "prompt", vocab]),
+            info("encoder_hidden_states", FLOAT, ["batch", "source", hidden]),
+        ]
+        enc_outputs += pasts("present", "prompt") + cross_infos("present")
+    elif init_decoder:
+        enc_inputs.append(info("decoder_input_ids", INT32, ["batch", 1]))
+        nodes.append(N("Identity", [source], ["encoder_hidden_states"]))
+        decoder_step(nodes, "decoder_input_ids", "i0", None, cross, bias)
+        enc_outputs = [
+            info("logits", FLOAT, ["batch", 1, vocab]),
+            info("encoder_hidden_states", FLOAT, ["batch", "source", hidden]),
+        ]
+        enc_outputs += pasts("present", 1) + cross_infos("present")
+    else:
+        enc_outputs = cross_infos("present")
+    encoder = graph("t5_encoder", nodes, enc_inputs, enc_outputs)
+
+    # the decoder
+    nodes = [
+        N("Shape", ["past_key_self_0"], ["past_shape"]),
+        N("Slice", ["past_shape", "i2", "i3"], ["past_length"]),
+    ]
+    dec_inputs = [
+        info("input_ids", INT32, ["batch", 1]),
+        info("encoder_attention_mask", INT32, ["batch", "source"]),
+    ][: 1 if audio else 2]
+    if hidden_states:
+        dec_inputs.append(info("encoder_hidden_states", FLOAT, ["batch", "source", hidden]))
+    dec_inputs += pasts("past", "past") + cross_infos("past")
+    self_past = [(f"past_key_self_{i}", f"past_value_self_{i}") for i in range(layers)]
+    cross = [(f"past_key_cross_{i}", f"past_value_cross_{i}") for i in range(layers)]
+    decoder_step(nodes, "input_ids", "past_length", self_past, cross,
+                 None if audio else mask_bias(nodes))  # fmt: skip
+    dec_outputs = [info("logits", FLOAT, ["batch", 1, vocab])] + pasts("present", "total")
+    decoder = graph("t5_decoder", nodes, dec_inputs, dec_outputs)
+    return encoder, decoder
+
+
 # Cases whose decoder's weights live in the main graph (read from the enclosing scope), as
 # convert_generation.py moves them.
 OUTER_WEIGHTS = {"ms_greedy_search_outer_weights", "ms_beam_search_outer_weights"}
@@ -263,7 +507,7 @@ OPERATORS = tuple("""
     MaxpoolWithMask WordConvEmbedding BifurcationDetector Tokenizer DecoderMaskedMultiHeadAttention
     MoE QMoE ScaledSiLU GatedAdd GatedRMSNorm BranchwiseRMSNorm HyperConnectionPreMix
     HyperConnectionPostMix LinearAttentionGate LinearAttention CausalConvWithState EngramGate
-    NGramHashMapping VarlenNGramHashMapping MRotaryEmbedding AttnLSTM
+    NGramHashMapping VarlenNGramHashMapping MRotaryEmbedding AttnLSTM WhisperBeamSearch
     """.split())
 
 _BSH = {"b": (1, 3), "s": (1, 6)}
@@ -273,6 +517,27 @@ _BSH = {"b": (1, 3), "s": (1, 6)}
 _TOKENS = {"eos_token_id": 3, "pad_token_id": 2}
 _VOCAB_MASK = np.array([1, 1, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1], np.int32)
 _PREFIX_MASK = np.array([[1] * 8 + [0] * 9, [0] * 8 + [1] * 9], np.int32)
+
+
+# The T5 cases' (vocabulary of 24, decoder_start_token_id 0).
+_T5_VOCAB_MASK = np.array([1] * 4 + [0] + [1] * 8 + [0, 1, 1, 0] + [1] * 7, np.int32)
+_T5_PREFIX_MASK = np.array([[1] * 12 + [0] * 12, [0] * 12 + [1] * 12], np.int32)
+
+
+def _t5_attrs(seed, layers=1, init_decoder=True, hidden_states=True, **attrs):
+    encoder, decoder = t5_models(
+        seed=seed, layers=layers, init_decoder=init_decoder, hidden_states=hidden_states
+    )
+    return {"encoder": encoder, "decoder": decoder, "model_type": 1,
+            "decoder_start_token_id": 0, **_TOKENS, **attrs}  # fmt: skip
+
+
+def _whisper_attrs(seed, layers=1, hidden_states=True, **attrs):
+    """WhisperBeamSearch's (model_type 2 by default) over t5_models' Whisper forms: 6 audio
+    features."""
+    encoder, decoder = t5_models(seed=seed, layers=layers, hidden_states=hidden_states, audio=6)
+    return {"encoder": encoder, "decoder": decoder, "decoder_start_token_id": 0, **_TOKENS,
+            **attrs}  # fmt: skip
 
 
 def _ids(*shape):
@@ -815,12 +1080,63 @@ CASES = [
          np.int32), "int32"), c(np.array([4], np.int32), "int32"), c(np.array([2], np.int32), "int32"), c(np.array([1],
          np.int32), "int32"), c(np.array([1.5], np.float32), "float32")), attrs={"decoder": gpt_decoder(seed=6),
          "early_stopping": 1, **_TOKENS}, outputs=3, atol=1e-5, note=DOT),  # fmt: skip
+    # one entry done while the others go on: its rows continue from row 0 with score 0, which
+    # the scores output shows
+    Case("ms_beam_search_entry_done_early", "BeamSearch", 17, (_ids(3, 4), c(np.array([10],
+         np.int32), "int32"), c(np.array([4], np.int32), "int32"), c(np.array([2], np.int32),
+         "int32"), c(np.array([1], np.int32), "int32"), c(np.array([1.5], np.float32),
+         "float32")), attrs={"decoder": gpt_decoder(seed=6), "early_stopping": 1,
+         "eos_token_id": 11, "pad_token_id": 2}, outputs=3, atol=1e-5, note=DOT),  # fmt: skip
     Case("ms_beam_search_outer_weights", "BeamSearch", 17, (_ids(2, 3), v(np.array([9],
          np.int32), "int32"), v(np.array([0], np.int32), "int32"), v(np.array([3], np.int32),
          "int32"), v(np.array([2],
          np.int32), "int32"), v(np.array([1.0], np.float32), "float32"), v(np.array([1.0],
          np.float32), "float32"), v(_VOCAB_MASK, "int32"), v(_PREFIX_MASK, "int32")),
          attrs={"decoder": gpt_decoder(seed=7, layers=2), **_TOKENS}, atol=1e-5, note=DOT),  # fmt: skip
+    # BeamSearch over a tiny T5-style encoder and decoder (t5_models, model_type 1): sequences
+    # start with decoder_start_token_id; the encoder's mask is the input's, or onnxruntime's
+    # from the pad tokens (left padding only)
+    Case("ms_beam_search_t5", "BeamSearch", 17, (_ids(2, 5), c(np.array([8], np.int32), "int32"),
+         c(np.array([0], np.int32), "int32"), c(np.array([3], np.int32), "int32"),
+         c(np.array([2], np.int32), "int32"), c(np.array([1.0], np.float32), "float32"), None,
+         None, None, v(np.array([[1, 1, 1, 1, 0], [0, 0, 1, 1, 1]], np.int32), "int32")),
+         attrs=_t5_attrs(seed=21), outputs=3, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_beam_search_t5_cross_only_greedy", "BeamSearch", 17, (v(np.array([[2, 2, 5, 9],
+         [7, 2, 4, 2], [1, 8, 8, 3]], np.int32), "int32"), c(np.array([7], np.int32), "int32"),
+         c(np.array([5], np.int32), "int32"), c(np.array([1], np.int32), "int32"),
+         c(np.array([1], np.int32), "int32"), c(np.array([1.0], np.float32), "float32")),
+         attrs=_t5_attrs(seed=22, init_decoder=False, hidden_states=False), outputs=3,
+         atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_beam_search_t5_penalties", "BeamSearch", 17, (_ids(2, 4), c(np.array([9], np.int32),
+         "int32"), c(np.array([6], np.int32), "int32"), c(np.array([4], np.int32), "int32"),
+         c(np.array([4], np.int32), "int32"), c(np.array([0.7], np.float32), "float32"),
+         c(np.array([1.3], np.float32), "float32"), v(_T5_VOCAB_MASK, "int32"),
+         v(_T5_PREFIX_MASK, "int32")), attrs=_t5_attrs(seed=23, layers=2, hidden_states=False,
+         no_repeat_ngram_size=2), outputs=2, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_beam_search_t5_early_eos", "BeamSearch", 17, (_ids(2, 3), c(np.array([10],
+         np.int32), "int32"), c(np.array([0], np.int32), "int32"), c(np.array([3], np.int32),
+         "int32"), c(np.array([3], np.int32), "int32"), c(np.array([1.5], np.float32),
+         "float32")), attrs=_t5_attrs(seed=21, eos_token_id=11, early_stopping=1), outputs=3,
+         atol=1e-5, note=DOT),  # fmt: skip
+    # WhisperBeamSearch (and BeamSearch with model_type 2) over t5_models' Whisper forms: audio
+    # features in, the sequences start with the decoder_input_ids prompt (or the start token)
+    Case("ms_whisper_beam_search", "WhisperBeamSearch", 17, (x(2, 6, 5), c(np.array([9],
+         np.int32), "int32"), c(np.array([0], np.int32), "int32"), c(np.array([3], np.int32),
+         "int32"), c(np.array([2], np.int32), "int32"), c(np.array([1.0], np.float32),
+         "float32"), None, None, None, None, v(np.array([[0, 7, 9], [0, 7, 10]], np.int32),
+         "int32")), attrs=_whisper_attrs(seed=31), outputs=3, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_whisper_beam_search_start_token", "WhisperBeamSearch", 17, (x(3, 6, 4),
+         c(np.array([8], np.int32), "int32"), c(np.array([4], np.int32), "int32"),
+         c(np.array([2], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
+         c(np.array([0.8], np.float32), "float32"), c(np.array([1.2], np.float32), "float32")),
+         attrs=_whisper_attrs(seed=32, layers=2, hidden_states=False, no_repeat_ngram_size=2),
+         outputs=2, atol=1e-5, note=DOT),  # fmt: skip
+    Case("ms_beam_search_whisper", "BeamSearch", 17, (x(2, 6, 3), c(np.array([10], np.int32),
+         "int32"), c(np.array([0], np.int32), "int32"), c(np.array([2], np.int32), "int32"),
+         c(np.array([1], np.int32), "int32"), c(np.array([1.0], np.float32), "float32"), None,
+         None, None, None, v(np.array([[0, 5], [0, 6]], np.int32), "int32")),
+         attrs=_whisper_attrs(seed=33, model_type=2, eos_token_id=11, early_stopping=1),
+         outputs=3, atol=1e-5, note=DOT),  # fmt: skip
     Case("ms_sampling_top_p", "Sampling", 17, (_ids(3, 4), c(np.array([12], np.int32), "int32"),
          c(np.array([0], np.int32), "int32"), c(np.array([1.0], np.float32), "float32"), None,
          None, None, None, v(np.array([42], np.int32), "int32")), attrs={"decoder":

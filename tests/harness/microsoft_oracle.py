@@ -55,6 +55,23 @@ QUANT = (
 # --- the generation loops' decoder ---------------------------------------------------------------
 
 
+def _attention_constants(hidden: int, heads: int, size: int) -> dict:
+    """The small constants the oracle's decoder and encoder subgraphs share: indices, axes, the
+    attention scale and mask bias, the head-split shapes."""
+    return {
+        "i0": np.array(0, np.int64),
+        "i1": np.array(1, np.int64),
+        "axis0": np.array([0], np.int64),
+        "axes12": np.array([1, 2], np.int64),
+        "one": np.array(1.0, np.float32),
+        "blocked_bias": np.array(-10000.0, np.float32),
+        "scale": np.array(1 / np.sqrt(size), np.float32),
+        "split3": np.array([hidden] * 3, np.int64),
+        "heads_shape": np.array([0, 0, heads, size], np.int64),
+        "hidden_shape": np.array([0, 0, hidden], np.int64),
+    }
+
+
 def gpt_decoder(
     vocab: int = 17, hidden: int = 8, heads: int = 2, layers: int = 1, seed: int = 0
 ) -> onnx.GraphProto:
@@ -76,18 +93,7 @@ def gpt_decoder(
 
     weight("wte", vocab, hidden)
     weight("wpe", 64, hidden)
-    constants = {
-        "i0": np.array(0, np.int64),
-        "i1": np.array(1, np.int64),
-        "axis0": np.array([0], np.int64),
-        "axes12": np.array([1, 2], np.int64),
-        "one": np.array(1.0, np.float32),
-        "blocked_bias": np.array(-10000.0, np.float32),
-        "scale": np.array(1 / np.sqrt(size), np.float32),
-        "split3": np.array([hidden] * 3, np.int64),
-        "heads_shape": np.array([0, 0, heads, size], np.int64),
-        "hidden_shape": np.array([0, 0, hidden], np.int64),
-    }
+    constants = _attention_constants(hidden, heads, size)
     for name, value in constants.items():
         const(name, value)
     N = helper.make_node
@@ -211,20 +217,8 @@ def t5_models(
             weights[f"l{layer}_{name}"] = rng.standard_normal((hidden, width)) / np.sqrt(hidden)
     if audio:
         weights["audio_in"] = rng.standard_normal((audio, hidden)) / np.sqrt(audio)
-    constants = {
-        "i0": np.array(0, np.int64),
-        "i1": np.array(1, np.int64),
-        "axis0": np.array([0], np.int64),
-        "i2": np.array([2], np.int64),
-        "i3": np.array([3], np.int64),
-        "axes12": np.array([1, 2], np.int64),
-        "one": np.array(1.0, np.float32),
-        "blocked_bias": np.array(-10000.0, np.float32),
-        "scale": np.array(1 / np.sqrt(size), np.float32),
-        "split3": np.array([hidden] * 3, np.int64),
-        "heads_shape": np.array([0, 0, heads, size], np.int64),
-        "hidden_shape": np.array([0, 0, hidden], np.int64),
-    }
+    constants = _attention_constants(hidden, heads, size)
+    constants.update(i2=np.array([2], np.int64), i3=np.array([3], np.int64))
 
     def graph(name, nodes, inputs, outputs):
         inits = [numpy_helper.from_array(np.asarray(v, np.float32), k) for k, v in weights.items()]

@@ -104,6 +104,12 @@ def _walk(items, inside_unbounded: bool):
             yield from _walk(argument[1], inside_unbounded)
 
 
+# RE2 syntax Python's re has not, or reads otherwise (Unicode classes, \Q..\E quoting, \C, \z,
+# \x{...}, the U flag, POSIX classes such as [[:alpha:]], which re takes for a character set):
+# without RE2 such a pattern is neither refused nor matched by re.
+_RE2_ONLY = re.compile(r"\\[pPQEzC]|\\x\{|\(\?[a-zA-Z]*U|\[\[:")
+
+
 def _parse(pattern: str):
     try:
         return _sre_parse.parse(pattern, re.ASCII)
@@ -128,10 +134,11 @@ def backtracking_hazard(pattern: str) -> str | None:
 
 def check_syntax(pattern: str) -> None:
     """RegexPatternError if `pattern` is not RE2 syntax (RE2's own check where it is installed).
-    A pattern with a backtracking hazard passes: the machine that runs it may have RE2."""
+    A pattern with a backtracking hazard passes, and so does one with RE2 syntax Python's re
+    lacks (\\p{Greek}): the machine that runs it may have RE2."""
     if re2 is not None:
         compile_pattern(pattern)
-    else:
+    elif not _RE2_ONLY.search(pattern):  # else only RE2 can tell (the running machine may have it)
         backtracking_hazard(pattern)
 
 
@@ -155,6 +162,10 @@ def compile_pattern(pattern: str):
     else Python's for a pattern without a backtracking hazard; RegexPatternError otherwise."""
     if re2 is not None:
         return _compile_re2(pattern)
+    if _RE2_ONLY.search(pattern):
+        raise RegexPatternError(
+            f"pattern {pattern!r} uses RE2 syntax Python's re lacks: {REGEX_EXTRA}"
+        )
     hazard = backtracking_hazard(pattern)
     if hazard is not None:
         raise RegexPatternError(

@@ -128,3 +128,23 @@ def test_invalid_pattern_is_refused_at_compile_time(pattern, engine, request):
 )
 def test_backtracking_hazard_rule(pattern, hazard):
     assert (strings.backtracking_hazard(pattern) is not None) is hazard
+
+
+# RE2 syntax that Python's re lacks or reads otherwise ([[:alpha:]] is a character set to re)
+RE2_ONLY = [r"\p{Greek}+", r"\Qa.b\E", r"(?U)a+", r"[[:alpha:]]+", r"\x{41}BC"]
+RE2_TEXTS = np.array(["αβγ", "a.b", "axb", "aaa", "ABC", "abc", "", ":a"], dtype=object)
+
+
+@pytest.mark.parametrize("pattern", RE2_ONLY)
+def test_re2_only_syntax_matches_onnxruntime(pattern):
+    model = _model(pattern)
+    got = load_compiled(model).run(RE2_TEXTS).Y
+    np.testing.assert_array_equal(got, _onnxruntime(model, RE2_TEXTS))
+
+
+@pytest.mark.parametrize("pattern", RE2_ONLY)
+def test_re2_only_syntax_without_re2_compiles_then_names_the_extra(pattern, without_re2):
+    module = load_compiled(_model(pattern))  # valid RE2: the running machine may have it
+    with pytest.raises(NodeError) as raised:
+        module.run(RE2_TEXTS)
+    assert "onemodel-runtime[regex]" in str(raised.value)

@@ -139,6 +139,11 @@ def _restore(reduced: np.ndarray, shape, axes: tuple[int, ...], keepdims) -> np.
     return reduced.reshape(tuple(d for a, d in enumerate(shape) if a not in axes))
 
 
+# _pairwise works along the first axis, in place, for arrays up to this many elements: each level
+# along the last axis writes a new array (and along short rows numpy's strided loops cost more).
+_SMALL_TREE = 1 << 16
+
+
 def _pairwise(values: np.ndarray, axis: int, combine) -> np.ndarray:
     """Reduce `axis` (0 or -1) of `values` with `combine` in a fixed binary tree, in float64, and
     return the result without that axis. `values` (any float type) is not modified.
@@ -149,6 +154,11 @@ def _pairwise(values: np.ndarray, axis: int, combine) -> np.ndarray:
     to float64 (exactly) as it combines. Along the last axis each level writes a new array, which
     no input overlaps (numpy would otherwise copy the interleaved halves)."""
     count, owned = values.shape[axis], False
+    if axis == -1 and count > 16 and values.size <= _SMALL_TREE:
+        # small arrays: every level along the first axis, in place in one float64 copy (the
+        # same sums: a level adds the same pairs whatever the axis they lie along)
+        values = np.moveaxis(values, -1, 0).astype(np.float64, order="C")
+        axis, owned = 0, True
     while count > 1:
         half, odd = count // 2, count % 2
         if axis == -1 and count <= 16:  # short rows: finish along the first axis
@@ -578,13 +588,12 @@ def _tops(x: np.ndarray, axis: int) -> np.ndarray:
     return np.maximum(high, low, out=high)
 
 
-def _slices(x: np.ndarray, shift: np.ndarray, width: int, count: int, stacked=False):
-    """Integer-valued float64 slices x_0, x_1, ... of ldexp(x, shift) (whose magnitude is below
-    2**width): x_0 = trunc(y), y = (y - x_0) * 2**width, x_1 = trunc(y), ..., so that
-    ldexp(x, shift) = x_0 + x_1 2**-width + ... up to the truncated rest, |x_s| < 2**width.
-    A list of the slices, or with `stacked` one array (..., count, M, K) holding x_s at
-    [..., s, :, :] (x is (..., M, K)), so that products with several slices are one product."""
-    y = np.ldexp(x, shift, dtype=np.float64)
+def _slices(y: np.ndarray, width: int, count: int, stacked=False):
+    """Integer-valued float64 slices y_0, y_1, ... of float64 `y` (|y| < 2**width, consumed):
+    y_0 = trunc(y), y = (y - y_0) * 2**width, y_1 = trunc(y), ..., so that y = y_0 +
+    y_1 2**-width + ... up to the truncated rest, |y_s| < 2**width. A list of the slices, or with
+    `stacked` one array (..., count, M, K) holding y_s at [..., s, :, :] (y is (..., M, K)), so
+    that products with several slices are one product."""
     if count == 1:  # the one slice is rounded to nearest (half the error of truncation)
         np.rint(y, out=y)
         return y[..., None, :, :] if stacked else [y]
@@ -716,6 +725,10 @@ def _prepared_by_memory(x: np.ndarray, axis: int, width: int, count: int):
         entry = _PREPARED.get(id(root))
         if entry is not None and entry[0]() is root and key in entry[1]:
             return entry[1][key]
+    elif axis == -1 and x.ndim == 2 and x.shape[0] == 1 and x.dtype.itemsize <= 4:
+        prepared = _one_row(x, width, count)
+        if prepared is not None:
+            return prepared
     if x.size <= _SMALL_OPERAND:  # the same largest magnitude (NaN if any), up to a zero's sign
         top = np.maximum.reduce(np.abs(x), axis=axis, keepdims=True, initial=0)
     else:
@@ -725,18 +738,7 @@ def _prepared_by_memory(x: np.ndarray, axis: int, width: int, count: int):
         x = np.where(np.isfinite(x), x, 0)
         top = _tops(x, axis)
     exponent = np.frexp(top)[1]  # max|x| < 2**exponent per line
-    if count == 1 and x.shape[axis] <= MATMUL_BLOCK:  # one slice of one block: _slices' value
-        scale = np.ldexp(2.0**-width, exponent)  # 2**(exponent - width), at least 2**-174
-        # x * 2**(width - exponent) is ldexp(x, width - exponent): exact (|x| < 2**exponent, a
-        # float32 or narrower value, so the product is a normal float64 below 2**width), and
-        # the reciprocal of a normal power of two is exact. Converted first, then multiplied in
-        # place: a multiplication that converts as it goes is 3 to 5 times slower.
-        y = x.astype(np.float64)
-        np.multiply(y, 1.0 / scale, out=y)
-        np.rint(y, out=y)
-        prepared = (exponent, finite, [y[..., None, :, :] if axis == -1 else [y]], scale)
-    else:
-        prepared = _split_blocks(x, axis, exponent, finite, width, count)
+    prepared = _split_blocks(x, axis, exponent, finite, width, count)
     if key is not None:
         root_id = id(root)
         entry = _PREPARED.get(root_id)
@@ -747,15 +749,46 @@ def _prepared_by_memory(x: np.ndarray, axis: int, width: int, count: int):
     return prepared
 
 
-def _split_blocks(x, axis, exponent, finite, width, count):
-    """_prepared_by_memory's entry for several slices or blocks."""
+def _one_row(x, width, count):
+    """_prepared_by_memory's entry for one row of float32 or narrower that is not cached (the
+    activation of a batch-1 product), or None when it holds NaN or an infinity: the values of
+    _split_blocks with the line's largest magnitude, exponent and scales as Python numbers (the
+    same numbers: math.frexp and math.ldexp of the float32 value converted exactly) instead of
+    five numpy calls on one-element arrays."""
+    top = float(np.maximum.reduce(np.abs(x), axis=None, initial=0))
+    if not math.isfinite(top):
+        return None
+    exponent = math.frexp(top)[1]  # 0 for a zero row, as np.frexp
+    scaled = x.astype(np.float64)
+    scaled *= math.ldexp(1.0, width - exponent)  # exact, as in _split_blocks
     blocks = [
-        _slices(_inner_block(x, axis, start), width - exponent, width, count, axis == -1)
+        _slices(_inner_block(scaled, -1, start), width, count, True)
+        for start in range(0, max(x.shape[-1], 1), MATMUL_BLOCK)
+    ]
+    line = np.array([[exponent]], dtype=np.int32)  # as np.frexp's, for a float64 partner
+    return (line, True, blocks, math.ldexp(2.0**-width, exponent))
+
+
+def _split_blocks(x, axis, exponent, finite, width, count):
+    """_prepared_by_memory's entry for several slices or blocks: the slices of ldexp(x, width -
+    exponent) per inner block."""
+    if x.dtype.itemsize <= 4:
+        # 2**(exponent - width), the line scale of float32 and narrower (whose products are
+        # scaled by it in place). x * 2**(width - exponent) is ldexp(x, width - exponent): the
+        # reciprocal of a normal power of two is exact, and so is the product (|x| < 2**exponent,
+        # a float32 or narrower value: a normal float64 below 2**width). Converted first, then
+        # multiplied in place: ldexp (and a multiplication that converts as it goes) takes
+        # about twice as long.
+        scale = np.ldexp(2.0**-width, exponent)
+        scaled = x.astype(np.float64)
+        np.multiply(scaled, 1.0 / scale, out=scaled)
+    else:  # float64 exponents reach +-1074 (the products would leave the normal range)
+        scale = None
+        scaled = np.ldexp(x, width - exponent, dtype=np.float64)
+    blocks = [
+        _slices(_inner_block(scaled, axis, start), width, count, axis == -1)
         for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
     ]
-    # 2**(exponent - width), the line scale of float32 and narrower (whose products are scaled
-    # by it in place); float64's exponents reach +-1074 and take one ldexp instead
-    scale = np.ldexp(2.0**-width, exponent) if x.dtype.itemsize <= 4 else None
     return (exponent, finite, blocks, scale)
 
 
@@ -794,6 +827,19 @@ def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
                 total = a_stack[..., 0, :, :] @ b_slices[0]
             else:
                 total += a_stack[..., 0, :, :] @ b_slices[0]
+            continue
+        if count == 2:  # float32 and narrower: the loops below for two slices, written out
+            both = a_stack.reshape(a_stack.shape[:-3] + (2 * rows, a_stack.shape[-1]))
+            both = both @ b_slices[0]  # A_0 @ B_0 over A_1 @ B_0
+            value = a_stack[..., 0, :, :] @ b_slices[1]  # A_0 @ B_1
+            value += both[..., rows:, :]  # level 1 in increasing s
+            value *= 2.0**-width
+            head = both[..., :rows, :]
+            head += value
+            if total is None:
+                total = head
+            else:
+                total += head
             continue
         # P[t][..., s, :, :] = A_s @ B_t for s + t < count: one BLAS product per slice of B, with
         # A's slices stacked as rows (B_t is read once; every entry is exact either way).

@@ -740,6 +740,8 @@ def _prepared_by_memory(x: np.ndarray, axis: int, width: int, count: int):
     exponent = np.frexp(top)[1]  # max|x| < 2**exponent per line
     prepared = _split_blocks(x, axis, exponent, finite, width, count)
     if key is not None:
+        if count == 2 and prepared[3] is not None:  # kept: worth folding the scales in once
+            prepared = _folded(prepared, axis, width)
         root_id = id(root)
         entry = _PREPARED.get(root_id)
         if entry is None or entry[0]() is not root:
@@ -766,7 +768,7 @@ def _one_row(x, width, count):
         for start in range(0, max(x.shape[-1], 1), MATMUL_BLOCK)
     ]
     line = np.array([[exponent]], dtype=np.int32)  # as np.frexp's, for a float64 partner
-    return (line, True, blocks, math.ldexp(2.0**-width, exponent))
+    return (line, True, blocks, math.ldexp(2.0**-width, exponent), False)
 
 
 def _split_blocks(x, axis, exponent, finite, width, count):
@@ -789,7 +791,35 @@ def _split_blocks(x, axis, exponent, finite, width, count):
         _slices(_inner_block(scaled, axis, start), width, count, axis == -1)
         for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
     ]
-    return (exponent, finite, blocks, scale)
+    return (exponent, finite, blocks, scale, False)
+
+
+def _folded(prepared, axis: int, width: int):
+    """A kept two-slice entry of float32 or narrower with its line scales multiplied into the
+    slices, which _matmul64 then leaves out of the product's combination (the last element,
+    True, says so). Left-hand (axis -1): each block is (the stack [A_0 s; A_1 s 2**-w], A_0 s
+    2**-w) for the products with B_0 and B_1, s the rows' scales, so that the combination
+    needs neither the product by 2**-w nor the one by the row scales; right-hand: the slices
+    [B_0 s, B_1 s], s the columns' scales (the product by the column scales left out).
+
+    The same bits: every value is a slice times a power of two, so each BLAS entry is that
+    power of two times the exact integer sum (all partial sums are such multiples, below 2**53
+    times it), and each rounded addition of the combination adds the same numbers times the
+    same power of two, whose rounding scales with them: the line scales lie in [2**-174,
+    2**108], so no value leaves the normal range (the smallest nonzero is 2**-200, the largest
+    below 2**170)."""
+    exponent, finite, blocks, scale, _ = prepared
+    if axis == -1:
+        low = scale * 2.0**-width  # exact: a power of two
+        folded = []
+        for stack in blocks:
+            head = stack[..., 0, :, :] * scale
+            folded.append(
+                (np.stack([head, stack[..., 1, :, :] * low], axis=-3), head * 2.0**-width)
+            )
+    else:
+        folded = [[block * scale for block in slices] for slices in blocks]
+    return (exponent, finite, folded, scale, True)
 
 
 def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
@@ -816,8 +846,12 @@ def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
         a_owner = None
     if b is not B or vector_b:
         b_owner = None
-    row_exp, finite_a, a_blocks, row_scale = _prepared_slices(a, -1, width, count, a_owner)
-    col_exp, finite_b, b_blocks, col_scale = _prepared_slices(b, -2, width, count, b_owner)
+    row_exp, finite_a, a_blocks, row_scale, a_folded = _prepared_slices(
+        a, -1, width, count, a_owner
+    )
+    col_exp, finite_b, b_blocks, col_scale, b_folded = _prepared_slices(
+        b, -2, width, count, b_owner
+    )
     finite = finite_a and finite_b
     total = None
     rows = a.shape[-2]
@@ -829,11 +863,13 @@ def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
                 total += a_stack[..., 0, :, :] @ b_slices[0]
             continue
         if count == 2:  # float32 and narrower: the loops below for two slices, written out
+            a_stack, a_head = a_stack if a_folded else (a_stack, a_stack[..., 0, :, :])
             both = a_stack.reshape(a_stack.shape[:-3] + (2 * rows, a_stack.shape[-1]))
             both = both @ b_slices[0]  # A_0 @ B_0 over A_1 @ B_0
-            value = a_stack[..., 0, :, :] @ b_slices[1]  # A_0 @ B_1
+            value = a_head @ b_slices[1]  # A_0 @ B_1
             value += both[..., rows:, :]  # level 1 in increasing s
-            value *= 2.0**-width
+            if not a_folded:  # (folded: A_1 and the A_0 of this product carry the 2**-w)
+                value *= 2.0**-width
             head = both[..., :rows, :]
             head += value
             if total is None:
@@ -870,8 +906,10 @@ def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
         # far below 2**900, the line exponents lie in [-148, 129], so both products by powers of
         # two stay normal: exact, the bits of the single ldexp, without an (M, N) array of
         # exponents.
-        total *= row_scale
-        total *= col_scale
+        if not a_folded:
+            total *= row_scale
+        if not b_folded:
+            total *= col_scale
         C = total
     else:  # float64 exponents reach +-1074: one ldexp, which rounds only a subnormal result
         C = np.ldexp(total, row_exp + col_exp - 2 * width)
@@ -959,9 +997,24 @@ def exact_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
 # output (C/group * prod(kernel)), on float32 or narrower data, is summed directly (exact_conv).
 DIRECT_MAPS = 4
 DIRECT_TERMS = 1024
-# im2col matrices of at most this many entries are gathered (exact_conv); the index holds one
-# intp per entry and is cached per geometry (_windows.window_index).
-_GATHER_COLUMNS = 1 << 18
+
+
+def _columns(X, pads, kernel_shape, strides, dilations, out_shape, group) -> np.ndarray:
+    """im2col's matrix (G, C/G * prod(kernel), N * prod(out)) of X (N, C, *in) for pads >= 0:
+    rows over (input channel, kernel tap) in C order, columns over (sample, output position),
+    padding reading 0. One C-order copy of a strided view (C, *kernel, N, *out) of the padded
+    input, whose innermost axis runs along an output row: numpy copies it a row at a time."""
+    from runtime_support._windows import pad_spatial
+
+    padded = np.ascontiguousarray(pad_spatial(X, pads, 0))
+    step = padded.strides  # (sample, channel, *spatial)
+    taps = tuple(d * s for d, s in zip(dilations, step[2:]))
+    moves = tuple(t * s for t, s in zip(strides, step[2:]))
+    shape = (X.shape[1],) + tuple(kernel_shape) + (X.shape[0],) + tuple(out_shape)
+    view = np.ndarray(
+        shape, padded.dtype, buffer=padded, strides=(step[1],) + taps + (step[0],) + moves
+    )
+    return view.reshape(group, X.shape[1] // group * math.prod(kernel_shape), -1)
 
 
 def _direct_conv64(X, W, pads, strides, dilations, group) -> np.ndarray:
@@ -1021,14 +1074,7 @@ def exact_conv(
       float64; rounded once to X's type. Accuracy: exact_matmul's, with K = C/group * prod(k).
       Constant filters (read-only weights) have their slices cached as exact_matmul caches a
       constant operand."""
-    from runtime_support._windows import (
-        explicit_pads,
-        gather_windows,
-        pad_spatial,
-        window_index,
-        window_positions,
-        window_view,
-    )
+    from runtime_support._windows import explicit_pads, pad_spatial, window_positions, window_view
 
     X, W = np.asarray(X), np.asarray(W)
     batch, channels = X.shape[:2]
@@ -1049,14 +1095,10 @@ def exact_conv(
     padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(X.shape[2:])]
     out_shape = window_positions(padded, kernel_shape, strides, dilations)
     out_size = math.prod(out_shape)
-    gather = min(pads, default=0) >= 0 and min(out_shape, default=1) > 0 and X.size > 0
-    if gather and channels * kernel_size * batch * out_size <= _GATHER_COLUMNS:
-        # the same matrix by one gather through an index settled once per geometry: the
-        # transposing copy of the windows view below runs one short loop per window (conv1 of
-        # the example model, 3 x 32 x 32: 57 -> 23 us at load 3)
-        index = window_index(X.shape, kernel_shape, tuple(pads), strides, dilations, "ctno")
-        columns = gather_windows(X, index, 0, X.dtype)
-        columns = columns.reshape(group, per_group * kernel_size, -1)
+    if min(pads, default=0) >= 0 and min(out_shape, default=1) > 0 and X.size > 0:
+        # the transposing copy of the windows view below runs one short loop per window (conv1
+        # of the example model, 3 x 32 x 32: 57 us), a gather through an index 22 us, this 11
+        columns = _columns(X, pads, kernel_shape, strides, dilations, out_shape, group)
     else:
         windows = window_view(pad_spatial(X, pads, 0), kernel_shape, strides, dilations)
         # (N, G, C/G, O, K) -> (G, C/G, K, N, O) -> (G, C/G * K, N * O)

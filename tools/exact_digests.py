@@ -126,6 +126,18 @@ def small_call_digests() -> dict:
                         )
                         results[f"matmul.{tag}.{call}"] = digest(rt.exact_matmul(a, w.T))
                         results[f"matmul_v.{tag}.{call}"] = digest(rt.exact_matmul(a[0], w.T))
+    # a constant left-hand operand (Conv's filters are one), one and several inner blocks
+    for m, k, n in ((3, 40, 9), (5, 2100, 4), (1, 700, 30)):
+        for dtype in dtypes:
+            for kind in kinds:
+                a = immutable(_operand(rng, (m, k), dtype, kind))
+                b = _operand(rng, (k, n), dtype, "relu" if kind == "special" else kind)
+                tag = f"{m}x{k}x{n}.{np.dtype(dtype).name}.{kind}"
+                for call in range(2):
+                    with np.errstate(all="ignore"):
+                        results[f"matmul_left.{tag}.{call}"] = digest(rt.exact_matmul(a, b))
+                        both = rt.exact_matmul(a, immutable(b))
+                        results[f"matmul_both.{tag}.{call}"] = digest(both)
     # Conv: the gather and the windows-view im2col paths, groups, the direct sum
     convs = (
         ((1, 3, 32, 32), (8, 3, 3, 3), 1, (1, 1, 1, 1), (1, 1)),
@@ -134,6 +146,8 @@ def small_call_digests() -> dict:
         ((1, 16, 40, 40), (32, 16, 3, 3), 1, (0, 1, 0, 1), (1, 1)),
         ((1, 64, 12, 12), (40, 64, 1, 1), 1, (0, 0, 0, 0), (1, 1)),
         ((1, 8, 9, 9), (8, 1, 3, 3), 8, (1, 1, 1, 1), (1, 1)),
+        ((1, 240, 6, 6), (6, 240, 3, 3), 1, (1, 0, 1, 0), (1, 1)),
+        ((2, 6, 11, 9), (6, 2, 3, 2), 3, (2, 1, 0, 1), (2, 1)),
     )
     for x_shape, w_shape, group, pads, strides in convs:
         for dtype in dtypes:

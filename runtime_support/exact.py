@@ -999,22 +999,60 @@ DIRECT_MAPS = 4
 DIRECT_TERMS = 1024
 
 
-def _columns(X, pads, kernel_shape, strides, dilations, out_shape, group) -> np.ndarray:
-    """im2col's matrix (G, C/G * prod(kernel), N * prod(out)) of X (N, C, *in) for pads >= 0:
-    rows over (input channel, kernel tap) in C order, columns over (sample, output position),
-    padding reading 0. One C-order copy of a strided view (C, *kernel, N, *out) of the padded
-    input, whose innermost axis runs along an output row: numpy copies it a row at a time."""
-    from runtime_support._windows import pad_spatial
+@functools.lru_cache(maxsize=256)
+def _conv_geometry(x_shape, w_shape, itemsize, pads, strides, dilations, auto_pad):
+    """exact_conv's shapes, settled once per geometry (the arguments are hashable: a node passes
+    the same ones at every run): (strides, dilations, explicit pads, output shape, and for
+    im2col's strided copy with pads >= 0 the padded shape, the input's place in it, and the
+    copied view's shape and byte strides, else None)."""
+    from runtime_support._windows import settled_pads, window_positions
 
-    padded = np.ascontiguousarray(pad_spatial(X, pads, 0))
-    step = padded.strides  # (sample, channel, *spatial)
-    taps = tuple(d * s for d, s in zip(dilations, step[2:]))
-    moves = tuple(t * s for t, s in zip(strides, step[2:]))
-    shape = (X.shape[1],) + tuple(kernel_shape) + (X.shape[0],) + tuple(out_shape)
-    view = np.ndarray(
-        shape, padded.dtype, buffer=padded, strides=(step[1],) + taps + (step[0],) + moves
-    )
-    return view.reshape(group, X.shape[1] // group * math.prod(kernel_shape), -1)
+    kernel_shape = w_shape[2:]
+    rank = len(kernel_shape)
+    strides = tuple(strides or (1,) * rank)
+    dilations = tuple(dilations or (1,) * rank)
+    pads = tuple(settled_pads(x_shape[2:], kernel_shape, strides, dilations, pads, auto_pad))
+    padded = tuple(n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:]))
+    out_shape = window_positions(padded, kernel_shape, strides, dilations)
+    copy = None
+    if min(pads, default=0) >= 0 and min(out_shape, default=1) > 0 and math.prod(x_shape) > 0:
+        # the padded input is C-contiguous: its byte strides follow from the shape
+        step = [itemsize]
+        for n in reversed(x_shape[1:2] + padded):
+            step.insert(0, step[0] * n)
+        sample, channel, spatial = step[0], step[1], step[2:]
+        taps = tuple(d * s for d, s in zip(dilations, spatial))
+        moves = tuple(t * s for t, s in zip(strides, spatial))
+        view_shape = (x_shape[1],) + tuple(kernel_shape) + (x_shape[0],) + tuple(out_shape)
+        interior = (slice(None), slice(None)) + tuple(
+            slice(b, b + n) for b, n in zip(pads[:rank], x_shape[2:])
+        )
+        copy = (x_shape[:2] + padded, interior, view_shape, (channel,) + taps + (sample,) + moves)
+    return strides, dilations, pads, out_shape, copy
+
+
+def _columns(X, copy, group, kernel_size) -> np.ndarray:
+    """im2col's matrix (G, C/G * prod(kernel), N * prod(out)) of X (N, C, *in), `copy` from
+    _conv_geometry: rows over (input channel, kernel tap) in C order, columns over (sample,
+    output position), padding reading 0. One C-order copy of a strided view (C, *kernel, N, *out)
+    of the padded input, whose innermost axis runs along an output row: numpy copies it a row at
+    a time."""
+    from runtime_support._limits import check_allocation
+
+    padded_shape, interior, view_shape, view_strides = copy
+    if padded_shape == X.shape:
+        padded = np.ascontiguousarray(X)
+    else:
+        check_allocation(padded_shape, X.dtype, "padded input")  # pads can be absurd values
+        padded = np.zeros(padded_shape, X.dtype)
+        padded[interior] = X
+    view = np.ndarray(view_shape, padded.dtype, buffer=padded, strides=view_strides)
+    return view.reshape(group, X.shape[1] // group * kernel_size, -1)
+
+
+def _hashable(value):
+    """A tuple for a list or array argument (None and tuples as they are)."""
+    return value if value is None or type(value) is tuple else tuple(np.asarray(value).tolist())
 
 
 def _direct_conv64(X, W, pads, strides, dilations, group) -> np.ndarray:
@@ -1074,16 +1112,23 @@ def exact_conv(
       float64; rounded once to X's type. Accuracy: exact_matmul's, with K = C/group * prod(k).
       Constant filters (read-only weights) have their slices cached as exact_matmul caches a
       constant operand."""
-    from runtime_support._windows import explicit_pads, pad_spatial, window_positions, window_view
+    from runtime_support._windows import pad_spatial, window_view
 
     X, W = np.asarray(X), np.asarray(W)
     batch, channels = X.shape[:2]
     maps = W.shape[0]
     kernel_shape = W.shape[2:]
     rank = len(kernel_shape)
-    strides = tuple(strides or (1,) * rank)
-    dilations = tuple(dilations or (1,) * rank)
-    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
+    strides, dilations, pads, out_shape, copy = _conv_geometry(
+        X.shape,
+        W.shape,
+        X.dtype.itemsize,
+        _hashable(pads),
+        _hashable(strides),
+        _hashable(dilations),
+        auto_pad,
+    )
+    pads = list(pads)
     kernel_size = math.prod(kernel_shape)
     per_group = channels // group
     narrow = X.dtype.itemsize <= 4 and W.dtype.itemsize <= 4
@@ -1092,13 +1137,11 @@ def exact_conv(
         if B is not None:
             Y += _float64(B).reshape((maps,) + (1,) * rank)
         return _rounded(Y, X.dtype)
-    padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(X.shape[2:])]
-    out_shape = window_positions(padded, kernel_shape, strides, dilations)
     out_size = math.prod(out_shape)
-    if min(pads, default=0) >= 0 and min(out_shape, default=1) > 0 and X.size > 0:
+    if copy is not None:
         # the transposing copy of the windows view below runs one short loop per window (conv1
         # of the example model, 3 x 32 x 32: 57 us), a gather through an index 22 us, this 11
-        columns = _columns(X, pads, kernel_shape, strides, dilations, out_shape, group)
+        columns = _columns(X, copy, group, kernel_size)
     else:
         windows = window_view(pad_spatial(X, pads, 0), kernel_shape, strides, dilations)
         # (N, G, C/G, O, K) -> (G, C/G, K, N, O) -> (G, C/G * K, N * O)

@@ -145,7 +145,15 @@ def test_conv_columns_are_the_windows_in_order(geometry, dtype, dilation):
     X = generator.standard_normal((n, c, h, h)).astype(dtype)
     X[0, 0, 1, 1], X[-1, -1, -1, -1] = np.nan, np.inf
     expected = windows_matrix(X, k, group, pads, stride, dilation)
-    out = ((h + 2 * pads - (k - 1) * dilation - 1) // stride + 1,) * 2
-    columns = exact._columns(X, (pads,) * 4, (k, k), (stride,) * 2, (dilation,) * 2, out, group)
+    geometry = exact._conv_geometry(
+        X.shape,
+        (maps, c // group, k, k),
+        X.itemsize,
+        (pads,) * 4,
+        (stride,) * 2,
+        (dilation,) * 2,
+        "NOTSET",
+    )
+    columns = exact._columns(X, geometry[-1], group, k * k)
     assert columns.shape == expected.shape
     assert columns.tobytes() == expected.tobytes()

@@ -779,8 +779,8 @@ def _split_blocks(x, axis, exponent, finite, width, count):
         # scaled by it in place). x * 2**(width - exponent) is ldexp(x, width - exponent): the
         # reciprocal of a normal power of two is exact, and so is the product (|x| < 2**exponent,
         # a float32 or narrower value: a normal float64 below 2**width). Converted first, then
-        # multiplied in place: ldexp (and a multiplication that converts as it goes) takes
-        # about twice as long.
+        # multiplied in place (a multiplication that converts as it goes is slower; ldexp, the
+        # method before, takes about as long: one method for every slice count).
         scale = np.ldexp(2.0**-width, exponent)
         scaled = x.astype(np.float64)
         np.multiply(scaled, 1.0 / scale, out=scaled)

@@ -139,6 +139,11 @@ def _restore(reduced: np.ndarray, shape, axes: tuple[int, ...], keepdims) -> np.
     return reduced.reshape(tuple(d for a, d in enumerate(shape) if a not in axes))
 
 
+# _pairwise works along the first axis, in place, for arrays up to this many elements: each level
+# along the last axis writes a new array (and along short rows numpy's strided loops cost more).
+_SMALL_TREE = 1 << 16
+
+
 def _pairwise(values: np.ndarray, axis: int, combine) -> np.ndarray:
     """Reduce `axis` (0 or -1) of `values` with `combine` in a fixed binary tree, in float64, and
     return the result without that axis. `values` (any float type) is not modified.
@@ -149,6 +154,11 @@ def _pairwise(values: np.ndarray, axis: int, combine) -> np.ndarray:
     to float64 (exactly) as it combines. Along the last axis each level writes a new array, which
     no input overlaps (numpy would otherwise copy the interleaved halves)."""
     count, owned = values.shape[axis], False
+    if axis == -1 and count > 16 and values.size <= _SMALL_TREE:
+        # small arrays: every level along the first axis, in place in one float64 copy (the
+        # same sums: a level adds the same pairs whatever the axis they lie along)
+        values = np.moveaxis(values, -1, 0).astype(np.float64, order="C")
+        axis, owned = 0, True
     while count > 1:
         half, odd = count // 2, count % 2
         if axis == -1 and count <= 16:  # short rows: finish along the first axis
@@ -578,13 +588,12 @@ def _tops(x: np.ndarray, axis: int) -> np.ndarray:
     return np.maximum(high, low, out=high)
 
 
-def _slices(x: np.ndarray, shift: np.ndarray, width: int, count: int, stacked=False):
-    """Integer-valued float64 slices x_0, x_1, ... of ldexp(x, shift) (whose magnitude is below
-    2**width): x_0 = trunc(y), y = (y - x_0) * 2**width, x_1 = trunc(y), ..., so that
-    ldexp(x, shift) = x_0 + x_1 2**-width + ... up to the truncated rest, |x_s| < 2**width.
-    A list of the slices, or with `stacked` one array (..., count, M, K) holding x_s at
-    [..., s, :, :] (x is (..., M, K)), so that products with several slices are one product."""
-    y = np.ldexp(x, shift, dtype=np.float64)
+def _slices(y: np.ndarray, width: int, count: int, stacked=False):
+    """Integer-valued float64 slices y_0, y_1, ... of float64 `y` (|y| < 2**width, consumed):
+    y_0 = trunc(y), y = (y - y_0) * 2**width, y_1 = trunc(y), ..., so that y = y_0 +
+    y_1 2**-width + ... up to the truncated rest, |y_s| < 2**width. A list of the slices, or with
+    `stacked` one array (..., count, M, K) holding y_s at [..., s, :, :] (y is (..., M, K)), so
+    that products with several slices are one product."""
     if count == 1:  # the one slice is rounded to nearest (half the error of truncation)
         np.rint(y, out=y)
         return y[..., None, :, :] if stacked else [y]
@@ -716,6 +725,10 @@ def _prepared_by_memory(x: np.ndarray, axis: int, width: int, count: int):
         entry = _PREPARED.get(id(root))
         if entry is not None and entry[0]() is root and key in entry[1]:
             return entry[1][key]
+    elif axis == -1 and x.ndim == 2 and x.shape[0] == 1 and x.dtype.itemsize <= 4:
+        prepared = _one_row(x, width, count)
+        if prepared is not None:
+            return prepared
     if x.size <= _SMALL_OPERAND:  # the same largest magnitude (NaN if any), up to a zero's sign
         top = np.maximum.reduce(np.abs(x), axis=axis, keepdims=True, initial=0)
     else:
@@ -725,19 +738,10 @@ def _prepared_by_memory(x: np.ndarray, axis: int, width: int, count: int):
         x = np.where(np.isfinite(x), x, 0)
         top = _tops(x, axis)
     exponent = np.frexp(top)[1]  # max|x| < 2**exponent per line
-    if count == 1 and x.shape[axis] <= MATMUL_BLOCK:  # one slice of one block: _slices' value
-        scale = np.ldexp(2.0**-width, exponent)  # 2**(exponent - width), at least 2**-174
-        # x * 2**(width - exponent) is ldexp(x, width - exponent): exact (|x| < 2**exponent, a
-        # float32 or narrower value, so the product is a normal float64 below 2**width), and
-        # the reciprocal of a normal power of two is exact. Converted first, then multiplied in
-        # place: a multiplication that converts as it goes is 3 to 5 times slower.
-        y = x.astype(np.float64)
-        np.multiply(y, 1.0 / scale, out=y)
-        np.rint(y, out=y)
-        prepared = (exponent, finite, [y[..., None, :, :] if axis == -1 else [y]], scale)
-    else:
-        prepared = _split_blocks(x, axis, exponent, finite, width, count)
+    prepared = _split_blocks(x, axis, exponent, finite, width, count)
     if key is not None:
+        if count == 2 and prepared[3] is not None:  # kept: worth folding the scales in once
+            prepared = _folded(prepared, axis, width)
         root_id = id(root)
         entry = _PREPARED.get(root_id)
         if entry is None or entry[0]() is not root:
@@ -747,16 +751,75 @@ def _prepared_by_memory(x: np.ndarray, axis: int, width: int, count: int):
     return prepared
 
 
-def _split_blocks(x, axis, exponent, finite, width, count):
-    """_prepared_by_memory's entry for several slices or blocks."""
+def _one_row(x, width, count):
+    """_prepared_by_memory's entry for one row of float32 or narrower that is not cached (the
+    activation of a batch-1 product), or None when it holds NaN or an infinity: the values of
+    _split_blocks with the line's largest magnitude, exponent and scales as Python numbers (the
+    same numbers: math.frexp and math.ldexp of the float32 value converted exactly) instead of
+    five numpy calls on one-element arrays."""
+    top = float(np.maximum.reduce(np.abs(x), axis=None, initial=0))
+    if not math.isfinite(top):
+        return None
+    exponent = math.frexp(top)[1]  # 0 for a zero row, as np.frexp
+    scaled = x.astype(np.float64)
+    scaled *= math.ldexp(1.0, width - exponent)  # exact, as in _split_blocks
     blocks = [
-        _slices(_inner_block(x, axis, start), width - exponent, width, count, axis == -1)
+        _slices(_inner_block(scaled, -1, start), width, count, True)
+        for start in range(0, max(x.shape[-1], 1), MATMUL_BLOCK)
+    ]
+    line = np.array([[exponent]], dtype=np.int32)  # as np.frexp's, for a float64 partner
+    return (line, True, blocks, math.ldexp(2.0**-width, exponent), False)
+
+
+def _split_blocks(x, axis, exponent, finite, width, count):
+    """_prepared_by_memory's entry for several slices or blocks: the slices of ldexp(x, width -
+    exponent) per inner block."""
+    if x.dtype.itemsize <= 4:
+        # 2**(exponent - width), the line scale of float32 and narrower (whose products are
+        # scaled by it in place). x * 2**(width - exponent) is ldexp(x, width - exponent): the
+        # reciprocal of a normal power of two is exact, and so is the product (|x| < 2**exponent,
+        # a float32 or narrower value: a normal float64 below 2**width). Converted first, then
+        # multiplied in place (a multiplication that converts as it goes is slower; ldexp, the
+        # method before, takes about as long: one method for every slice count).
+        scale = np.ldexp(2.0**-width, exponent)
+        scaled = x.astype(np.float64)
+        np.multiply(scaled, 1.0 / scale, out=scaled)
+    else:  # float64 exponents reach +-1074 (the products would leave the normal range)
+        scale = None
+        scaled = np.ldexp(x, width - exponent, dtype=np.float64)
+    blocks = [
+        _slices(_inner_block(scaled, axis, start), width, count, axis == -1)
         for start in range(0, max(x.shape[axis], 1), MATMUL_BLOCK)
     ]
-    # 2**(exponent - width), the line scale of float32 and narrower (whose products are scaled
-    # by it in place); float64's exponents reach +-1074 and take one ldexp instead
-    scale = np.ldexp(2.0**-width, exponent) if x.dtype.itemsize <= 4 else None
-    return (exponent, finite, blocks, scale)
+    return (exponent, finite, blocks, scale, False)
+
+
+def _folded(prepared, axis: int, width: int):
+    """A kept two-slice entry of float32 or narrower with its line scales multiplied into the
+    slices, which _matmul64 then leaves out of the product's combination (the last element,
+    True, says so). Left-hand (axis -1): each block is (the stack [A_0 s; A_1 s 2**-w], A_0 s
+    2**-w) for the products with B_0 and B_1, s the rows' scales, so that the combination
+    needs neither the product by 2**-w nor the one by the row scales; right-hand: the slices
+    [B_0 s, B_1 s], s the columns' scales (the product by the column scales left out).
+
+    The same bits: every value is a slice times a power of two, so each BLAS entry is that
+    power of two times the exact integer sum (all partial sums are such multiples, below 2**53
+    times it), and each rounded addition of the combination adds the same numbers times the
+    same power of two, whose rounding scales with them: the line scales lie in [2**-174,
+    2**108], so no value leaves the normal range (the smallest nonzero is 2**-200, the largest
+    below 2**170)."""
+    exponent, finite, blocks, scale, _ = prepared
+    if axis == -1:
+        low = scale * 2.0**-width  # exact: a power of two
+        folded = []
+        for stack in blocks:
+            head = stack[..., 0, :, :] * scale
+            folded.append(
+                (np.stack([head, stack[..., 1, :, :] * low], axis=-3), head * 2.0**-width)
+            )
+    else:
+        folded = [[block * scale for block in slices] for slices in blocks]
+    return (exponent, finite, folded, scale, True)
 
 
 def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
@@ -783,8 +846,12 @@ def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
         a_owner = None
     if b is not B or vector_b:
         b_owner = None
-    row_exp, finite_a, a_blocks, row_scale = _prepared_slices(a, -1, width, count, a_owner)
-    col_exp, finite_b, b_blocks, col_scale = _prepared_slices(b, -2, width, count, b_owner)
+    row_exp, finite_a, a_blocks, row_scale, a_folded = _prepared_slices(
+        a, -1, width, count, a_owner
+    )
+    col_exp, finite_b, b_blocks, col_scale, b_folded = _prepared_slices(
+        b, -2, width, count, b_owner
+    )
     finite = finite_a and finite_b
     total = None
     rows = a.shape[-2]
@@ -794,6 +861,21 @@ def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
                 total = a_stack[..., 0, :, :] @ b_slices[0]
             else:
                 total += a_stack[..., 0, :, :] @ b_slices[0]
+            continue
+        if count == 2:  # float32 and narrower: the loops below for two slices, written out
+            a_stack, a_head = a_stack if a_folded else (a_stack, a_stack[..., 0, :, :])
+            both = a_stack.reshape(a_stack.shape[:-3] + (2 * rows, a_stack.shape[-1]))
+            both = both @ b_slices[0]  # A_0 @ B_0 over A_1 @ B_0
+            value = a_head @ b_slices[1]  # A_0 @ B_1
+            value += both[..., rows:, :]  # level 1 in increasing s
+            if not a_folded:  # (folded: A_1 and the A_0 of this product carry the 2**-w)
+                value *= 2.0**-width
+            head = both[..., :rows, :]
+            head += value
+            if total is None:
+                total = head
+            else:
+                total += head
             continue
         # P[t][..., s, :, :] = A_s @ B_t for s + t < count: one BLAS product per slice of B, with
         # A's slices stacked as rows (B_t is read once; every entry is exact either way).
@@ -824,8 +906,10 @@ def _matmul64(A, B, a_owner=None, b_owner=None) -> np.ndarray:
         # far below 2**900, the line exponents lie in [-148, 129], so both products by powers of
         # two stay normal: exact, the bits of the single ldexp, without an (M, N) array of
         # exponents.
-        total *= row_scale
-        total *= col_scale
+        if not a_folded:
+            total *= row_scale
+        if not b_folded:
+            total *= col_scale
         C = total
     else:  # float64 exponents reach +-1074: one ldexp, which rounds only a subnormal result
         C = np.ldexp(total, row_exp + col_exp - 2 * width)
@@ -913,9 +997,62 @@ def exact_gemm(A, B, C=None, *, alpha=1.0, beta=1.0, transA=0, transB=0):
 # output (C/group * prod(kernel)), on float32 or narrower data, is summed directly (exact_conv).
 DIRECT_MAPS = 4
 DIRECT_TERMS = 1024
-# im2col matrices of at most this many entries are gathered (exact_conv); the index holds one
-# intp per entry and is cached per geometry (_windows.window_index).
-_GATHER_COLUMNS = 1 << 18
+
+
+@functools.lru_cache(maxsize=256)
+def _conv_geometry(x_shape, w_shape, itemsize, pads, strides, dilations, auto_pad):
+    """exact_conv's shapes, settled once per geometry (the arguments are hashable: a node passes
+    the same ones at every run): (strides, dilations, explicit pads, output shape, and for
+    im2col's strided copy with pads >= 0 the padded shape, the input's place in it, and the
+    copied view's shape and byte strides, else None)."""
+    from runtime_support._windows import settled_pads, window_positions
+
+    kernel_shape = w_shape[2:]
+    rank = len(kernel_shape)
+    strides = tuple(strides or (1,) * rank)
+    dilations = tuple(dilations or (1,) * rank)
+    pads = tuple(settled_pads(x_shape[2:], kernel_shape, strides, dilations, pads, auto_pad))
+    padded = tuple(n + pads[i] + pads[i + rank] for i, n in enumerate(x_shape[2:]))
+    out_shape = window_positions(padded, kernel_shape, strides, dilations)
+    copy = None
+    if min(pads, default=0) >= 0 and min(out_shape, default=1) > 0 and math.prod(x_shape) > 0:
+        # the padded input is C-contiguous: its byte strides follow from the shape
+        step = [itemsize]
+        for n in reversed(x_shape[1:2] + padded):
+            step.insert(0, step[0] * n)
+        sample, channel, spatial = step[0], step[1], step[2:]
+        taps = tuple(d * s for d, s in zip(dilations, spatial))
+        moves = tuple(t * s for t, s in zip(strides, spatial))
+        view_shape = (x_shape[1],) + tuple(kernel_shape) + (x_shape[0],) + tuple(out_shape)
+        interior = (slice(None), slice(None)) + tuple(
+            slice(b, b + n) for b, n in zip(pads[:rank], x_shape[2:])
+        )
+        copy = (x_shape[:2] + padded, interior, view_shape, (channel,) + taps + (sample,) + moves)
+    return strides, dilations, pads, out_shape, copy
+
+
+def _columns(X, copy, group, kernel_size) -> np.ndarray:
+    """im2col's matrix (G, C/G * prod(kernel), N * prod(out)) of X (N, C, *in), `copy` from
+    _conv_geometry: rows over (input channel, kernel tap) in C order, columns over (sample,
+    output position), padding reading 0. One C-order copy of a strided view (C, *kernel, N, *out)
+    of the padded input, whose innermost axis runs along an output row: numpy copies it a row at
+    a time."""
+    from runtime_support._limits import check_allocation
+
+    padded_shape, interior, view_shape, view_strides = copy
+    if padded_shape == X.shape:
+        padded = np.ascontiguousarray(X)
+    else:
+        check_allocation(padded_shape, X.dtype, "padded input")  # pads can be absurd values
+        padded = np.zeros(padded_shape, X.dtype)
+        padded[interior] = X
+    view = np.ndarray(view_shape, padded.dtype, buffer=padded, strides=view_strides)
+    return view.reshape(group, X.shape[1] // group * kernel_size, -1)
+
+
+def _hashable(value):
+    """A tuple for a list or array argument (None and tuples as they are)."""
+    return value if value is None or type(value) is tuple else tuple(np.asarray(value).tolist())
 
 
 def _direct_conv64(X, W, pads, strides, dilations, group) -> np.ndarray:
@@ -975,23 +1112,23 @@ def exact_conv(
       float64; rounded once to X's type. Accuracy: exact_matmul's, with K = C/group * prod(k).
       Constant filters (read-only weights) have their slices cached as exact_matmul caches a
       constant operand."""
-    from runtime_support._windows import (
-        explicit_pads,
-        gather_windows,
-        pad_spatial,
-        window_index,
-        window_positions,
-        window_view,
-    )
+    from runtime_support._windows import pad_spatial, window_view
 
     X, W = np.asarray(X), np.asarray(W)
     batch, channels = X.shape[:2]
     maps = W.shape[0]
     kernel_shape = W.shape[2:]
     rank = len(kernel_shape)
-    strides = tuple(strides or (1,) * rank)
-    dilations = tuple(dilations or (1,) * rank)
-    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
+    strides, dilations, pads, out_shape, copy = _conv_geometry(
+        X.shape,
+        W.shape,
+        X.dtype.itemsize,
+        _hashable(pads),
+        _hashable(strides),
+        _hashable(dilations),
+        auto_pad,
+    )
+    pads = list(pads)
     kernel_size = math.prod(kernel_shape)
     per_group = channels // group
     narrow = X.dtype.itemsize <= 4 and W.dtype.itemsize <= 4
@@ -1000,17 +1137,11 @@ def exact_conv(
         if B is not None:
             Y += _float64(B).reshape((maps,) + (1,) * rank)
         return _rounded(Y, X.dtype)
-    padded = [n + pads[i] + pads[i + rank] for i, n in enumerate(X.shape[2:])]
-    out_shape = window_positions(padded, kernel_shape, strides, dilations)
     out_size = math.prod(out_shape)
-    gather = min(pads, default=0) >= 0 and min(out_shape, default=1) > 0 and X.size > 0
-    if gather and channels * kernel_size * batch * out_size <= _GATHER_COLUMNS:
-        # the same matrix by one gather through an index settled once per geometry: the
-        # transposing copy of the windows view below runs one short loop per window (conv1 of
-        # the example model, 3 x 32 x 32: 57 -> 23 us at load 3)
-        index = window_index(X.shape, kernel_shape, tuple(pads), strides, dilations, "ctno")
-        columns = gather_windows(X, index, 0, X.dtype)
-        columns = columns.reshape(group, per_group * kernel_size, -1)
+    if copy is not None:
+        # the transposing copy of the windows view below runs one short loop per window (conv1
+        # of the example model, 3 x 32 x 32: 57 us), a gather through an index 22 us, this 11
+        columns = _columns(X, copy, group, kernel_size)
     else:
         windows = window_view(pad_spatial(X, pads, 0), kernel_shape, strides, dilations)
         # (N, G, C/G, O, K) -> (G, C/G, K, N, O) -> (G, C/G * K, N * O)

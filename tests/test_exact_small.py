@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from runtime_support import exact
-from runtime_support.exact import exact_conv, exact_gemm, exact_softmax
+from runtime_support.exact import exact_gemm, exact_softmax
 from runtime_support.exact_math import exact_exp
 
 
@@ -115,20 +115,45 @@ GEOMETRIES = [
 ]
 
 
+def windows_matrix(X, kernel, group, pads, stride, dilation):
+    """im2col's matrix built tap by tap (the independent reference): row (c, kh, kw), column
+    (n, oh, ow) holds the zero-padded input at (n, c, oh * stride + kh * dilation, ...)."""
+    n, c, h, w = X.shape
+    padded = np.zeros((n, c, h + 2 * pads, w + 2 * pads), X.dtype)
+    padded[:, :, pads : pads + h, pads : pads + w] = X
+    reach = (kernel - 1) * dilation + 1
+    out_h = (h + 2 * pads - reach) // stride + 1
+    out_w = (w + 2 * pads - reach) // stride + 1
+    rows = []
+    for channel in range(c):
+        for kh in range(kernel):
+            for kw in range(kernel):
+                top, left = kh * dilation, kw * dilation
+                window = padded[:, channel, top : top + stride * out_h : stride]
+                rows.append(window[:, :, left : left + stride * out_w : stride].reshape(-1))
+    return np.stack(rows).reshape(group, c // group * kernel * kernel, n * out_h * out_w)
+
+
 @pytest.mark.parametrize("geometry", GEOMETRIES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_conv_gathered_columns_equal_the_windows_copy(geometry, dtype, monkeypatch):
-    """exact_conv's im2col matrix by one gather gives the bits of the windows view's copy (the
-    path taken above _GATHER_COLUMNS entries), special values included."""
+@pytest.mark.parametrize("dilation", [1, 2])
+def test_conv_columns_are_the_windows_in_order(geometry, dtype, dilation):
+    """exact_conv's im2col matrix (one copy of a strided view of the padded input) holds every
+    window in the order the product's definition reads it, special values moved as they are."""
     n, c, h, maps, k, group, pads, stride = geometry
     generator = rng(4)
     X = generator.standard_normal((n, c, h, h)).astype(dtype)
     X[0, 0, 1, 1], X[-1, -1, -1, -1] = np.nan, np.inf
-    W = immutable((generator.standard_normal((maps, c // group, k, k)) * 0.3).astype(dtype))
-    B = generator.standard_normal(maps).astype(dtype)
-    arguments = dict(pads=(pads,) * 4, strides=(stride, stride), dilations=(1, 1), group=group)
-    gathered = exact_conv(X, W, B, **arguments)
-    monkeypatch.setattr(exact, "_GATHER_COLUMNS", 0)
-    copied = exact_conv(X, W, B, **arguments)
-    assert gathered.tobytes() == copied.tobytes()
-    assert np.isnan(gathered).any()
+    expected = windows_matrix(X, k, group, pads, stride, dilation)
+    geometry = exact._conv_geometry(
+        X.shape,
+        (maps, c // group, k, k),
+        X.itemsize,
+        (pads,) * 4,
+        (stride,) * 2,
+        (dilation,) * 2,
+        "NOTSET",
+    )
+    columns = exact._columns(X, geometry[-1], group, k * k)
+    assert columns.shape == expected.shape
+    assert columns.tobytes() == expected.tobytes()

@@ -159,12 +159,12 @@ def largest_difference(fast: dict, exact: dict) -> float:
     return worst
 
 
-def time_alternately(fast, exact, feeds: dict, budget: float) -> tuple[float, float, int, int]:
-    """Median seconds per run of each, in alternating blocks; and the number of runs of each."""
-    times = {"fast": [], "exact": []}
-    spent = {"fast": 0.0, "exact": 0.0}
-    modules = {"fast": fast, "exact": exact}
-    while min(spent.values()) < budget or min(len(t) for t in times.values()) < 3:
+def run_in_blocks(modules: dict, feeds: dict, budget: float, runs: int) -> dict[str, list[float]]:
+    """Seconds of every run of each module (by side name) over `feeds`, the sides in alternating
+    blocks of BLOCK_SECONDS, until each has spent `budget` seconds and made `runs` runs."""
+    times: dict[str, list[float]] = {side: [] for side in modules}
+    spent = {side: 0.0 for side in modules}
+    while min(spent.values()) < budget or min(len(t) for t in times.values()) < runs:
         for side, module in modules.items():
             block_start = CLOCK()
             while True:
@@ -175,6 +175,12 @@ def time_alternately(fast, exact, feeds: dict, budget: float) -> tuple[float, fl
                 if end - block_start >= BLOCK_SECONDS:
                     break
             spent[side] += CLOCK() - block_start
+    return times
+
+
+def time_alternately(fast, exact, feeds: dict, budget: float) -> tuple[float, float, int, int]:
+    """Median seconds per run of each, in alternating blocks; and the number of runs of each."""
+    times = run_in_blocks({"fast": fast, "exact": exact}, feeds, budget, 3)
     return (
         statistics.median(times["fast"]),
         statistics.median(times["exact"]),

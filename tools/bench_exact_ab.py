@@ -31,8 +31,6 @@ from pathlib import Path  # noqa: E402
 import runtime_support as rt  # noqa: E402
 from tools import bench_exact  # noqa: E402
 
-CLOCK = bench_exact.CLOCK
-
 
 def other_runtime(checkout: Path) -> types.ModuleType:
     """A stand-in for `runtime_support` whose exact kernels are `checkout`'s exact.py."""
@@ -60,18 +58,8 @@ def imported(path: Path, runtime, tag: str):
 
 
 def medians(sides: dict, feeds: dict, seconds: float) -> dict[str, float]:
-    times: dict[str, list[float]] = {side: [] for side in sides}
-    end = CLOCK() + seconds
-    while CLOCK() < end or min(len(t) for t in times.values()) < 5:
-        for side, module in sides.items():
-            block_start = CLOCK()
-            while True:
-                start = CLOCK()
-                module.run_feeds(feeds)
-                stop = CLOCK()
-                times[side].append(stop - start)
-                if stop - block_start >= bench_exact.BLOCK_SECONDS:
-                    break
+    """Median seconds per run of each side, alternating (bench_exact's blocks), `seconds` in all."""
+    times = bench_exact.run_in_blocks(sides, feeds, seconds / len(sides), 5)
     return {side: statistics.median(t) for side, t in times.items()}
 
 

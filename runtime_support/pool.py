@@ -8,6 +8,7 @@ GlobalLpPool sums in numpy's order.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -86,7 +87,9 @@ def max_pool(
         (n + pads[a] + pads[a + rank] + extra[a] - (k - 1) * d - 1) // s + 1
         for a, (n, k, s, d) in enumerate(zip(X.shape[2:], kernel_shape, strides, dilations))
     ]
-    if _flat_separable_wins(X, out, kernel_shape, strides):
+    if _small_tiles(X, kernel_shape, pads, strides, dilations, extra, out):
+        Y = _tile_max(X, kernel_shape, out)
+    elif _flat_separable_wins(X, out, kernel_shape, strides):
         Y = _flat_separable(X, pads, lowest, kernel_shape, strides, dilations, extra, np.maximum)
     elif 2 * math.prod(out) <= X.shape[0] * X.shape[1] and min(out, default=1) > 0:
         # few output positions, many channels: channels last, one inner loop per position
@@ -131,6 +134,54 @@ def max_pool(
     batch, channels = X.shape[:2]
     base = np.arange(batch * channels, dtype=np.int64).reshape((batch, channels) + (1,) * rank)
     return Y, spatial_index + base * plane
+
+
+# Maps of at most this many values whose windows tile them (LeNet's 2x2/2 pools) take the maxima
+# of the tiles' taps as strided views (`_tile_max`): three calls for a 2x2 window where the other
+# paths pad, split or copy first. Thread CPU time per call, hot: 6 x 24 x 24 14.1 -> 11.4 us,
+# 16 x 8 x 8 13.2 -> 10.3 (lenet_b1's run 97.9 -> 92.3); at 2 x 64 x 56 x 56 (401,408 values) the
+# strided reads lose (162 -> 189 us).
+_TILE_MAX_SIZE = 16384
+
+
+def _small_tiles(x, kernel_shape, pads, strides, dilations, extra, out) -> bool:
+    """Whether max_pool's windows are the tiles of a small map: strides equal to the kernel, no
+    pads, dilation or ceil_mode room, some output, at most _TILE_MAX_SIZE values."""
+    return (
+        x.size <= _TILE_MAX_SIZE
+        and tuple(strides) == tuple(kernel_shape)
+        and not any(pads)
+        and all(d == 1 for d in dilations)
+        and not any(extra)
+        and min(out, default=0) > 0
+        and math.prod(kernel_shape) > 1
+    )
+
+
+def _tile_max(x, kernel_shape, out):
+    """The maxima of the tiles (N, C, *out) of x cropped to whole tiles: x viewed as (N, C, o1,
+    k1, o2, k2, ...), the taps combined in C order with np.maximum (the bits of the other paths:
+    NaN propagates, a tie of zeros gives the later tap)."""
+    crop, split, taps = _tile_geometry(x.shape, tuple(kernel_shape), tuple(out))
+    tiles = (x if crop is None else x[crop]).reshape(split)
+    Y = np.maximum(tiles[taps[0]], tiles[taps[1]])
+    for tap in taps[2:]:
+        np.maximum(Y, tiles[tap], out=Y)
+    return Y
+
+
+@functools.lru_cache(maxsize=256)
+def _tile_geometry(shape, kernel_shape, out):
+    """_tile_max's crop (None when the tiles cover x), the (N, C, o1, k1, ...) shape and each
+    tap's index into it, in C order: Python work settled once per shape."""
+    whole = tuple(o * k for o, k in zip(out, kernel_shape))
+    crop = None if whole == shape[2:] else (slice(None), slice(None)) + tuple(map(slice, whole))
+    split = shape[:2] + tuple(d for o, k in zip(out, kernel_shape) for d in (o, k))
+    taps = [
+        (slice(None), slice(None)) + tuple(i for t in tap for i in (slice(None), t))
+        for tap in itertools.product(*map(range, kernel_shape))
+    ]
+    return crop, split, taps
 
 
 # MaxPool windows of at most this many taps, overlapping, combine the taps directly (max_pool);

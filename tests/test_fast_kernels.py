@@ -1083,3 +1083,35 @@ def test_leaky_selection_matches_onnxruntime(op_type, slope, selection, tmp_path
     with np.errstate(invalid="ignore"):  # np.where's inf * 0 (the NaN it then discards)
         got = module.run(X)[0]
     np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    "shape,kernel",
+    [
+        ((1, 6, 24, 24), (2, 2)),
+        ((2, 3, 9, 7), (3, 2)),
+        ((1, 2, 8), (2,)),
+        ((1, 2, 4, 4, 6), (2, 2, 3)),
+    ],
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8])
+def test_max_pool_tiles_give_the_other_paths_bits(shape, kernel, dtype, monkeypatch):
+    """MaxPool over the tiles of a small map (pool._tile_max) gives the bits of the paths it
+    replaces, on zeros of both signs, NaN and ties: max_pool serves the exact variant too."""
+    pool = importlib.import_module("runtime_support.pool")
+    rng = np.random.default_rng(3)
+    if dtype == np.int8:
+        X = rng.integers(-3, 3, size=shape).astype(dtype)
+    else:
+        X = rng.choice(np.array([0.0, -0.0, 1.0, -1.0, np.nan], dtype), size=shape)
+    rank = len(kernel)
+    keywords = dict(
+        kernel_shape=kernel, pads=(0,) * 2 * rank, strides=kernel, dilations=(1,) * rank
+    )
+    out = [n // k for n, k in zip(shape[2:], kernel)]
+    assert pool._small_tiles(X, kernel, (0,) * 2 * rank, kernel, (1,) * rank, (0,) * rank, out)
+    tiles = rt.max_pool(X, **keywords)
+    monkeypatch.setattr(pool, "_TILE_MAX_SIZE", 0)
+    other = rt.max_pool(X, **keywords)
+    assert tiles.dtype == other.dtype and tiles.shape == other.shape
+    assert tiles.tobytes() == other.tobytes()

@@ -284,6 +284,33 @@ def reduce_windows(
     return np.ascontiguousarray(np.moveaxis(result, (-2, -1), (0, 1)))
 
 
+def tiling(kernel_shape, strides, dilations, pads) -> bool:
+    """Whether the windows tile the input without overlap or gaps: strides equal to the kernel
+    (more than one tap), no dilation, no pads (a ViT's patch embedding, LeNet's 2x2/2 pools)."""
+    return (
+        len(strides) == len(kernel_shape)
+        and tuple(strides) == tuple(kernel_shape)
+        and math.prod(kernel_shape) > 1
+        and all(d == 1 for d in dilations)
+        and not any(pads)
+    )
+
+
+def tile_view(x, kernel_shape, out):
+    """x (N, C, *spatial) cropped to the `out` whole tiles of `kernel_shape` on each axis, viewed
+    as (N, C, o1, k1, o2, k2, ...) (a copy only where the crop leaves x non-contiguous)."""
+    crop, split = _tile_geometry(x.shape, tuple(kernel_shape), tuple(out))
+    return (x if crop is None else x[crop]).reshape(split)
+
+
+@functools.lru_cache(maxsize=256)
+def _tile_geometry(shape, kernel_shape, out):
+    """tile_view's crop (None when the tiles cover x) and split shape, settled once per shape."""
+    whole = tuple(o * k for o, k in zip(out, kernel_shape))
+    crop = None if whole == shape[2:] else (slice(None), slice(None)) + tuple(map(slice, whole))
+    return crop, shape[:2] + tuple(d for o, k in zip(out, kernel_shape) for d in (o, k))
+
+
 def taps(kernel_shape):
     """Every kernel tap (a tuple of offsets), in C order."""
     return list(itertools.product(*(range(k) for k in kernel_shape)))

@@ -56,6 +56,8 @@ from runtime_support._windows import (
     settled_pads,
     tap_slices,
     taps,
+    tile_view,
+    tiling,
     window_index,
     window_positions,
 )
@@ -457,7 +459,7 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
         return plan(_depthwise_path, group=group, extra=products)
     if all(k == 1 for k in kernel_shape) and not any(pads):
         return plan(_pointwise_path, group=group)
-    if _patches(kernel_shape, strides, dilations, pads):
+    if tiling(kernel_shape, strides, dilations, pads):
         return plan(_patch_path, group=group)
     if (
         group == 1
@@ -860,18 +862,6 @@ def _windowed_product(x, w, bias, pads, strides):
     return Y.transpose(0, 2, 1).reshape((batch, w.shape[0]) + out)
 
 
-def _patches(kernel_shape, strides, dilations, pads) -> bool:
-    """Whether the windows tile the input without overlap or gaps: strides equal to the kernel
-    (more than one tap), no dilation, no pads (a ViT's patch embedding)."""
-    return (
-        len(strides) == len(kernel_shape)
-        and tuple(strides) == tuple(kernel_shape)
-        and math.prod(kernel_shape) > 1
-        and all(d == 1 for d in dilations)
-        and not any(pads)
-    )
-
-
 def _patch_product(X, w, bias, group):
     """conv when the windows are non-overlapping patches: X (cropped to whole patches) viewed as
     (N, C, o1, k1, o2, k2, ...) is the im2col matrix after one transposing copy to
@@ -883,13 +873,10 @@ def _patch_product(X, w, bias, group):
     out = tuple(n // k for n, k in zip(X.shape[2:], kernel_shape))
     if batch == 0 or math.prod(out) == 0:
         return np.zeros((batch, maps) + out, w.dtype)
-    cropped = X[
-        (slice(None), slice(None)) + tuple(slice(0, o * k) for o, k in zip(out, kernel_shape))
-    ]
-    split = (batch, channels) + tuple(d for o, k in zip(out, kernel_shape) for d in (o, k))
     rank = len(out)
     order = (0, 1) + tuple(3 + 2 * i for i in range(rank)) + tuple(2 + 2 * i for i in range(rank))
-    columns = np.ascontiguousarray(cropped.reshape(split).transpose(order), dtype=w.dtype)
+    tiles = tile_view(X, kernel_shape, out)
+    columns = np.ascontiguousarray(tiles.transpose(order), dtype=w.dtype)
     columns = columns.reshape(batch, group, -1, math.prod(out))
     filters = w.reshape(group, maps // group, -1)
     Y = _stacked(filters, columns).reshape((batch, maps) + out)

@@ -8,7 +8,6 @@ GlobalLpPool sums in numpy's order.
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 
 import numpy as np
@@ -21,6 +20,9 @@ from runtime_support._windows import (
     output_extent,
     pad_spatial,
     reduce_windows,
+    taps,
+    tile_view,
+    tiling,
     window_positions,
     window_view,
 )
@@ -145,43 +147,35 @@ _TILE_MAX_SIZE = 16384
 
 
 def _small_tiles(x, kernel_shape, pads, strides, dilations, extra, out) -> bool:
-    """Whether max_pool's windows are the tiles of a small map: strides equal to the kernel, no
-    pads, dilation or ceil_mode room, some output, at most _TILE_MAX_SIZE values."""
+    """Whether max_pool's windows are the tiles of a small map (_windows.tiling, no ceil_mode
+    room, some output, at most _TILE_MAX_SIZE values)."""
     return (
         x.size <= _TILE_MAX_SIZE
-        and tuple(strides) == tuple(kernel_shape)
-        and not any(pads)
-        and all(d == 1 for d in dilations)
+        and tiling(kernel_shape, strides, dilations, pads)
         and not any(extra)
         and min(out, default=0) > 0
-        and math.prod(kernel_shape) > 1
     )
 
 
 def _tile_max(x, kernel_shape, out):
-    """The maxima of the tiles (N, C, *out) of x cropped to whole tiles: x viewed as (N, C, o1,
-    k1, o2, k2, ...), the taps combined in C order with np.maximum (the bits of the other paths:
-    NaN propagates, a tie of zeros gives the later tap)."""
-    crop, split, taps = _tile_geometry(x.shape, tuple(kernel_shape), tuple(out))
-    tiles = (x if crop is None else x[crop]).reshape(split)
-    Y = np.maximum(tiles[taps[0]], tiles[taps[1]])
-    for tap in taps[2:]:
-        np.maximum(Y, tiles[tap], out=Y)
+    """The maxima of the tiles (N, C, *out) of x (_windows.tile_view), the taps combined in C
+    order with np.maximum (the bits of the other paths: NaN propagates, a tie of zeros gives the
+    later tap)."""
+    tiles = tile_view(x, kernel_shape, out)
+    indices = _tap_indices(tuple(kernel_shape))
+    Y = np.maximum(tiles[indices[0]], tiles[indices[1]])
+    for index in indices[2:]:
+        np.maximum(Y, tiles[index], out=Y)
     return Y
 
 
-@functools.lru_cache(maxsize=256)
-def _tile_geometry(shape, kernel_shape, out):
-    """_tile_max's crop (None when the tiles cover x), the (N, C, o1, k1, ...) shape and each
-    tap's index into it, in C order: Python work settled once per shape."""
-    whole = tuple(o * k for o, k in zip(out, kernel_shape))
-    crop = None if whole == shape[2:] else (slice(None), slice(None)) + tuple(map(slice, whole))
-    split = shape[:2] + tuple(d for o, k in zip(out, kernel_shape) for d in (o, k))
-    taps = [
+@functools.lru_cache(maxsize=64)
+def _tap_indices(kernel_shape):
+    """Each tap's index into a (N, C, o1, k1, o2, k2, ...) tile view, in C order (taps)."""
+    return [
         (slice(None), slice(None)) + tuple(i for t in tap for i in (slice(None), t))
-        for tap in itertools.product(*map(range, kernel_shape))
+        for tap in taps(kernel_shape)
     ]
-    return crop, split, taps
 
 
 # MaxPool windows of at most this many taps, overlapping, combine the taps directly (max_pool);

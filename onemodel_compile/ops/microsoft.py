@@ -1094,18 +1094,27 @@ def _decoder_geometry(view: NodeView, attr: str) -> dict:
             f"{len(graph.inputs)} inputs and {len(graph.outputs)} outputs (a shared past/present "
             f"buffer is not supported)"
         )
-    past = graph.types.get(graph.inputs[3])
+    geometry = _past_geometry(
+        graph.types.get(graph.inputs[3]),
+        (2, 4),
+        5,
+        f"{label}: {view.op_type}'s {attr} subgraph must declare its past_0 input as "
+        f"(2, batch, heads, length, head size) with the heads and head size as numbers",
+    )
+    return {"layers": len(graph.outputs) - 1, **geometry}
+
+
+def _past_geometry(past, axes: tuple[int, int], rank: int, error: str) -> dict:
+    """heads, head_size and dtype of a generation subgraph's first past input, a value type of
+    `rank` dims with the heads and head size at `axes`; CompileError(error) when it does not
+    declare both as numbers."""
     shape = getattr(past, "shape", None)
-    if shape is None or len(shape) != 5 or not all(isinstance(shape[i], int) for i in (2, 4)):
-        raise CompileError(
-            f"{label}: {view.op_type}'s {attr} subgraph must declare its past_0 input as "
-            f"(2, batch, heads, length, head size) with the heads and head size as numbers"
-        )
+    if shape is None or len(shape) != rank or not all(isinstance(shape[i], int) for i in axes):
+        raise CompileError(error)
     dtype = getattr(past, "dtype", None)
     return {
-        "layers": len(graph.outputs) - 1,
-        "heads": int(shape[2]),
-        "head_size": int(shape[4]),
+        "heads": int(shape[axes[0]]),
+        "head_size": int(shape[axes[1]]),
         "dtype": np.dtype(dtype if dtype is not None else np.float32).name,
     }
 
@@ -1176,14 +1185,13 @@ def _encoder_decoder_geometry(view: NodeView, whisper: bool = False) -> dict:
             f"{label}: {op}'s decoder must declare its input_ids as (batch, 1) (a decoder fed "
             f"the whole sequence every step is not supported)"
         )
-    past = decoder.types.get(decoder.inputs[first_past])
-    shape = getattr(past, "shape", None)
-    if shape is None or len(shape) != 4 or not all(isinstance(shape[i], int) for i in (1, 3)):
-        raise CompileError(
-            f"{label}: {op}'s decoder must declare its past_key_self_0 input as (batch, heads, "
-            f"length, head size) with the heads and head size as numbers"
-        )
-    dtype = getattr(past, "dtype", None)
+    geometry = _past_geometry(
+        decoder.types.get(decoder.inputs[first_past]),
+        (1, 3),
+        4,
+        f"{label}: {op}'s decoder must declare its past_key_self_0 input as (batch, heads, "
+        f"length, head size) with the heads and head size as numbers",
+    )
     return {
         "encoder": pyir.Ref(view.body("encoder")),
         "decoder_start_token_id": int(view.attr("decoder_start_token_id")),
@@ -1191,9 +1199,7 @@ def _encoder_decoder_geometry(view: NodeView, whisper: bool = False) -> dict:
         "hidden_states": hidden_states,
         **({"whisper": True} if whisper else {}),
         "layers": layers,
-        "heads": int(shape[1]),
-        "head_size": int(shape[3]),
-        "dtype": np.dtype(dtype if dtype is not None else np.float32).name,
+        **geometry,
     }
 
 

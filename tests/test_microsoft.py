@@ -606,17 +606,6 @@ def test_tokenizer_refuses_what_onnxruntime_refuses(tokenexp, changes, message):
         generate(model)
 
 
-@pytest.fixture
-def without_re2(monkeypatch):
-    """The runtime as it is on a machine without the `regex` extra."""
-    from runtime_support import strings
-
-    monkeypatch.setattr(strings, "re2", None)
-    strings.compile_longest.cache_clear()
-    yield
-    strings.compile_longest.cache_clear()
-
-
 def test_tokenexp_without_re2_names_the_extra(without_re2):
     """No fallback to Python's re (leftmost-first: "a|ab" would give "a"): the module compiles,
     as the machine that runs it may have RE2, and fails naming the node and the extra."""

@@ -58,15 +58,6 @@ def _onnxruntime(model: onnx.ModelProto, texts: np.ndarray) -> np.ndarray:
     return session.run(None, {"X": texts})[0]
 
 
-@pytest.fixture
-def without_re2(monkeypatch):
-    """The runtime as it is on a machine without the `regex` extra."""
-    monkeypatch.setattr(strings, "re2", None)
-    strings.compile_pattern.cache_clear()
-    yield
-    strings.compile_pattern.cache_clear()
-
-
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("engine", ["re2", "python-re"])
 def test_matches_onnxruntime(pattern, engine, request):

@@ -8,11 +8,11 @@ Sizes and lengths may arrive as scalars or one-element tensors at run time. Not 
 FFT, cos, log10 and power give machine-dependent bits.
 
 The exact variant's kernels (exact_dft, exact_stft, the exact windows, exact_mel_weight_matrix)
-compute the same definitions with the library's own functions: the transforms by an FFT in float64
-whose every operation and its order are part of its definition (radix 2, or Bluestein's algorithm
-for other lengths), with twiddles cos and sin(2 pi m/L) from
-runtime_support.exact_trig.cos_sin_of_turns, rounded once to the signal's type; the windows take
-their cosines from the same function and the mel filter bank exact_log and exact_pow.
+compute the same definitions with the library's own functions: the transforms by
+runtime_support.mixed_radix's FFT, whose every rounding is part of its definition (forward in
+float64 rounded once to the signal's type, inverse in float32 or float64, as numpy 2 computes
+complex64 and complex128 data); the windows take their cosines from
+runtime_support.exact_trig.cos_sin_of_turns and the mel filter bank exact_log and exact_pow.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from runtime_support import mixed_radix
 from runtime_support._kernels import kernel
 from runtime_support._limits import check_allocation
 from runtime_support.exact import _rounded
@@ -211,120 +212,36 @@ def _mel_weights(
 
 # --- the exact variant ----------------------------------------------------------------------------
 #
-# One fast Fourier transform whose every operation and its order are part of the definition, in
-# float64: radix-2 decimation in time for power-of-two lengths, Bluestein's algorithm (a chirp
-# and a power-of-two convolution) for the others. Twiddles and chirps come from
-# runtime_support.exact_trig.cos_sin_of_turns (the angle reduced as an integer fraction of a turn)
-# and are kept per length: they depend on nothing else.
+# The transforms are runtime_support.mixed_radix's FFT, whose every rounding is part of its
+# definition. Which precision each form runs in follows numpy 2's FFT of a complex64 array (the
+# ONNX backend data's generator): the forward transform in float64, rounded once to the signal's
+# type; the inverse in the working type (float32 for float32 and the 16-bit types, float64 for
+# float64) with the scale 1/L multiplied in at the end, as numpy 2's ifft does.
 
-_TABLES: dict[tuple, tuple] = {}
-_TABLES_KEPT = 64  # different tables in one process, at most (then the oldest goes)
-
-
-def _table(key: tuple, make):
-    table = _TABLES.get(key)
-    if table is None:
-        if len(_TABLES) >= _TABLES_KEPT:
-            _TABLES.pop(next(iter(_TABLES)))
-        table = _TABLES[key] = make()
-    return table
+_FORWARD_TYPE = np.float64
 
 
-def _multiply(ar, ai, br, bi) -> tuple[np.ndarray, np.ndarray]:
-    """(ar + i ai)(br + i bi) as (ar br - ai bi, ar bi + ai br), each product and sum one IEEE
-    operation in this order."""
-    real = ar * br
-    real -= ai * bi
-    imag = ar * bi
-    imag += ai * br
-    return real, imag
+def _working_type(dtype) -> type:
+    return np.float64 if dtype == np.float64 else np.float32
 
 
-def _radix2_tables(n: int):
-    """Bit-reversed order of 0..n-1 and, per stage of size 2, 4, ..., n, the twiddles
-    exp(-2 pi i j / size), j < size / 2."""
-    bits = n.bit_length() - 1
-    index = np.arange(n)
-    order = np.zeros(n, dtype=np.intp)
-    for b in range(bits):
-        order |= ((index >> b) & 1) << (bits - 1 - b)
-    stages = []
-    size = 2
-    while size <= n:
-        cosine, sine = cos_sin_of_turns(np.arange(size // 2), size)
-        stages.append((cosine, -sine))
-        size *= 2
-    return order, stages
+def _fft(re: np.ndarray, im: np.ndarray, forward: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The DFT along the last axis (empty when the length is 0); the inverse divided by the
+    length (a value of the arrays' type, multiplied in)."""
+    length = re.shape[-1]
+    if length == 0:
+        return re, im
+    dtype = re.dtype.type
+    scale = dtype(1) if forward else dtype(1) / dtype(length)
+    return mixed_radix.transform(re, im, forward, scale)
 
 
-def _radix2(re: np.ndarray, im: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The forward DFT (unnormalised, exp(-2 pi i n k / N)) along the last axis of float64 arrays
-    of a power-of-two length N: the inputs in bit-reversed order, then for each stage of size
-    2, 4, ..., N and each butterfly (even e, odd o, twiddle w): t = o w (see _multiply),
-    o' = e - t, e' = e + t."""
-    n = re.shape[-1]
-    order, stages = _table(("radix-2", n), lambda: _radix2_tables(n))
-    re, im = re[..., order], im[..., order]  # copies: the stages work in place
-    size = 2
-    for w_re, w_im in stages:
-        half = size // 2
-        shape = re.shape[:-1] + (n // size, 2, half)
-        r, i = re.reshape(shape), im.reshape(shape)
-        even_re, even_im, odd_re, odd_im = r[..., 0, :], i[..., 0, :], r[..., 1, :], i[..., 1, :]
-        t_re, t_im = _multiply(odd_re, odd_im, w_re, w_im)
-        np.subtract(even_re, t_re, out=odd_re)
-        np.subtract(even_im, t_im, out=odd_im)
-        even_re += t_re
-        even_im += t_im
-        size *= 2
-    return re, im
-
-
-def _bluestein_tables(n: int):
-    """The chirp c_j = exp(-pi i j**2 / n), j < n, the convolution length m (the power of two at
-    least 2n - 1) and the transform of b = conj(c) laid out for a circular convolution of length m
-    (b_j at j and at m - j)."""
-    j = np.arange(n, dtype=np.int64)
-    cosine, sine = cos_sin_of_turns(j * j % (2 * n), 2 * n)  # exp(2 pi i j**2 / 2n)
-    m = 1 << (2 * n - 2).bit_length()
-    b_re, b_im = np.zeros(m), np.zeros(m)
-    b_re[:n], b_im[:n] = cosine, sine
-    b_re[m - n + 1 :], b_im[m - n + 1 :] = cosine[:0:-1], sine[:0:-1]
-    return (cosine, -sine), m, _radix2(b_re, b_im)
-
-
-def _bluestein(re: np.ndarray, im: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The forward DFT along the last axis for any length n by Bluestein's algorithm:
-    X_k = c_k sum_j (x_j c_j) conj(c_{k-j}) with c_j = exp(-pi i j**2 / n) (2 j k = j**2 + k**2 -
-    (k - j)**2), the sum a circular convolution of length m computed as the inverse radix-2
-    transform of the product of the two transforms (the inverse as the conjugate of the forward
-    transform of the conjugate, divided by m, a power of two)."""
-    n = re.shape[-1]
-    (c_re, c_im), m, (b_re, b_im) = _table(("bluestein", n), lambda: _bluestein_tables(n))
-    a_re, a_im = _multiply(re, im, c_re, c_im)
-    pad = [(0, 0)] * (re.ndim - 1) + [(0, m - n)]
-    a_re, a_im = _radix2(np.pad(a_re, pad), np.pad(a_im, pad))
-    p_re, p_im = _multiply(a_re, a_im, b_re, b_im)
-    q_re, q_im = _radix2(p_re, np.negative(p_im))
-    q_re, q_im = q_re[..., :n] / m, q_im[..., :n] / -m
-    return _multiply(q_re, q_im, c_re, c_im)
-
-
-def _fft(re: np.ndarray, im: np.ndarray, inverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """The DFT along the last axis of float64 arrays, unnormalised: exp(-2 pi i n k / N), or with
-    `inverse` exp(+2 pi i n k / N) as the conjugate of the forward transform of the conjugate."""
-    n = re.shape[-1]
-    transform = _radix2 if n & (n - 1) == 0 else _bluestein
-    if not inverse:
-        return transform(re, im)
-    re, im = transform(re, np.negative(im))
-    return re, np.negative(im, out=im)
-
-
-def _signal_parts(x: np.ndarray, axis: int, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """Real and imaginary parts (float64) of an ONNX (..., 1) or (..., 2) signal with `axis` moved
-    last, cut or zero-padded to `length` values."""
-    parts = [np.moveaxis(x[..., j], axis, -1).astype(np.float64) for j in range(x.shape[-1])]
+def _signal_parts(
+    x: np.ndarray, axis: int, length: int, dtype=_FORWARD_TYPE
+) -> tuple[np.ndarray, np.ndarray]:
+    """Real and imaginary parts (in `dtype`) of an ONNX (..., 1) or (..., 2) signal with `axis`
+    moved last, cut or zero-padded to `length` values."""
+    parts = [np.moveaxis(x[..., j], axis, -1).astype(dtype) for j in range(x.shape[-1])]
     if len(parts) == 1:
         parts.append(np.zeros_like(parts[0]))
     size = parts[0].shape[-1]
@@ -336,11 +253,11 @@ def _signal_parts(x: np.ndarray, axis: int, length: int) -> tuple[np.ndarray, np
 
 @kernel(exact=True)
 def exact_dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
-    """dft's definition by the FFT above (_fft: radix 2, or Bluestein's algorithm), in float64,
-    the inverse divided by dft_length, rounded once to the input's type. The real inverse builds
-    the whole spectrum of length L from its first L // 2 + 1 frequencies (X[L - k] = conj(X[k]),
-    the imaginary parts of X[0] and X[L / 2] dropped, as numpy's irfft does) and keeps the real
-    part."""
+    """dft's definition by mixed_radix's FFT: the forward transform in float64, rounded once to
+    the input's type; the inverse in the working type, times 1/dft_length at the end. The real
+    inverse builds the whole spectrum of length L from its first L // 2 + 1 frequencies
+    (X[L - k] = conj(X[k]), the imaginary parts of X[0] and X[L / 2] dropped, as numpy's irfft
+    does) and keeps the real part."""
     x = np.asarray(input)
     axis = _signal_axis(axis, x.ndim)
     size = x.shape[axis]
@@ -348,22 +265,20 @@ def exact_dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
         padded = list(x.shape)
         padded[axis] = max(_int(dft_length), 0)
         check_allocation(padded, np.complex128)
+    working = _FORWARD_TYPE if not inverse else _working_type(x.dtype)
     if inverse and onesided:
         length = 2 * (size - 1) if dft_length is None else _int(dft_length)
-        re, im = _signal_parts(x, axis, length // 2 + 1)
-        im[..., 0] = 0.0
+        re, im = _signal_parts(x, axis, length // 2 + 1, working)
+        im[..., 0] = 0
         if length % 2 == 0:
-            im[..., length // 2] = 0.0
+            im[..., length // 2] = 0
         mirror = slice((length - 1) // 2, 0, -1)  # frequencies L - k for k = (L - 1) // 2 .. 1
         re = np.concatenate([re, re[..., mirror]], axis=-1)[..., :length]
         im = np.concatenate([im, np.negative(im[..., mirror])], axis=-1)[..., :length]
-        samples = _fft(re, im, inverse=True)[0] / length
+        samples = _fft(re, im, forward=False)[0]
         return _rounded(np.moveaxis(samples[..., None], -2, axis), x.dtype)
     length = size if dft_length is None else _int(dft_length)
-    re, im = _fft(*_signal_parts(x, axis, length), inverse=bool(inverse))
-    if inverse:
-        re /= length
-        im /= length
+    re, im = _fft(*_signal_parts(x, axis, length, working), forward=not inverse)
     if onesided and not inverse:
         re, im = re[..., : length // 2 + 1], im[..., : length // 2 + 1]
     return _rounded(np.moveaxis(np.stack([re, im], axis=-1), -2, axis), x.dtype)
@@ -372,7 +287,7 @@ def exact_dft(input, dft_length=None, *, axis=1, inverse=0, onesided=0):
 @kernel(exact=True)
 def exact_stft(signal, frame_step, window=None, frame_length=None, *, onesided=1):
     """stft's definition: the frames times the window (float64 products), each frame transformed
-    by the FFT above, rounded once to the signal's type."""
+    forward by mixed_radix's FFT in float64, rounded once to the signal's type."""
     signal = _stft_signal(signal)
     frames, length = _frames(signal, frame_step, window, frame_length)  # (batch, F, parts, L)
     re, im = _signal_parts(np.moveaxis(frames, -2, -1), 2, length)

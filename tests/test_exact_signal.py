@@ -87,53 +87,76 @@ def test_dft_against_complex128_fft(shape, axis, length, inverse, onesided, dtyp
     assert_close(got, want, 4.0 * shape[along], dtype)
 
 
-def test_dft_of_exactly_zero_frequencies_is_zero():
-    """The inverse transform of arange (the backend case test_dft_inverse): where the exact result
-    is 0, exact_dft gives float64 rounding noise (numpy's complex64 FFT gives 1.9e-7 there,
-    onnxruntime 7e-6)."""
-    x = np.arange(100, dtype=np.complex64).reshape(10, 10)
-    x = np.stack([x.real, x.imag], axis=2).astype(np.float32).reshape(1, 10, 10, 2)
-    y = rt.exact_dft(x, axis=1, inverse=1)
-    assert np.all(np.abs(y[0, 5, :, 1]) < 1e-12)
-    assert_close(y, pairs(np.fft.ifft(complex_of(x), axis=1)), 100.0, np.float32)
+# Lengths through every pass of the mixed-radix FFT: the fixed butterflies (2, 3, 4, 5, 7, 8, 11),
+# the general one (13, 17, 19, ...), several passes with twiddles, and Bluestein's algorithm.
+MIXED_RADIX_LENGTHS = list(range(1, 41)) + [48, 64, 77, 89, 96, 121, 128, 169, 202, 256, 1009, 1024]
 
 
-def _inverse_dft_in_mpmath(x: np.ndarray) -> np.ndarray:
-    """The inverse DFT along axis 1 of a (1, L, M, 2) signal, summed in mpmath at 40 digits."""
-    mp.mp.dps = 40
-    _, length, width, _ = x.shape
-    twiddles = [mp.expjpi(mp.mpf(2 * k) / length) for k in range(length)]
-    truth = np.zeros(x.shape, dtype=np.float64)
-    for k in range(length):
-        for j in range(width):
-            total = mp.fsum(
-                mp.mpc(*x[0, n, j].tolist()) * twiddles[n * k % length] for n in range(length)
-            )
-            value = total / length
-            truth[0, k, j] = float(value.real), float(value.imag)
-    return truth
+@pytest.mark.skipif(
+    np.lib.NumpyVersion(np.__version__) < "2.0.0",
+    reason="numpy 1.x computes complex64 transforms in double precision",
+)
+@pytest.mark.parametrize("n", MIXED_RADIX_LENGTHS)
+def test_mixed_radix_fft_is_numpy2s_fft(n):
+    """runtime_support.mixed_radix follows the operation order of the FFT numpy 2 runs (pocketfft):
+    its float32 inverse with the scale 1/n gives np.fft.ifft's complex64 bits, and its float64
+    forward transform rounded to float32 np.fft.fft's complex64 bits (numpy 2 computes that one
+    in double precision)."""
+    from runtime_support import mixed_radix
+
+    r = np.random.default_rng(n)
+    x = (r.standard_normal((4, n)) + 1j * r.standard_normal((4, n))).astype(np.complex64)
+    want = np.fft.ifft(x, axis=-1)
+    scale = np.float32(1) / np.float32(n)
+    re, im = mixed_radix.transform(x.real.copy(), x.imag.copy(), False, scale)
+    assert (
+        re.dtype == np.float32 and np.array_equal(re, want.real) and np.array_equal(im, want.imag)
+    )
+    want = np.fft.fft(x, axis=-1)
+    re, im = mixed_radix.transform(x.real.astype(np.float64), x.imag.astype(np.float64), True)
+    assert np.array_equal(re.astype(np.float32), want.real)
+    assert np.array_equal(im.astype(np.float32), want.imag)
 
 
-@pytest.mark.parametrize("name", ["test_dft_inverse", "test_dft_inverse_opset19"])
-def test_dft_inverse_cases_exact_nearer_the_truth(name):
-    """The two backend cases tests/acceptance.py records as divergent: against the transform in
-    mpmath, exact_dft's error is below the backend data's everywhere it matters, and where the
-    data differ from exact_dft beyond the case's tolerance (the true value is 0) the data hold
-    single-precision FFT noise and exact_dft float64 noise."""
+def test_mixed_radix_lengths_cover_every_pass():
+    from runtime_support import mixed_radix
+
+    factors = {f for n in MIXED_RADIX_LENGTHS for f in mixed_radix._factors(n)}
+    assert {2, 3, 4, 5, 7, 8, 11, 13} <= factors
+    assert any(mixed_radix._uses_bluestein(n) for n in MIXED_RADIX_LENGTHS)
+
+
+DFT_CASES_BIT_FOR_BIT = [
+    "test_dft",
+    "test_dft_axis",
+    "test_dft_axis_opset19",
+    "test_dft_inverse",
+    "test_dft_inverse_opset19",
+    "test_dft_irfft",
+    "test_dft_irfft_opset19",
+    "test_dft_opset19",
+]
+
+
+@pytest.mark.parametrize("name", DFT_CASES_BIT_FOR_BIT)
+def test_dft_backend_data_bit_for_bit(name):
+    """The backend data of the complex DFT cases (numpy 2's FFT of complex64 arrays, the inverse
+    in single precision) are exact_dft's bits, not only within the cases' tolerance. (The two
+    one-sided forward cases come from numpy's real FFT, another order: within 1e-14 there.)"""
+    import onnx
+
     from tests.harness import backend_cases
 
     case = backend_cases.case(name)
-    (x, *_), (expected,) = case.data_sets[0]
-    truth = _inverse_dft_in_mpmath(x)
-    got = rt.exact_dft(x, axis=1, inverse=1)
-    ours, theirs = np.abs(got - truth), np.abs(expected.astype(np.float64) - truth)
-    assert ours.max() < theirs.max() / 3
-    assert np.sum(ours**2) < np.sum(theirs**2) / 10
-    rounded = truth.astype(np.float32)
-    assert np.sum(got == rounded) > 2 * np.sum(expected == rounded)
-    outside = np.abs(got - expected) > case.atol + case.rtol * np.abs(expected)
-    assert outside.sum() == 10 and np.all(truth[outside] == 0.0)
-    assert np.all(ours[outside] < 1e-12) and np.all(theirs[outside] > 1e-7)
+    (x, *rest), (expected,) = case.data_sets[0]
+    attributes = {
+        a.name: onnx.helper.get_attribute_value(a) for a in case.model.graph.node[-1].attribute
+    }
+    axis = int(rest[0]) if rest else attributes.get("axis", 1)
+    got = rt.exact_dft(
+        x, axis=axis, inverse=attributes.get("inverse", 0), onesided=attributes.get("onesided", 0)
+    )
+    assert got.dtype == expected.dtype and np.array_equal(got, expected)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -40,8 +40,7 @@ def _dft(view: NodeView, axis) -> pyir.Expr:
     return call("rt.dft", *args, axis=axis, inverse=inverse, onesided=onesided)
 
 
-# Exact through the kernel's twin rt.exact_dft. Two backend cases hold numpy 2's complex64 FFT
-# noise where the transform is 0 (docs/exact-variant.md); tests/acceptance.py records them.
+# Exact through the kernel's twin rt.exact_dft (a fixed-order FFT: docs/exact-variant.md).
 @emitter("DFT", since=17, until=19, exact=True)
 def dft_17(view: NodeView) -> pyir.Expr:
     return _dft(view, view.attr("axis"))

@@ -420,6 +420,7 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
         products = channels >= _DEPTHWISE_PRODUCT_CHANNELS  # _depthwise's way, per plan
         if path is _depthwise_path:
             return plan(_depthwise_path, group=group, extra=products)
+        runs = _depthwise_chunk(out, batch * channels, strides) is not None
         if (
             w_shape[0] == channels
             and (
@@ -428,11 +429,12 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
                 or math.prod(out) <= _DEPTHWISE_LAST_SHARE * grid
                 or (
                     math.prod(out) <= _DEPTHWISE_LAST_WIDE_POSITIONS
-                    and batch * channels >= _DEPTHWISE_LAST_ROWS
+                    and batch * channels
+                    >= (_DEPTHWISE_LAST_RUN_ROWS if runs else _DEPTHWISE_LAST_ROWS)
                 )
                 or (
                     math.prod(kernel_shape) >= _DEPTHWISE_LAST_TAPS
-                    and batch * channels >= _DEPTHWISE_LAST_TAPS_ROWS
+                    and (runs or batch * channels >= _DEPTHWISE_LAST_TAPS_ROWS)
                     and all(s == 1 for s in strides)
                 )
             )
@@ -441,12 +443,17 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
             rows = batch * channels
             itemsize = np.dtype(acc).itemsize
             steps = [itemsize * rows * math.prod(padded[a + 1 :]) for a in range(rank)]
-            # (*kernel, *out, N * C) windows of the padded (*padded, N * C) buffer
+            # (*kernel, *out, N * C) windows of the padded (*padded, N * C) buffer; with a
+            # `chunk` R, out's last axis is (out[-1] / R, R * N * C): R output columns' rows
+            # side by side, contiguous at unit stride (see _depthwise_chunk)
+            chunk = _depthwise_chunk(out, rows, strides)
+            positions, position_steps = out, tuple(z * s for z, s in zip(steps, strides))
+            if chunk is not None:
+                positions = out[:-1] + (out[-1] // chunk, chunk * rows)
+                position_steps = position_steps[:-1] + (position_steps[-1] * chunk,)
             view = (
-                tuple(kernel_shape) + out + (rows,),
-                tuple(z * d for z, d in zip(steps, dilations))
-                + tuple(z * s for z, s in zip(steps, strides))
-                + (itemsize,),
+                tuple(kernel_shape) + positions + (() if chunk else (rows,)),
+                tuple(z * d for z, d in zip(steps, dilations)) + position_steps + (itemsize,),
             )
             tap_axes, out_axes = _LETTERS[:rank], _LETTERS[rank : 2 * rank]
             sum_of_taps = f"{tap_axes}{out_axes}z,{tap_axes}z->{out_axes}z"
@@ -454,7 +461,7 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
                 x_shape[2], kernel_shape[0], pads[0], strides[0], dilations[0], out[0],
                 math.prod(out[1:]),
             ) or None  # fmt: skip
-            extra = (out, view, sum_of_taps, bands)
+            extra = (out, view, sum_of_taps, bands, chunk)
             return plan(_depthwise_last_path, group=group, extra=extra)
         return plan(_depthwise_path, group=group, extra=products)
     if all(k == 1 for k in kernel_shape) and not any(pads):
@@ -736,12 +743,21 @@ _DEPTHWISE_LAST_POSITIONS = 64
 # it); 24x24 outputs lose (1.37 for 144 channels).
 _DEPTHWISE_LAST_WIDE_POSITIONS = 196
 _DEPTHWISE_LAST_ROWS = 128
+# (With the runs of _depthwise_chunk, session 13, channels last / the products, 3x3 taps at
+# unit strides: 14x14 outputs 0.86 (32 channels), 0.83 (48), 0.88 (64), 0.75 (120); 12x12 0.75
+# (100); so from _DEPTHWISE_LAST_RUN_ROWS rows when the runs apply; 28x28 1.05-1.09, 24x24 1.04
+# and larger maps 1.1-1.3 stay on the products.)
+_DEPTHWISE_LAST_RUN_ROWS = 32
 # ... and so are unit-stride maps of any size with at least _DEPTHWISE_LAST_TAPS taps and
 # _DEPTHWISE_LAST_TAPS_ROWS rows: the einsum's cost grows with the taps as the products' does,
 # but not its buffer. Session 8, 5x5 taps, channels last / the blocked products (thread CPU
 # time, load 8-12): 0.70-0.85 (240 channels at 12x40, PP-OCRv4_rec's), 0.78-0.81 (240 at
 # 24x24), 0.90-0.93 (144 at 24x24); with fewer rows the products win (1.0 for 96 at 24x24, 1.4
 # for 64, 2.4 for 40 at 56x56).
+# With the runs of _depthwise_chunk, any rows (session 13, 5x5 taps at unit strides, channels
+# last / the products): 0.50 (16 channels at 56x56), 0.48 (24 at 56x56), 0.72 (40 at 56x56),
+# 0.64 (64 at 24x24), 0.71 (96 at 24x24), 0.78 (64 at 40x56, PP-OCRv6 tiny det's), 0.45 (2 x 16
+# at 32x100), 0.83 (16 at 112x112).
 _DEPTHWISE_LAST_TAPS = 25
 _DEPTHWISE_LAST_TAPS_ROWS = 144
 # ... and so are maps whose outputs are at most this share of the padded grid the per-channel
@@ -761,7 +777,7 @@ def _depthwise_last_path(plan, X, w, bias):
     (*padded, N * C), viewed through strides as its (*kernel, *out, N * C) windows, times the
     taps' weights (*kernel, N * C) summed over the taps by one einsum, then moved back to
     (N, C, *out) with the bias added."""
-    out, (shape, view_strides), sum_of_taps, bands = plan.extra
+    out, (shape, view_strides), sum_of_taps, bands, chunk = plan.extra
     batch, channels = X.shape[:2]
     rank = len(out)
     pads = plan.pads
@@ -770,16 +786,18 @@ def _depthwise_last_path(plan, X, w, bias):
     interior = tuple(slice(pads[i], pads[i] + n) for i, n in enumerate(X.shape[2:]))
     buffer[interior] = X.transpose(tuple(range(2, 2 + rank)) + (0, 1))
     buffer = buffer.reshape(padded + (batch * channels,))
-    weights = w.reshape(channels, -1).T  # (K, C): one contiguous row per tap
-    weights = np.tile(weights, (1, batch)) if batch > 1 else np.ascontiguousarray(weights)
+    weights = cached(
+        (w,),
+        ("depthwise taps", batch, chunk),
+        lambda: _depthwise_last_weights(w, batch, chunk or 1, shape[:rank] + shape[-1:]),
+    )
     windows = np.ndarray(shape, w.dtype, buffer, 0, view_strides)  # read only
     # every tap's product summed in one pass of einsum's own loop (no optimize: no BLAS, no
     # temporaries), where one multiply and one add per tap took 1.7 to 2 times as long
-    weights = weights.reshape(shape[:rank] + shape[-1:])
     if bands is None:
         Y = np.einsum(sum_of_taps, windows, weights)
     else:  # each band of output rows over the kernel rows that reach into the input
-        Y = np.empty(out + (batch * channels,), w.dtype)
+        Y = np.empty(shape[rank:], w.dtype)
         rest = (slice(None),) * (rank - 1)
         for first, stop, low, high in bands:
             taps_window = windows[(slice(low, high),) + rest + (slice(first, stop),)]
@@ -791,6 +809,43 @@ def _depthwise_last_path(plan, X, w, bias):
         return np.ascontiguousarray(Y).reshape(shape)
     bias = np.tile(bias, batch) if batch > 1 else bias
     return np.add(Y, bias.reshape(-1, 1), order="C").reshape(shape)
+
+
+def _depthwise_last_weights(w, batch, chunk, shape):
+    """_depthwise_last_path's weights: (K, C) (one contiguous row per tap), repeated for each
+    sample and then for each of the `chunk` output columns a row of the windows view holds,
+    as `shape` (*kernel, chunk * N * C)."""
+    weights = w.reshape(w.shape[0], -1).T
+    return np.ascontiguousarray(np.tile(weights, (1, batch * chunk))).reshape(shape)
+
+
+# _depthwise_last_path's einsum runs its inner loop over the last axis of the windows view, the
+# N * C rows of one output position: 96 to 400 values on the OCR models' maps, where the loop's
+# fixed cost per call outweighs its multiply-adds. With unit stride along the last spatial axis
+# the rows of consecutive output columns lie side by side in the padded buffer, so R of them
+# are one contiguous run (the weights repeated R times): the view's last axes become
+# (out[-1] / R, R * N * C), R the least divisor of out[-1] giving at least _DEPTHWISE_RUN
+# values (at most _DEPTHWISE_RUN_MAX), for fewer than _DEPTHWISE_RUN_ROWS rows (960 rows at 3x3
+# lost 6% in runs of 3, 512 at 7x7 1%). Session 13, the einsum alone over 5x5 taps (thread CPU time, us, one row per position
+# / runs of R): 5x80 positions of 96 rows 244 / 128 (R 16), 3x96 of 176 rows 246 / 171 (R 8),
+# 6x96 of 64 rows 289 / 128 (R 16), 14x14 of 256 172 / 173 (R 7), 7x7 of 512 95 / 88 (R 7);
+# at 400 rows 294 / 256-267 whatever R.
+_DEPTHWISE_RUN = 1024
+_DEPTHWISE_RUN_MAX = 8 * _DEPTHWISE_RUN
+_DEPTHWISE_RUN_ROWS = 512
+
+
+def _depthwise_chunk(out, rows, strides):
+    """R for `_depthwise_last_path`'s runs (see _DEPTHWISE_RUN), or None (one position a row:
+    rows long enough already, a strided last axis, one spatial axis, where the bands of
+    `_tap_bands` slice the axis the runs are made of)."""
+    if len(out) < 2 or strides[-1] != 1 or rows >= _DEPTHWISE_RUN_ROWS or out[-1] < 2:
+        return None
+    divisors = [r for r in range(2, out[-1] + 1) if out[-1] % r == 0]
+    chunk = next((r for r in divisors if r * rows >= _DEPTHWISE_RUN), out[-1])
+    if chunk * rows > _DEPTHWISE_RUN_MAX:  # a prime width: a shorter run, the weights' copy small
+        chunk = max((r for r in divisors if r * rows <= _DEPTHWISE_RUN_MAX), default=None)
+    return chunk
 
 
 # Where the kernel rows that reach into the input (not only the zero padding) leave out at least

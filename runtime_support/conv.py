@@ -36,6 +36,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -47,6 +48,7 @@ from runtime_support._limits import check_allocation
 from runtime_support._threads import SMALL_BLAS_WORK, serially
 from runtime_support._windows import (
     SAME,
+    _phase_slices,
     accumulator,
     add_windows,
     crop_grid,
@@ -490,6 +492,9 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
         index = index.reshape(channels * math.prod(kernel_shape), -1)
         return plan(_gather_path, group=group, extra=(index, out))
     if min(pads, default=0) >= 0 and columns <= _STRIDED_ELEMENTS:
+        if _phase_rows(x_shape, w_shape, strides, dilations, out, padded):
+            extra = _phase_geometry(x_shape, kernel_shape, pads, strides, out, padded, acc)
+            return plan(_phase_path, group=group, extra=extra)
         extra = _strided_geometry(
             x_shape, w_shape[0], kernel_shape, pads, strides, dilations, out, acc
         )
@@ -723,6 +728,88 @@ def _strided_path(plan, X, w, bias):
     windows = np.ndarray(shape, w.dtype, source, 0, view_strides)
     columns = windows.reshape(-1, math.prod(shape[-len(out) - 1 :]))  # the copy
     return _columns_product(columns, w, bias, plan.group, X.shape[0], out, width)
+
+
+# A strided Conv whose kernel has at least _PHASE_TAPS taps per stride phase (7x7 and 5x5 stems
+# at stride 2) builds its im2col matrix from the padded input split into phase planes
+# (`_phase_path`): each tap then reads its plane at unit stride, and the matrix's rows run over
+# the plane's width, so one phase's copy runs one long inner loop per (channel, taps, sample)
+# where the strided view of `_strided_path` runs one of out-width elements read at the stride
+# (the pad columns computed and cropped in the store, as for _PADDED_ROW_TERMS). Session 13,
+# thread CPU time, the im2col copy alone / with the product and store: ResNet-18-w16's stem (2 x
+# 3 x 64 x 64, 16 filters of 7x7 at stride 2) 119 -> 46 / 276 -> 198 us, 64 filters 634 -> 511,
+# 16 filters of 5x5 189 -> 115; 3x3 kernels (2.25 taps a phase) lose 0-20%. With one sample the
+# store's crop is a move the strided path does not make: 64 filters of 3 x 7 x 7 on 96 x 96 tie
+# (564 -> 548), hence _PHASE_MAPS.
+_PHASE_TAPS = 6
+_PHASE_MAPS = 4
+
+
+def _phase_rows(x_shape, w_shape, strides, dilations, out, padded):
+    """Whether `_phase_path` takes this geometry: strided, undilated, at least _PHASE_TAPS taps
+    per phase, several samples or filters at most a _PHASE_MAPS-th of the im2col rows, and the
+    pad columns' extra product within _PADDED_ROW_TERMS of the out width."""
+    kernel_shape = w_shape[2:]
+    if not out or all(s == 1 for s in strides) or any(d != 1 for d in dilations):
+        return False
+    if math.prod(kernel_shape) < _PHASE_TAPS * math.prod(strides):
+        return False
+    rows = math.prod(w_shape[1:])
+    if x_shape[0] == 1 and w_shape[0] * _PHASE_MAPS > rows:
+        return False
+    width = -(-padded[-1] // strides[-1])
+    return w_shape[0] * (width - out[-1]) <= _PADDED_ROW_TERMS * out[-1]
+
+
+def _phase_geometry(x_shape, kernel_shape, pads, strides, out, padded, acc):
+    """_phase_path's constants for one shape: the phase buffer's shape (one row per phase, room
+    past the planes for the rows that read beyond them), the planes' shape, each phase's slices
+    of the input (`_windows._phase_slices`), each phase's (C, *taps of the phase, N, *out[:-1],
+    plane width) view of its row (shape, byte strides) and its place among the im2col rows
+    (C, *kernel, N, ...), the matrix's shape, out and the plane width."""
+    rank = len(kernel_shape)
+    batch, channels = x_shape[:2]
+    planes = tuple(-(-p // s) for p, s in zip(padded, strides))
+    size = math.prod(planes)
+    steps = [math.prod(planes[i + 1 :]) for i in range(rank)]  # flat step of each axis
+    itemsize = np.dtype(acc).itemsize
+    phases = list(itertools.product(*(range(min(s, k)) for s, k in zip(strides, kernel_shape))))
+    copies, views = [], []
+    for phase in phases:
+        copies.append(_phase_slices(phase, x_shape[2:], pads[:rank], strides, planes))
+        counts = tuple(-(-(k - a) // s) for k, a, s in zip(kernel_shape, phase, strides))
+        shape = (channels,) + counts + (batch,) + tuple(out[:-1]) + (planes[-1],)
+        taps_strides = tuple(z * itemsize for z in steps)
+        view_strides = (size * itemsize,) + taps_strides + (channels * size * itemsize,)
+        view_strides += taps_strides
+        rows = (slice(None),) + tuple(slice(a, None, s) for a, s in zip(phase, strides))
+        views.append((shape, view_strides, rows))
+    room = sum((-(-k // s) - 1) * z for k, s, z in zip(kernel_shape, strides, steps))
+    used = batch * channels * size
+    matrix = (channels,) + tuple(kernel_shape) + (batch,) + tuple(out[:-1]) + (planes[-1],)
+    return (len(phases), used + room), planes, tuple(copies), tuple(views), matrix, out
+
+
+def _phase_path(plan, X, w, bias):
+    """im2col from phase planes (see _PHASE_TAPS): the padded input split into its stride
+    phases, one row of a buffer per phase; each phase's taps copied into their rows of the
+    (C, *kernel, N, *out[:-1], plane width) matrix by one copy of a strided view of its row
+    (unit stride along the positions); then `_columns_product`, which crops the plane width's
+    extra columns in its store."""
+    buffer_shape, planes, copies, views, matrix, out = plan.extra
+    buffer = np.zeros(buffer_shape, w.dtype)
+    lead = X.shape[:2]
+    used = math.prod(lead + planes)
+    every = (slice(None), slice(None))
+    for k, inside in enumerate(copies):
+        if inside is not None:
+            buffer[k, :used].reshape(lead + planes)[every + inside[0]] = X[every + inside[1]]
+    columns = np.empty(matrix, w.dtype)
+    for k, (shape, view_strides, rows) in enumerate(views):
+        # a read-only view of the phase's row through strides settled from its shape
+        columns[rows] = np.ndarray(shape, w.dtype, buffer[k], 0, view_strides)
+    columns = columns.reshape(-1, math.prod(matrix[1 + len(out) :]))
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out, planes[-1])
 
 
 # Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 8x8) are

@@ -830,6 +830,48 @@ def test_depthwise_conv_in_bands_of_rows_matches_onnxruntime(
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "x_shape,w_shape,pads,strides,group",
+    [
+        ((2, 3, 64, 64), (16, 3, 7, 7), (3, 3, 3, 3), (2, 2), 1),  # ResNet-18-w16's stem
+        ((2, 3, 33, 30), (8, 3, 5, 5), (2, 1, 0, 2), (2, 2), 1),  # odd sizes, uneven pads
+        ((2, 4, 20, 21), (6, 2, 7, 5), (1, 2, 3, 0), (2, 1), 2),  # two groups, one axis strided
+        ((1, 16, 32, 32), (32, 16, 5, 5), (2, 2, 2, 2), (2, 2), 1),  # one sample, many rows
+        ((2, 3, 40), (4, 3, 13), (4, 4), (2,), 1),  # one spatial axis
+        ((2, 2, 9, 10, 11), (4, 2, 5, 5, 2), (2, 2, 1, 2, 2, 0), (2, 2, 1), 1),  # three axes
+    ],
+)
+def test_conv_by_phase_planes_matches_onnxruntime(x_shape, w_shape, pads, strides, group):
+    """Strided Convs with many taps per stride phase take their im2col matrix from the input's
+    phase planes, rows over the plane width (runtime_support.conv._phase_path); onnxruntime is
+    the reference, and the strided view's path gives the same values."""
+    rng = np.random.default_rng(16)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=w_shape).astype(np.float32)
+    B = rng.normal(size=w_shape[0]).astype(np.float32)
+    conv = importlib.import_module("runtime_support.conv")
+    dilations = (1,) * len(strides)
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, strides, dilations, group, "NOTSET")
+    assert plan.path is conv._phase_path
+    expected = _conv_session(X, W, B, pads=list(pads), strides=list(strides), group=group)
+    ours = rt.conv_activation(X, W, B, activation="relu", pads=pads, strides=strides, group=group)
+    np.testing.assert_allclose(ours, np.maximum(expected, 0), rtol=1e-4, atol=1e-4)
+    ours = rt.conv(X, W, B, pads=pads, strides=strides, group=group)
+    np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-4)
+    strided = conv._Plan(
+        conv._strided_path,
+        np.float32,
+        plan.pads,
+        plan.strides,
+        plan.dilations,
+        group,
+        conv._strided_geometry(
+            X.shape, W.shape[0], W.shape[2:], pads, strides, dilations, plan.extra[-1], np.float32
+        ),
+    )
+    np.testing.assert_allclose(ours, strided.run(X, W, B), rtol=1e-5, atol=1e-5)
+
+
 def _conv_session_dynamic(X, W, B, **attrs):
     """onnxruntime's Conv with X declared with symbolic dims (N, C, and every spatial axis)."""
     import onnx
@@ -893,7 +935,7 @@ _PRODUCT_PART_CASES = [
     ((1, 64, 41, 39), (128, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
     ((3, 512, 3, 5), (1024, 512, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
     ((2, 64, 33, 31), (96, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
-    ((2, 3, 65, 63), (16, 3, 7, 7), (3, 3, 3, 3), (2, 2), (1, 1), 1, "_strided_path"),
+    ((2, 3, 65, 63), (16, 3, 7, 7), (3, 3, 3, 3), (2, 2), (1, 1), 1, "_phase_path"),
     ((2, 32, 30, 30), (64, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 2, "_strided_path"),
     ((1, 128, 40, 40), (256, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 2, "_pointwise_path"),
     ((2, 16, 1000), (32, 16, 5), (2, 2), (1,), (1,), 1, "_strided_path"),

@@ -872,6 +872,36 @@ def test_conv_by_phase_planes_matches_onnxruntime(x_shape, w_shape, pads, stride
     np.testing.assert_allclose(ours, strided.run(X, W, B), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "x_shape,maps,strides,bias",
+    [
+        ((2, 24, 1, 1), 6, (1, 1), True),  # a squeeze-and-excitation block's reduction
+        ((1, 6, 1, 1), 24, (1, 1), True),  # ... and its expansion, one sample
+        ((3, 8, 2, 3), 5, (2, 3), False),  # strided down to one position
+        ((2, 16, 1), 4, (1,), True),  # one spatial axis
+    ],
+)
+def test_pointwise_conv_on_one_position_matches_onnxruntime(x_shape, maps, strides, bias):
+    """1x1 Convs with one output position a sample are one (N, C) @ (C, M) product
+    (conv._pointwise_path); onnxruntime is the reference."""
+    rng = np.random.default_rng(17)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=(maps, x_shape[1]) + (1,) * (len(x_shape) - 2)).astype(np.float32)
+    B = rng.normal(size=maps).astype(np.float32) if bias else None
+    conv = importlib.import_module("runtime_support.conv")
+    rank = len(strides)
+    plan = conv._conv_plan(
+        X.shape, X.dtype, W.shape, (0,) * 2 * rank, strides, (1,) * rank, 1, "NOTSET"
+    )
+    assert plan.path is conv._pointwise_path and plan.extra[2] == 1
+    expected = _conv_session(X, W, B, strides=list(strides))
+    ours = rt.conv(X, W, B, strides=strides)
+    assert ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+    half = rt.conv(X.astype(np.float16), W.astype(np.float16), None, strides=strides)
+    assert half.dtype == np.float16 and half.shape == expected.shape
+
+
 def _conv_session_dynamic(X, W, B, **attrs):
     """onnxruntime's Conv with X declared with symbolic dims (N, C, and every spatial axis)."""
     import onnx

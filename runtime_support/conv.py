@@ -6,7 +6,9 @@
   dilation: a ViT's patch embedding): one transposing copy of X is the im2col matrix, then one
   product per group. Small im2col matrices (at most _STRIDED_ELEMENTS entries): one copy of a
   strided view of the padded input, its rows over the padded width where the last stride is 1
-  (`_strided_path`); rows of at most _GATHER_ROW positions: one gather (`_gather_path`).
+  (`_strided_path`), or, for strided kernels with at least _PHASE_TAPS taps per stride phase
+  (7x7 and 5x5 stems), one copy per phase from the input's phase planes (`_phase_path`); rows of
+  at most _GATHER_ROW positions: one gather (`_gather_path`).
   Kernels of at least _WINDOWED_TAPS taps: one product of the padded input in rows of one
   stride when only the last axis has more than one tap (`_polyphase_path`), else of its sliding
   windows (`_windowed_path`).

@@ -879,7 +879,8 @@ def _depthwise_last_path(plan, X, w, bias):
     """Depthwise Conv (multiplier 1) with the samples and channels last: X padded into
     (*padded, N * C), viewed through strides as its (*kernel, *out, N * C) windows, times the
     taps' weights (*kernel, N * C) summed over the taps by one einsum, then moved back to
-    (N, C, *out) with the bias added."""
+    (N, C, *out) with the bias added. With runs of R output columns (`_depthwise_chunk`) the
+    windows' last axes are (out[-1] / R, R * N * C) and the weights' last R * N * C long."""
     out, (shape, view_strides), sum_of_taps, bands, chunk = plan.extra
     batch, channels = X.shape[:2]
     rank = len(out)
@@ -929,10 +930,10 @@ def _depthwise_last_weights(w, batch, chunk, shape):
 # are one contiguous run (the weights repeated R times): the view's last axes become
 # (out[-1] / R, R * N * C), R the least divisor of out[-1] giving at least _DEPTHWISE_RUN
 # values (at most _DEPTHWISE_RUN_MAX), for fewer than _DEPTHWISE_RUN_ROWS rows (960 rows at 3x3
-# lost 6% in runs of 3, 512 at 7x7 1%). Session 13, the einsum alone over 5x5 taps (thread CPU time, us, one row per position
-# / runs of R): 5x80 positions of 96 rows 244 / 128 (R 16), 3x96 of 176 rows 246 / 171 (R 8),
-# 6x96 of 64 rows 289 / 128 (R 16), 14x14 of 256 172 / 173 (R 7), 7x7 of 512 95 / 88 (R 7);
-# at 400 rows 294 / 256-267 whatever R.
+# lost 6% in runs of 3, 512 at 7x7 1%). Session 13, the einsum alone over 5x5 taps (thread CPU
+# time, us, one row per position / runs of R): 5x80 positions of 96 rows 244 / 128 (R 16), 3x96
+# of 176 rows 246 / 171 (R 8), 6x96 of 64 rows 289 / 128 (R 16), 14x14 of 256 172 / 173 (R 7),
+# 7x7 of 512 95 / 88 (R 7); at 400 rows 294 / 256-267 whatever R.
 _DEPTHWISE_RUN = 1024
 _DEPTHWISE_RUN_MAX = 8 * _DEPTHWISE_RUN
 _DEPTHWISE_RUN_ROWS = 512

@@ -6,7 +6,9 @@
   dilation: a ViT's patch embedding): one transposing copy of X is the im2col matrix, then one
   product per group. Small im2col matrices (at most _STRIDED_ELEMENTS entries): one copy of a
   strided view of the padded input, its rows over the padded width where the last stride is 1
-  (`_strided_path`); rows of at most _GATHER_ROW positions: one gather (`_gather_path`).
+  (`_strided_path`), or, for strided kernels with at least _PHASE_TAPS taps per stride phase
+  (7x7 and 5x5 stems), one copy per phase from the input's phase planes (`_phase_path`); rows of
+  at most _GATHER_ROW positions: one gather (`_gather_path`).
   Kernels of at least _WINDOWED_TAPS taps: one product of the padded input in rows of one
   stride when only the last axis has more than one tap (`_polyphase_path`), else of its sliding
   windows (`_windowed_path`).
@@ -36,6 +38,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import numpy as np
@@ -47,6 +50,7 @@ from runtime_support._limits import check_allocation
 from runtime_support._threads import SMALL_BLAS_WORK, serially
 from runtime_support._windows import (
     SAME,
+    _phase_slices,
     accumulator,
     add_windows,
     crop_grid,
@@ -100,8 +104,6 @@ def _convolve(X, W, B, pads, strides, dilations, group, auto_pad, finish):
     except TypeError:  # lists for the geometry (a caller other than generated code)
         geometry = tuple(None if v is None else tuple(v) for v in (pads, strides, dilations))
         plan = _conv_plan(X.shape, X.dtype, W.shape, *geometry, group, auto_pad)
-    if plan.pads and max(plan.pads) > min(X.shape[2:], default=0):
-        _check_padded(X, W, plan)  # only pads larger than the input can make absurd copies of it
     return plan.run(X, W, B, finish)
 
 
@@ -199,12 +201,15 @@ def conv_activation(
     return _convolve(X, W, B, pads, strides, dilations, group, auto_pad, finish)
 
 
-def _check_padded(X, W, plan) -> None:
-    """The allocation limit applied to the padded input (pads come from the model)."""
+def _check_padded(x_shape, w_shape, plan) -> None:
+    """The allocation limit applied to the padded input (pads come from the model); only pads
+    larger than the input can make absurd copies of it."""
+    if not plan.pads or max(plan.pads) <= min(x_shape[2:], default=0):
+        return
     rank = len(plan.pads) // 2
-    padded = [n + plan.pads[i] + plan.pads[i + rank] for i, n in enumerate(X.shape[2:])]
-    channels = max(X.shape[1], W.shape[0])
-    check_allocation([X.shape[0], channels, *(max(p, 0) for p in padded)], plan.acc, "padded input")
+    padded = [n + plan.pads[i] + plan.pads[i + rank] for i, n in enumerate(x_shape[2:])]
+    channels = max(x_shape[1], w_shape[0])
+    check_allocation([x_shape[0], channels, *(max(p, 0) for p in padded)], plan.acc, "padded input")
 
 
 class _Plan:
@@ -370,6 +375,7 @@ def _conv_plan(
     """The plan for one geometry; with `path`, that path's (a part of a split plan keeps the
     whole's path: a part's fewer channels could pick another) and no split of its own."""
     plan = _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, auto_pad, path)
+    _check_padded(x_shape, w_shape, plan)  # raises at every call: lru_cache keeps no exception
     if path is None and x_dtype == np.float32:
         out = plan.extra[0] if plan.path is _depthwise_last_path else None
         if plan.path is _pointwise_path and group == 1:
@@ -420,6 +426,7 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
         products = channels >= _DEPTHWISE_PRODUCT_CHANNELS  # _depthwise's way, per plan
         if path is _depthwise_path:
             return plan(_depthwise_path, group=group, extra=products)
+        runs = _depthwise_chunk(out, batch * channels, strides) is not None
         if (
             w_shape[0] == channels
             and (
@@ -428,11 +435,12 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
                 or math.prod(out) <= _DEPTHWISE_LAST_SHARE * grid
                 or (
                     math.prod(out) <= _DEPTHWISE_LAST_WIDE_POSITIONS
-                    and batch * channels >= _DEPTHWISE_LAST_ROWS
+                    and batch * channels
+                    >= (_DEPTHWISE_LAST_RUN_ROWS if runs else _DEPTHWISE_LAST_ROWS)
                 )
                 or (
                     math.prod(kernel_shape) >= _DEPTHWISE_LAST_TAPS
-                    and batch * channels >= _DEPTHWISE_LAST_TAPS_ROWS
+                    and (runs or batch * channels >= _DEPTHWISE_LAST_TAPS_ROWS)
                     and all(s == 1 for s in strides)
                 )
             )
@@ -441,12 +449,17 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
             rows = batch * channels
             itemsize = np.dtype(acc).itemsize
             steps = [itemsize * rows * math.prod(padded[a + 1 :]) for a in range(rank)]
-            # (*kernel, *out, N * C) windows of the padded (*padded, N * C) buffer
+            # (*kernel, *out, N * C) windows of the padded (*padded, N * C) buffer; with a
+            # `chunk` R, out's last axis is (out[-1] / R, R * N * C): R output columns' rows
+            # side by side, contiguous at unit stride (see _depthwise_chunk)
+            chunk = _depthwise_chunk(out, rows, strides)
+            positions, position_steps = out, tuple(z * s for z, s in zip(steps, strides))
+            if chunk is not None:
+                positions = out[:-1] + (out[-1] // chunk, chunk * rows)
+                position_steps = position_steps[:-1] + (position_steps[-1] * chunk,)
             view = (
-                tuple(kernel_shape) + out + (rows,),
-                tuple(z * d for z, d in zip(steps, dilations))
-                + tuple(z * s for z, s in zip(steps, strides))
-                + (itemsize,),
+                tuple(kernel_shape) + positions + (() if chunk else (rows,)),
+                tuple(z * d for z, d in zip(steps, dilations)) + position_steps + (itemsize,),
             )
             tap_axes, out_axes = _LETTERS[:rank], _LETTERS[rank : 2 * rank]
             sum_of_taps = f"{tap_axes}{out_axes}z,{tap_axes}z->{out_axes}z"
@@ -454,11 +467,15 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
                 x_shape[2], kernel_shape[0], pads[0], strides[0], dilations[0], out[0],
                 math.prod(out[1:]),
             ) or None  # fmt: skip
-            extra = (out, view, sum_of_taps, bands)
+            extra = (out, view, sum_of_taps, bands, chunk)
             return plan(_depthwise_last_path, group=group, extra=extra)
         return plan(_depthwise_path, group=group, extra=products)
     if all(k == 1 for k in kernel_shape) and not any(pads):
-        return plan(_pointwise_path, group=group)
+        every = None  # the index of every stride-th position, if a stride is not 1
+        if any(s != 1 for s in strides):
+            every = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in strides)
+        positions = tuple(-(-n // s) for n, s in zip(x_shape[2:], strides))
+        return plan(_pointwise_path, group=group, extra=(every, positions, math.prod(positions)))
     if tiling(kernel_shape, strides, dilations, pads):
         return plan(_patch_path, group=group)
     if (
@@ -483,6 +500,9 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
         index = index.reshape(channels * math.prod(kernel_shape), -1)
         return plan(_gather_path, group=group, extra=(index, out))
     if min(pads, default=0) >= 0 and columns <= _STRIDED_ELEMENTS:
+        if _phase_rows(x_shape, w_shape, strides, dilations, out, padded):
+            extra = _phase_geometry(x_shape, kernel_shape, pads, strides, out, padded, acc)
+            return plan(_phase_path, group=group, extra=extra)
         extra = _strided_geometry(
             x_shape, w_shape[0], kernel_shape, pads, strides, dilations, out, acc
         )
@@ -512,15 +532,23 @@ def _pointwise_path(plan, X, w, bias):
     One sample, one group: one (M, C) @ (C, V) product. Several samples on a small map (under
     _POINTWISE_JOINED positions): the samples side by side, (M, C) @ (C, N * V), one product
     that reads the filters once (ResNet's strided 1x1 shortcuts), moved back to (N, M, V) with
-    the bias added in the same pass. Otherwise (G, M/G, C/G) @ (N, G, C/G, V)."""
+    the bias added in the same pass. One position a sample (a squeeze-and-excitation block's
+    Convs after its global pooling): (N, C) @ (M, C)^T, the bias added in place (session 13,
+    per call, against the joined product's column copy and moving add: 2 x 88 -> 22 channels
+    5.8 -> 2.5 us, 2 x 200 -> 50 6.8 -> 3.0, 512 -> 128 at batch 1 6.3 -> 4.9). Otherwise
+    (G, M/G, C/G) @ (N, G, C/G, V)."""
     batch, channels = X.shape[:2]
     maps, group = w.shape[0], plan.group
-    x = X
-    if any(s != 1 for s in plan.strides):
-        x = X[(slice(None), slice(None)) + tuple(slice(None, None, s) for s in plan.strides)]
-    out = x.shape[2:]
-    size = math.prod(out)
+    every, out, size = plan.extra  # settled per shape: a few us of Python on the smallest
+    x = X if every is None else X[every]
     spatial = (1,) * len(out)
+    if group == 1 and size == 1:  # one position a sample: (N, C) @ (C, M), no moves
+        filters = w.reshape(maps, channels)
+        rows = np.ascontiguousarray(x, dtype=w.dtype).reshape(batch, channels)
+        Y = _matmul(rows, filters.T)
+        if bias is not None:
+            Y += bias
+        return Y.reshape((batch, maps) + out)
     if group == 1 and (batch == 1 or size < _POINTWISE_JOINED):
         filters = w.reshape(maps, channels)
         if batch == 1:
@@ -718,6 +746,88 @@ def _strided_path(plan, X, w, bias):
     return _columns_product(columns, w, bias, plan.group, X.shape[0], out, width)
 
 
+# A strided Conv whose kernel has at least _PHASE_TAPS taps per stride phase (7x7 and 5x5 stems
+# at stride 2) builds its im2col matrix from the padded input split into phase planes
+# (`_phase_path`): each tap then reads its plane at unit stride, and the matrix's rows run over
+# the plane's width, so one phase's copy runs one long inner loop per (channel, taps, sample)
+# where the strided view of `_strided_path` runs one of out-width elements read at the stride
+# (the pad columns computed and cropped in the store, as for _PADDED_ROW_TERMS). Session 13,
+# thread CPU time, the im2col copy alone / with the product and store: ResNet-18-w16's stem (2 x
+# 3 x 64 x 64, 16 filters of 7x7 at stride 2) 119 -> 46 / 276 -> 198 us, 64 filters 634 -> 511,
+# 16 filters of 5x5 189 -> 115; 3x3 kernels (2.25 taps a phase) lose 0-20%. With one sample the
+# store's crop is a move the strided path does not make: 64 filters of 3 x 7 x 7 on 96 x 96 tie
+# (564 -> 548), hence _PHASE_MAPS.
+_PHASE_TAPS = 6
+_PHASE_MAPS = 4
+
+
+def _phase_rows(x_shape, w_shape, strides, dilations, out, padded):
+    """Whether `_phase_path` takes this geometry: strided, undilated, at least _PHASE_TAPS taps
+    per phase, several samples or filters at most a _PHASE_MAPS-th of the im2col rows, and the
+    pad columns' extra product within _PADDED_ROW_TERMS of the out width."""
+    kernel_shape = w_shape[2:]
+    if not out or all(s == 1 for s in strides) or any(d != 1 for d in dilations):
+        return False
+    if math.prod(kernel_shape) < _PHASE_TAPS * math.prod(strides):
+        return False
+    rows = math.prod(w_shape[1:])
+    if x_shape[0] == 1 and w_shape[0] * _PHASE_MAPS > rows:
+        return False
+    width = -(-padded[-1] // strides[-1])
+    return w_shape[0] * (width - out[-1]) <= _PADDED_ROW_TERMS * out[-1]
+
+
+def _phase_geometry(x_shape, kernel_shape, pads, strides, out, padded, acc):
+    """_phase_path's constants for one shape: the phase buffer's shape (one row per phase, room
+    past the planes for the rows that read beyond them), the planes' shape, each phase's slices
+    of the input (`_windows._phase_slices`), each phase's (C, *taps of the phase, N, *out[:-1],
+    plane width) view of its row (shape, byte strides) and its place among the im2col rows
+    (C, *kernel, N, ...), the matrix's shape, out and the plane width."""
+    rank = len(kernel_shape)
+    batch, channels = x_shape[:2]
+    planes = tuple(-(-p // s) for p, s in zip(padded, strides))
+    size = math.prod(planes)
+    steps = [math.prod(planes[i + 1 :]) for i in range(rank)]  # flat step of each axis
+    itemsize = np.dtype(acc).itemsize
+    phases = list(itertools.product(*(range(min(s, k)) for s, k in zip(strides, kernel_shape))))
+    copies, views = [], []
+    for phase in phases:
+        copies.append(_phase_slices(phase, x_shape[2:], pads[:rank], strides, planes))
+        counts = tuple(-(-(k - a) // s) for k, a, s in zip(kernel_shape, phase, strides))
+        shape = (channels,) + counts + (batch,) + tuple(out[:-1]) + (planes[-1],)
+        taps_strides = tuple(z * itemsize for z in steps)
+        view_strides = (size * itemsize,) + taps_strides + (channels * size * itemsize,)
+        view_strides += taps_strides
+        rows = (slice(None),) + tuple(slice(a, None, s) for a, s in zip(phase, strides))
+        views.append((shape, view_strides, rows))
+    room = sum((-(-k // s) - 1) * z for k, s, z in zip(kernel_shape, strides, steps))
+    used = batch * channels * size
+    matrix = (channels,) + tuple(kernel_shape) + (batch,) + tuple(out[:-1]) + (planes[-1],)
+    return (len(phases), used + room), planes, tuple(copies), tuple(views), matrix, out
+
+
+def _phase_path(plan, X, w, bias):
+    """im2col from phase planes (see _PHASE_TAPS): the padded input split into its stride
+    phases, one row of a buffer per phase; each phase's taps copied into their rows of the
+    (C, *kernel, N, *out[:-1], plane width) matrix by one copy of a strided view of its row
+    (unit stride along the positions); then `_columns_product`, which crops the plane width's
+    extra columns in its store."""
+    buffer_shape, planes, copies, views, matrix, out = plan.extra
+    buffer = np.zeros(buffer_shape, w.dtype)
+    lead = X.shape[:2]
+    used = math.prod(lead + planes)
+    every = (slice(None), slice(None))
+    for k, inside in enumerate(copies):
+        if inside is not None:
+            buffer[k, :used].reshape(lead + planes)[every + inside[0]] = X[every + inside[1]]
+    columns = np.empty(matrix, w.dtype)
+    for k, (shape, view_strides, rows) in enumerate(views):
+        # a read-only view of the phase's row through strides settled from its shape
+        columns[rows] = np.ndarray(shape, w.dtype, buffer[k], 0, view_strides)
+    columns = columns.reshape(-1, math.prod(matrix[1 + len(out) :]))
+    return _columns_product(columns, w, bias, plan.group, X.shape[0], out, planes[-1])
+
+
 # Depthwise maps with at most this many output positions per sample (late maps: 3x3 to 8x8) are
 # computed channels last (`_depthwise_last_path`): rows of N * C values instead of one short row
 # per channel. Session 5, taps accumulated one by one, the limit then 36: MobileNetV2's 960
@@ -736,12 +846,21 @@ _DEPTHWISE_LAST_POSITIONS = 64
 # it); 24x24 outputs lose (1.37 for 144 channels).
 _DEPTHWISE_LAST_WIDE_POSITIONS = 196
 _DEPTHWISE_LAST_ROWS = 128
+# (With the runs of _depthwise_chunk, session 13, channels last / the products, 3x3 taps at
+# unit strides: 14x14 outputs 0.86 (32 channels), 0.83 (48), 0.88 (64), 0.75 (120); 12x12 0.75
+# (100); so from _DEPTHWISE_LAST_RUN_ROWS rows when the runs apply; 28x28 1.05-1.09, 24x24 1.04
+# and larger maps 1.1-1.3 stay on the products.)
+_DEPTHWISE_LAST_RUN_ROWS = 32
 # ... and so are unit-stride maps of any size with at least _DEPTHWISE_LAST_TAPS taps and
 # _DEPTHWISE_LAST_TAPS_ROWS rows: the einsum's cost grows with the taps as the products' does,
 # but not its buffer. Session 8, 5x5 taps, channels last / the blocked products (thread CPU
 # time, load 8-12): 0.70-0.85 (240 channels at 12x40, PP-OCRv4_rec's), 0.78-0.81 (240 at
 # 24x24), 0.90-0.93 (144 at 24x24); with fewer rows the products win (1.0 for 96 at 24x24, 1.4
 # for 64, 2.4 for 40 at 56x56).
+# With the runs of _depthwise_chunk, any rows (session 13, 5x5 taps at unit strides, channels
+# last / the products): 0.50 (16 channels at 56x56), 0.48 (24 at 56x56), 0.72 (40 at 56x56),
+# 0.64 (64 at 24x24), 0.71 (96 at 24x24), 0.78 (64 at 40x56, PP-OCRv6 tiny det's), 0.45 (2 x 16
+# at 32x100), 0.83 (16 at 112x112).
 _DEPTHWISE_LAST_TAPS = 25
 _DEPTHWISE_LAST_TAPS_ROWS = 144
 # ... and so are maps whose outputs are at most this share of the padded grid the per-channel
@@ -760,8 +879,9 @@ def _depthwise_last_path(plan, X, w, bias):
     """Depthwise Conv (multiplier 1) with the samples and channels last: X padded into
     (*padded, N * C), viewed through strides as its (*kernel, *out, N * C) windows, times the
     taps' weights (*kernel, N * C) summed over the taps by one einsum, then moved back to
-    (N, C, *out) with the bias added."""
-    out, (shape, view_strides), sum_of_taps, bands = plan.extra
+    (N, C, *out) with the bias added. With runs of R output columns (`_depthwise_chunk`) the
+    windows' last axes are (out[-1] / R, R * N * C) and the weights' last R * N * C long."""
+    out, (shape, view_strides), sum_of_taps, bands, chunk = plan.extra
     batch, channels = X.shape[:2]
     rank = len(out)
     pads = plan.pads
@@ -770,16 +890,18 @@ def _depthwise_last_path(plan, X, w, bias):
     interior = tuple(slice(pads[i], pads[i] + n) for i, n in enumerate(X.shape[2:]))
     buffer[interior] = X.transpose(tuple(range(2, 2 + rank)) + (0, 1))
     buffer = buffer.reshape(padded + (batch * channels,))
-    weights = w.reshape(channels, -1).T  # (K, C): one contiguous row per tap
-    weights = np.tile(weights, (1, batch)) if batch > 1 else np.ascontiguousarray(weights)
+    weights = cached(
+        (w,),
+        ("depthwise taps", batch, chunk),
+        lambda: _depthwise_last_weights(w, batch, chunk or 1, shape[:rank] + shape[-1:]),
+    )
     windows = np.ndarray(shape, w.dtype, buffer, 0, view_strides)  # read only
     # every tap's product summed in one pass of einsum's own loop (no optimize: no BLAS, no
     # temporaries), where one multiply and one add per tap took 1.7 to 2 times as long
-    weights = weights.reshape(shape[:rank] + shape[-1:])
     if bands is None:
         Y = np.einsum(sum_of_taps, windows, weights)
     else:  # each band of output rows over the kernel rows that reach into the input
-        Y = np.empty(out + (batch * channels,), w.dtype)
+        Y = np.empty(shape[rank:], w.dtype)
         rest = (slice(None),) * (rank - 1)
         for first, stop, low, high in bands:
             taps_window = windows[(slice(low, high),) + rest + (slice(first, stop),)]
@@ -791,6 +913,43 @@ def _depthwise_last_path(plan, X, w, bias):
         return np.ascontiguousarray(Y).reshape(shape)
     bias = np.tile(bias, batch) if batch > 1 else bias
     return np.add(Y, bias.reshape(-1, 1), order="C").reshape(shape)
+
+
+def _depthwise_last_weights(w, batch, chunk, shape):
+    """_depthwise_last_path's weights: (K, C) (one contiguous row per tap), repeated for each
+    sample and then for each of the `chunk` output columns a row of the windows view holds,
+    as `shape` (*kernel, chunk * N * C)."""
+    weights = w.reshape(w.shape[0], -1).T
+    return np.ascontiguousarray(np.tile(weights, (1, batch * chunk))).reshape(shape)
+
+
+# _depthwise_last_path's einsum runs its inner loop over the last axis of the windows view, the
+# N * C rows of one output position: 96 to 400 values on the OCR models' maps, where the loop's
+# fixed cost per call outweighs its multiply-adds. With unit stride along the last spatial axis
+# the rows of consecutive output columns lie side by side in the padded buffer, so R of them
+# are one contiguous run (the weights repeated R times): the view's last axes become
+# (out[-1] / R, R * N * C), R the least divisor of out[-1] giving at least _DEPTHWISE_RUN
+# values (at most _DEPTHWISE_RUN_MAX), for fewer than _DEPTHWISE_RUN_ROWS rows (960 rows at 3x3
+# lost 6% in runs of 3, 512 at 7x7 1%). Session 13, the einsum alone over 5x5 taps (thread CPU
+# time, us, one row per position / runs of R): 5x80 positions of 96 rows 244 / 128 (R 16), 3x96
+# of 176 rows 246 / 171 (R 8), 6x96 of 64 rows 289 / 128 (R 16), 14x14 of 256 172 / 173 (R 7),
+# 7x7 of 512 95 / 88 (R 7); at 400 rows 294 / 256-267 whatever R.
+_DEPTHWISE_RUN = 1024
+_DEPTHWISE_RUN_MAX = 8 * _DEPTHWISE_RUN
+_DEPTHWISE_RUN_ROWS = 512
+
+
+def _depthwise_chunk(out, rows, strides):
+    """R for `_depthwise_last_path`'s runs (see _DEPTHWISE_RUN), or None (one position a row:
+    rows long enough already, a strided last axis, one spatial axis, where the bands of
+    `_tap_bands` slice the axis the runs are made of)."""
+    if len(out) < 2 or strides[-1] != 1 or rows >= _DEPTHWISE_RUN_ROWS or out[-1] < 2:
+        return None
+    divisors = [r for r in range(2, out[-1] + 1) if out[-1] % r == 0]
+    chunk = next((r for r in divisors if r * rows >= _DEPTHWISE_RUN), out[-1])
+    if chunk * rows > _DEPTHWISE_RUN_MAX:  # a prime width: a shorter run, the weights' copy small
+        chunk = max((r for r in divisors if r * rows <= _DEPTHWISE_RUN_MAX), default=None)
+    return chunk
 
 
 # Where the kernel rows that reach into the input (not only the zero padding) leave out at least

@@ -704,18 +704,21 @@ def test_conv_with_the_bias_as_a_filter_column_matches_onnxruntime(x_shape, acti
 
 
 @pytest.mark.parametrize(
-    "x_shape,maps,path",
+    "x_shape,maps,strides,path",
     [
-        ((1, 240, 12, 40), 240, "_depthwise_last_path"),  # 25 taps, 240 rows: channels last
-        ((1, 96, 48, 48), 96, "_depthwise_path"),  # columns of 26 MB: in blocks of channels
-        ((1, 32, 48, 48), 64, "_depthwise_path"),  # blocks, channel multiplier 2
-        ((1, 96, 24, 24), 96, "_depthwise_path"),  # 6.5 MB: whole
+        ((1, 240, 12, 40), 240, (1, 1), "_depthwise_last_path"),  # 25 taps, 240 rows
+        ((1, 96, 48, 48), 96, (1, 1), "_depthwise_last_path"),  # 96 rows, in runs of columns
+        ((1, 16, 30, 29), 16, (1, 1), "_depthwise_last_path"),  # a prime width: runs of 29
+        ((1, 96, 96, 96), 96, (2, 2), "_depthwise_path"),  # columns of 22 MB: blocks of channels
+        ((1, 32, 48, 48), 64, (1, 1), "_depthwise_path"),  # blocks, channel multiplier 2
+        ((1, 96, 24, 24), 96, (2, 2), "_depthwise_path"),  # 1.4 MB: whole
     ],
 )
-def test_depthwise_conv_with_many_taps_matches_onnxruntime(x_shape, maps, path):
-    """5x5 depthwise Convs: at least 144 rows and unit strides run channels last; on the
-    per-channel products, columns past _DEPTHWISE_WHOLE_BYTES are copied and multiplied in
-    blocks of channels. onnxruntime is the reference."""
+def test_depthwise_conv_with_many_taps_matches_onnxruntime(x_shape, maps, strides, path):
+    """5x5 depthwise Convs: at unit strides they run channels last (at least 144 rows, or
+    fewer in runs of output columns, `_depthwise_chunk`); on the per-channel products, columns
+    past _DEPTHWISE_WHOLE_BYTES are copied and multiplied in blocks of channels. onnxruntime is
+    the reference."""
     rng = np.random.default_rng(13)
     channels = x_shape[1]
     X = rng.normal(size=x_shape).astype(np.float32)
@@ -723,11 +726,52 @@ def test_depthwise_conv_with_many_taps_matches_onnxruntime(x_shape, maps, path):
     B = rng.normal(size=maps).astype(np.float32)
     pads = (2, 2, 2, 2)
     conv = importlib.import_module("runtime_support.conv")
-    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, (1, 1), (1, 1), channels, "NOTSET")
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, strides, (1, 1), channels, "NOTSET")
     assert plan.path.__name__ == path
-    expected = _conv_session(X, W, B, pads=list(pads), group=channels)
-    ours = rt.conv(X, W, B, pads=pads, group=channels)
+    expected = _conv_session(X, W, B, pads=list(pads), strides=list(strides), group=channels)
+    ours = rt.conv(X, W, B, pads=pads, strides=strides, group=channels)
     np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "x_shape,kernel,pads,strides",
+    [
+        ((2, 24, 5, 80), (5, 5), (2, 2, 2, 2), (1, 1)),  # runs of 16 columns, two samples
+        ((2, 40, 3, 96), (5, 5), (2, 2, 2, 2), (1, 1)),  # runs and bands of rows
+        ((1, 48, 14, 14), (3, 3), (1, 1, 1, 1), (1, 1)),  # 48 rows at 14x14: runs of 14
+        ((2, 24, 12, 30), (3, 3), (1, 1, 1, 1), (2, 1)),  # strided along the first axis only
+        ((1, 20, 6, 7, 9), (3, 3, 3), (1,) * 6, (1, 1, 1)),  # three spatial axes
+    ],
+)
+def test_depthwise_conv_in_runs_of_columns_matches_onnxruntime(
+    x_shape, kernel, pads, strides, monkeypatch
+):
+    """Channels-last depthwise Convs with fewer than _DEPTHWISE_RUN_ROWS rows sum runs of
+    output columns side by side (`_depthwise_chunk`), the weights repeated along the run; with
+    their input and weights constant the run's weights are built once (the same values as a
+    second call shows). onnxruntime is the reference; the one-position-a-row einsum gives the
+    same bits."""
+    rng = np.random.default_rng(15)
+    channels = x_shape[1]
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=(channels, 1, *kernel)).astype(np.float32)
+    W.flags.writeable = False  # a module constant: its repeated weights are cached
+    B = rng.normal(size=channels).astype(np.float32)
+    conv = importlib.import_module("runtime_support.conv")
+    dilations = (1,) * len(kernel)
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, strides, dilations, channels, "NOTSET")
+    assert plan.path is conv._depthwise_last_path and plan.extra[4] is not None
+    attrs = dict(pads=list(pads), strides=list(strides), group=channels)
+    expected = _conv_session(X, W, B, **attrs)
+    first = rt.conv(X, W, B, pads=pads, strides=strides, group=channels)
+    second = rt.conv(X, W, B, pads=pads, strides=strides, group=channels)
+    np.testing.assert_allclose(first, expected, rtol=1e-5, atol=1e-5)
+    assert np.array_equal(first, second)
+    monkeypatch.setattr(conv, "_depthwise_chunk", lambda *args: None)
+    geometry = (X.shape, X.dtype, W.shape, pads, strides, dilations, channels, "NOTSET")
+    single = conv._conv_plan.__wrapped__(*geometry, conv._depthwise_last_path)
+    assert single.extra[4] is None
+    assert np.array_equal(single.run(X, W, B), first)
 
 
 @pytest.mark.parametrize(
@@ -784,6 +828,78 @@ def test_depthwise_conv_in_bands_of_rows_matches_onnxruntime(
     expected = _conv_session(X, W, B, **attrs)
     ours = rt.conv(X, W, B, pads=pads, strides=strides, dilations=dilations, group=channels)
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "x_shape,w_shape,pads,strides,group",
+    [
+        ((2, 3, 64, 64), (16, 3, 7, 7), (3, 3, 3, 3), (2, 2), 1),  # ResNet-18-w16's stem
+        ((2, 3, 33, 30), (8, 3, 5, 5), (2, 1, 0, 2), (2, 2), 1),  # odd sizes, uneven pads
+        ((2, 4, 20, 21), (6, 2, 7, 5), (1, 2, 3, 0), (2, 1), 2),  # two groups, one axis strided
+        ((1, 16, 32, 32), (32, 16, 5, 5), (2, 2, 2, 2), (2, 2), 1),  # one sample, many rows
+        ((2, 3, 40), (4, 3, 13), (4, 4), (2,), 1),  # one spatial axis
+        ((2, 2, 9, 10, 11), (4, 2, 5, 5, 2), (2, 2, 1, 2, 2, 0), (2, 2, 1), 1),  # three axes
+    ],
+)
+def test_conv_by_phase_planes_matches_onnxruntime(x_shape, w_shape, pads, strides, group):
+    """Strided Convs with many taps per stride phase take their im2col matrix from the input's
+    phase planes, rows over the plane width (runtime_support.conv._phase_path); onnxruntime is
+    the reference, and the strided view's path gives the same values."""
+    rng = np.random.default_rng(16)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=w_shape).astype(np.float32)
+    B = rng.normal(size=w_shape[0]).astype(np.float32)
+    conv = importlib.import_module("runtime_support.conv")
+    dilations = (1,) * len(strides)
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, strides, dilations, group, "NOTSET")
+    assert plan.path is conv._phase_path
+    expected = _conv_session(X, W, B, pads=list(pads), strides=list(strides), group=group)
+    ours = rt.conv_activation(X, W, B, activation="relu", pads=pads, strides=strides, group=group)
+    np.testing.assert_allclose(ours, np.maximum(expected, 0), rtol=1e-4, atol=1e-4)
+    ours = rt.conv(X, W, B, pads=pads, strides=strides, group=group)
+    np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-4)
+    strided = conv._Plan(
+        conv._strided_path,
+        np.float32,
+        plan.pads,
+        plan.strides,
+        plan.dilations,
+        group,
+        conv._strided_geometry(
+            X.shape, W.shape[0], W.shape[2:], pads, strides, dilations, plan.extra[-1], np.float32
+        ),
+    )
+    np.testing.assert_allclose(ours, strided.run(X, W, B), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "x_shape,maps,strides,bias",
+    [
+        ((2, 24, 1, 1), 6, (1, 1), True),  # a squeeze-and-excitation block's reduction
+        ((1, 6, 1, 1), 24, (1, 1), True),  # ... and its expansion, one sample
+        ((3, 8, 2, 3), 5, (2, 3), False),  # strided down to one position
+        ((2, 16, 1), 4, (1,), True),  # one spatial axis
+    ],
+)
+def test_pointwise_conv_on_one_position_matches_onnxruntime(x_shape, maps, strides, bias):
+    """1x1 Convs with one output position a sample are one (N, C) @ (C, M) product
+    (conv._pointwise_path); onnxruntime is the reference."""
+    rng = np.random.default_rng(17)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=(maps, x_shape[1]) + (1,) * (len(x_shape) - 2)).astype(np.float32)
+    B = rng.normal(size=maps).astype(np.float32) if bias else None
+    conv = importlib.import_module("runtime_support.conv")
+    rank = len(strides)
+    plan = conv._conv_plan(
+        X.shape, X.dtype, W.shape, (0,) * 2 * rank, strides, (1,) * rank, 1, "NOTSET"
+    )
+    assert plan.path is conv._pointwise_path and plan.extra[2] == 1
+    expected = _conv_session(X, W, B, strides=list(strides))
+    ours = rt.conv(X, W, B, strides=strides)
+    assert ours.shape == expected.shape
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+    half = rt.conv(X.astype(np.float16), W.astype(np.float16), None, strides=strides)
+    assert half.dtype == np.float16 and half.shape == expected.shape
 
 
 def _conv_session_dynamic(X, W, B, **attrs):
@@ -849,7 +965,7 @@ _PRODUCT_PART_CASES = [
     ((1, 64, 41, 39), (128, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
     ((3, 512, 3, 5), (1024, 512, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
     ((2, 64, 33, 31), (96, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1, "_pointwise_path"),
-    ((2, 3, 65, 63), (16, 3, 7, 7), (3, 3, 3, 3), (2, 2), (1, 1), 1, "_strided_path"),
+    ((2, 3, 65, 63), (16, 3, 7, 7), (3, 3, 3, 3), (2, 2), (1, 1), 1, "_phase_path"),
     ((2, 32, 30, 30), (64, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 2, "_strided_path"),
     ((1, 128, 40, 40), (256, 64, 1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 2, "_pointwise_path"),
     ((2, 16, 1000), (32, 16, 5), (2, 2), (1,), (1,), 1, "_strided_path"),

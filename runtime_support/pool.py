@@ -20,6 +20,7 @@ from runtime_support._windows import (
     output_extent,
     pad_spatial,
     reduce_windows,
+    settled_pads,
     taps,
     tile_view,
     tiling,
@@ -81,29 +82,27 @@ def max_pool(
     its first occurrence inside X in window order (padding never counts), the spatial part of
     the index in row-major order, or column-major with `storage_order` 1. A window holding NaN
     gives NaN, and the index of its first NaN."""
+    geometry = (kernel_shape, pads, strides, dilations, ceil_mode, auto_pad)
+    try:
+        pads, extra, out, path = _max_pool_plan(X.shape, *geometry)
+    except TypeError:  # lists for the geometry (a caller other than generated code)
+        geometry = tuple(
+            v if v is None or isinstance(v, (int, str)) else tuple(v) for v in geometry
+        )
+        pads, extra, out, path = _max_pool_plan(X.shape, *geometry)
     rank = len(kernel_shape)
-    pads = explicit_pads(X, kernel_shape, strides, dilations, pads, auto_pad)
-    extra = _pool_geometry(X, kernel_shape, pads, strides, dilations, ceil_mode)
     lowest = _lowest(X.dtype)
-    out = [
-        (n + pads[a] + pads[a + rank] + extra[a] - (k - 1) * d - 1) // s + 1
-        for a, (n, k, s, d) in enumerate(zip(X.shape[2:], kernel_shape, strides, dilations))
-    ]
-    if _small_tiles(X, kernel_shape, pads, strides, dilations, extra, out):
+    if path == "tiles":
         Y = _tile_max(X, kernel_shape, out)
-    elif _flat_separable_wins(X, out, kernel_shape, strides):
+    elif path == "flat separable":
         Y = _flat_separable(X, pads, lowest, kernel_shape, strides, dilations, extra, np.maximum)
-    elif 2 * math.prod(out) <= X.shape[0] * X.shape[1] and min(out, default=1) > 0:
+    elif path == "channels last":
         # few output positions, many channels: channels last, one inner loop per position
         # (as reduce_windows); the same maxima in the same order
         last = np.ascontiguousarray(np.moveaxis(X, (0, 1), (-2, -1)))
         Y = _separable_max(last, pads, lowest, kernel_shape, strides, dilations, extra, lead=0)
         Y = np.ascontiguousarray(np.moveaxis(Y, (-2, -1), (0, 1)))
-    elif (
-        math.prod(kernel_shape) <= _FLAT_MAX_TAPS
-        and tuple(kernel_shape) != tuple(strides)
-        and min(out, default=1) > 0
-    ):
+    elif path == "flat taps":
         # overlapping small windows (ResNet's 3x3, stride 2): the taps in C order on flat_taps'
         # contiguous blocks, one long inner loop per maximum (the separable passes run one
         # short loop per output row: 147 -> 95 us on a 64-channel 32x32 map, batch 2)
@@ -138,6 +137,39 @@ def max_pool(
     return Y, spatial_index + base * plane
 
 
+@functools.lru_cache(maxsize=256)
+def _max_pool_plan(shape, kernel_shape, pads, strides, dilations, ceil_mode, auto_pad):
+    """max_pool's settled facts for one input shape: the explicit pads, the room ceil_mode adds
+    at each axis's end, the output's spatial dims and the path (a few us of Python a call on
+    LeNet-sized maps, settled once)."""
+    spatial = shape[2:]
+    rank = len(kernel_shape)
+    pads = tuple(settled_pads(spatial, kernel_shape, strides, dilations, pads, auto_pad))
+    extra = tuple(
+        output_extent(spatial[i], pads[i], pads[i + rank], kernel_shape[i], strides[i],
+                      dilations[i], ceil_mode)[1]
+        for i in range(rank)
+    )  # fmt: skip
+    out = tuple(
+        (n + pads[a] + pads[a + rank] + extra[a] - (k - 1) * d - 1) // s + 1
+        for a, (n, k, s, d) in enumerate(zip(spatial, kernel_shape, strides, dilations))
+    )
+    size = math.prod(shape)
+    if _small_tiles(size, kernel_shape, pads, strides, dilations, extra, out):
+        return pads, extra, out, "tiles"
+    if _flat_separable_wins(len(shape), size, out, kernel_shape, strides):
+        return pads, extra, out, "flat separable"
+    if 2 * math.prod(out) <= shape[0] * shape[1] and min(out, default=1) > 0:
+        return pads, extra, out, "channels last"
+    if (
+        math.prod(kernel_shape) <= _FLAT_MAX_TAPS
+        and tuple(kernel_shape) != tuple(strides)
+        and min(out, default=1) > 0
+    ):
+        return pads, extra, out, "flat taps"
+    return pads, extra, out, "separable"
+
+
 # Maps of at most this many values whose windows tile them (LeNet's 2x2/2 pools) take the maxima
 # of the tiles' taps as strided views (`_tile_max`): three calls for a 2x2 window where the other
 # paths pad, split or copy first. Thread CPU time per call, hot: 6 x 24 x 24 14.1 -> 11.4 us,
@@ -146,11 +178,11 @@ def max_pool(
 _TILE_MAX_SIZE = 16384
 
 
-def _small_tiles(x, kernel_shape, pads, strides, dilations, extra, out) -> bool:
-    """Whether max_pool's windows are the tiles of a small map (_windows.tiling, no ceil_mode
-    room, some output, at most _TILE_MAX_SIZE values)."""
+def _small_tiles(size, kernel_shape, pads, strides, dilations, extra, out) -> bool:
+    """Whether max_pool's windows are the tiles of a small map of `size` values
+    (_windows.tiling, no ceil_mode room, some output, at most _TILE_MAX_SIZE values)."""
     return (
-        x.size <= _TILE_MAX_SIZE
+        size <= _TILE_MAX_SIZE
         and tiling(kernel_shape, strides, dilations, pads)
         and not any(extra)
         and min(out, default=0) > 0
@@ -183,7 +215,7 @@ def _tap_indices(kernel_shape):
 _FLAT_MAX_TAPS = 9
 
 
-def _flat_separable_wins(x, out, kernel_shape, strides) -> bool:
+def _flat_separable_wins(ndim, size, out, kernel_shape, strides) -> bool:
     """Whether _flat_separable is the way for these windows: some output, a window of more
     than one tap, strides no larger than the window (it computes every position at full
     resolution, so it wastes the work of the positions that larger strides skip), no window
@@ -191,8 +223,8 @@ def _flat_separable_wins(x, out, kernel_shape, strides) -> bool:
     pass), and a map of at least _FLAT_MIN_SIZE values (on LeNet's 6 x 28 x 28 its dozen
     numpy calls cost more than the passes they save: 12 against 15 us)."""
     return (
-        x.ndim > 2
-        and x.size >= _FLAT_MIN_SIZE
+        ndim > 2
+        and size >= _FLAT_MIN_SIZE
         and math.prod(kernel_shape) > 1
         and min(out, default=0) > 0
         and all(s <= k for s, k in zip(strides, kernel_shape))
@@ -361,7 +393,7 @@ def average_pool(
     out = window_positions(padded, kernel_shape, strides, dilations)
     if list(kernel_shape) == list(X.shape[2:]) and not any(pads) and not any(extra):
         total = _plane_sums(X, acc)  # one window per plane
-    elif _flat_separable_wins(X, out, kernel_shape, strides):
+    elif _flat_separable_wins(X.ndim, X.size, out, kernel_shape, strides):
         with np.errstate(over="ignore", invalid="ignore"):  # inf - inf as onnxruntime: NaN
             total = _flat_separable(
                 X, pads, 0, kernel_shape, strides, dilations, extra, np.add, acc

@@ -543,9 +543,13 @@ def _max_pool_loops(X, kernel, strides, dilations, pads, ceil_mode):
 def pool_paths(request, monkeypatch):
     """Each pooling test twice: with the kernels' own choice of path (small maps take the per-tap
     ones), and with the flat passes (_flat_separable) for every map they can take."""
+    from runtime_support import pool
+
     if request.param == "flat passes":
-        monkeypatch.setattr("runtime_support.pool._FLAT_MIN_SIZE", 0)
-    return request.param
+        monkeypatch.setattr(pool, "_FLAT_MIN_SIZE", 0)
+    pool._max_pool_plan.cache_clear()  # max_pool settles its path per shape
+    yield request.param
+    pool._max_pool_plan.cache_clear()
 
 
 @pytest.mark.parametrize("seed", range(24))

@@ -40,7 +40,6 @@ from runtime_support.exact_math import (
     exact_softplus,
     exact_tanh,
 )
-from runtime_support.linalg import matmul_weight
 from runtime_support.math import gelu, sigmoid
 from runtime_support.normalization import exact_layer_normalization, layer_normalization
 from runtime_support.pool import average_pool, max_pool
@@ -1363,11 +1362,10 @@ class _QuantizedFast(recurrent._Fast):
 
     @staticmethod
     def matmul(a, b):
-        # the common case's b is the loop's W^T, contiguous: matmul_weight's kernel takes it
-        # (23 x 512 by 512 x 4096: 1.49 -> 1.20 ms); the other paths' transposed views fall
-        # back to np.matmul
+        # np.matmul, not matmul_weight's kernel: 1.49 -> 1.20 ms on common_old's 23 x 512 by
+        # 512 x 4096 alone, but no gain in the layer (6.95 against 7.01 ms, one process)
         shifted, scale = _quantized_rows(a)
-        return matmul_weight(shifted, b) * scale
+        return np.matmul(shifted, b) * scale
 
     @staticmethod
     def recurrence(R, h):

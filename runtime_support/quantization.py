@@ -32,7 +32,7 @@ import numpy as np
 from runtime_support._dtypes import is_float_dtype
 from runtime_support._kernels import kernel
 from runtime_support.conv import conv
-from runtime_support.linalg import integer_span, shifted_integers
+from runtime_support.linalg import integer_span, shifted_integers, wrapped_int32
 
 __all__ = [
     "cast_small",
@@ -287,9 +287,7 @@ def conv_integer(
     """ONNX ConvInteger: int32 sums (wrapping) of the zero-point-shifted products. The geometry
     as runtime_support.conv takes it."""
     geometry = dict(pads=pads, strides=strides, dilations=dilations, group=group, auto_pad=auto_pad)
-    return (
-        _integer_conv(x, x_zero_point, w, w_zero_point, geometry).astype(np.int64).astype(np.int32)
-    )
+    return wrapped_int32(_integer_conv(x, x_zero_point, w, w_zero_point, geometry))
 
 
 def qlinear_conv(

@@ -32,7 +32,7 @@ import numpy as np
 from runtime_support._dtypes import is_float_dtype
 from runtime_support._kernels import kernel
 from runtime_support.conv import conv
-from runtime_support.linalg import integer_span, shifted_integers
+from runtime_support.linalg import integer_span, shifted_integers, wrapped_int32
 
 __all__ = [
     "cast_small",
@@ -210,8 +210,20 @@ def dynamic_quantize_linear(x):
     low = np.min(x, initial=np.float32(0))
     scale = np.float32(1) if high == low else (high - low) / np.float32(255)
     zero_point = np.rint(np.fmin(np.fmax(np.float32(0) - low / scale, 0), 255))
-    y = np.rint(x / scale).astype(np.float64) + np.float64(zero_point)
-    return _saturate(y, np.uint8), np.asarray(scale, np.float32), np.asarray(zero_point, np.uint8)
+    if x.dtype == np.float32:
+        # in float32, in place: rint(x / scale) + zero_point is exact there (both integers, the
+        # sum under 2**24 unless it lies far outside 0..255, where it saturates alike), so the
+        # bits are the float64 sum's, with a third of the memory traffic (ddddocr common_old's
+        # 184,320 values: 328 -> 216 us); fmax and fmin, not clip: NaN saturates to 0
+        y = np.divide(x, scale)
+        np.rint(y, out=y)
+        y += np.float32(zero_point)
+        np.fmax(y, np.float32(0), out=y)
+        np.fmin(y, np.float32(255), out=y)
+        q = y.astype(np.uint8)
+    else:
+        q = _saturate(np.rint(x / scale).astype(np.float64) + np.float64(zero_point), np.uint8)
+    return q, np.asarray(scale, np.float32), np.asarray(zero_point, np.uint8)
 
 
 def _requantize(accumulator, multiplier, y_zero_point):
@@ -275,9 +287,7 @@ def conv_integer(
     """ONNX ConvInteger: int32 sums (wrapping) of the zero-point-shifted products. The geometry
     as runtime_support.conv takes it."""
     geometry = dict(pads=pads, strides=strides, dilations=dilations, group=group, auto_pad=auto_pad)
-    return (
-        _integer_conv(x, x_zero_point, w, w_zero_point, geometry).astype(np.int64).astype(np.int32)
-    )
+    return wrapped_int32(_integer_conv(x, x_zero_point, w, w_zero_point, geometry))
 
 
 def qlinear_conv(

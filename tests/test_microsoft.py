@@ -418,6 +418,33 @@ def test_a_malformed_node_of_onnxruntimes_own_operators_is_no_internal_error(tmp
         module.run(np.float32(2.0), np.float32(1.0))
 
 
+# --- DynamicQuantizeLSTM's step quantization -----------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(2, 64, 1), (2, 4, 3), (4, 2)], ids=str)
+@pytest.mark.parametrize("sign", ["mixed", "positive", "negative", "zero"])
+def test_dqlstm_step_quantizes_each_direction_as_dynamic_quantize_linear(shape, sign):
+    """The fast loop's quantization of the stacked states (microsoft._quantized_states) gives,
+    for each direction's [hidden, batch] state, DynamicQuantizeLinear's integers minus its zero
+    point and its scale (rt.dynamic_quantize_linear, checked against onnxruntime by the oracle's
+    DynamicQuantizeLinear cases); the directions' ranges differ, so one shared scale would fail."""
+    from runtime_support import microsoft as kernels
+
+    rng = np.random.default_rng(7)
+    h = (rng.standard_normal(shape) * np.linspace(0.2, 1.0, np.prod(shape[:-2], dtype=int) or 1)
+         .reshape(shape[:-2] + (1, 1))).astype(np.float32)  # fmt: skip
+    h = {"mixed": h, "positive": np.abs(h), "negative": -np.abs(h), "zero": 0 * h}[sign]
+    shifted, scale = kernels._quantized_states(h)
+    states = h.reshape((-1,) + shape[-2:])
+    scales = np.broadcast_to(scale, shifted.shape).reshape(states.shape)
+    for d, state in enumerate(states):
+        q, q_scale, q_zero = rt.dynamic_quantize_linear(state)
+        expected = q.astype(np.int32) - np.int32(q_zero)
+        np.testing.assert_array_equal(shifted.reshape(states.shape)[d], expected, err_msg=f"{d}")
+        assert shifted.dtype == np.float32
+        assert (scales[d] == q_scale).all(), (d, scales[d].ravel()[0], q_scale)
+
+
 # --- Inverse in the exact variant -----------------------------------------------------------------
 
 

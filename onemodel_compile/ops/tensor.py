@@ -274,6 +274,13 @@ def unsqueeze(view: NodeView) -> pyir.Expr:
         if len(new) == len(axes):
             items = [pyir.Lit(None) if axis in new else span() for axis in range(max(new) + 1)]
             return index(X, _subscript(items))
+    if X.rank is None and not view.variant.exact and axes and max(axes) < 0:
+        # negative axes count from the back, so the subscript after an Ellipsis is the same for
+        # any rank (`x[..., None]` for axis -1; silero-vad's decoder: 4.6 us as np.expand_dims)
+        new = set(axes)
+        if len(new) == len(axes):
+            items = [pyir.Lit(None) if axis in new else span() for axis in range(min(new), 0)]
+            return index(X, _subscript([pyir.ELLIPSIS, *items]))
     if X.rank is None:
         return call("np.expand_dims", X, tuple(axes))
     rank = X.rank + len(axes)

@@ -903,6 +903,15 @@ CASES = [
          high=0.03), c(np.full((2, 16), 120, np.uint8), "uint8")),
          attrs={"hidden_size": 4, "direction": "bidirectional"}, outputs=3, note=LSTM,
          rtol=2e-4, atol=1e-5),  # fmt: skip
+    # two directions of hidden 64 at batch 1 (ddddocr common_old's layer, smaller): the
+    # fast variant's loop of both directions at once, each h quantized with its own scale
+    Case("ms_dqlstm_bidirectional_hidden64", "DynamicQuantizeLSTM", 17, (x(9, 1, 24),
+         _i8(2, 24, 256, init=True), _i8(2, 64, 256, init=True), w(2, 512), None, x(2, 1, 64),
+         x(2, 1, 64), None, c(np.array([0.004, 0.006], np.float32), "float32"),
+         c(np.zeros(2, np.int8), "int8"), c(np.array([0.003, 0.005], np.float32), "float32"),
+         c(np.array([3, -2], np.int8), "int8")),
+         attrs={"hidden_size": 64, "direction": "bidirectional"}, outputs=3, note=LSTM,
+         rtol=2e-4, atol=1e-5),  # fmt: skip
     Case("ms_dqlstm_lengths_reverse", "DynamicQuantizeLSTM", 17, (x(4, 2, 3),
          _i8(1, 3, 8, init=True), _i8(1, 2, 8, init=True), None,
          v(np.array([4, 2], np.int32), "int32"), None, None, None, c(np.array([0.05], np.float32), "float32"),

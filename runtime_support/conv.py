@@ -12,6 +12,8 @@
   Kernels of at least _WINDOWED_TAPS taps: one product of the padded input in rows of one
   stride when only the last axis has more than one tap (`_polyphase_path`), else of its sliding
   windows (`_windowed_path`).
+  Stride-1 Convs with filters for at most half their channels (`_shifted_path`): one product of
+  the stacked tap filters by the flat padded input, each tap's block then added at its offset.
   Otherwise im2col in blocks of output rows of about _BLOCK_BYTES
   (several whole samples when one is small), so a block is still in cache when BLAS reads it:
   each tap's rows copied from flat_taps' grid views (unit-stride reads whatever the strides),
@@ -507,6 +509,9 @@ def _settle_plan(x_shape, x_dtype, w_shape, pads, strides, dilations, group, aut
             x_shape, w_shape[0], kernel_shape, pads, strides, dilations, out, acc
         )
         return plan(_strided_path, group=group, extra=extra)
+    if _shifted_fits(x_shape, w_shape, pads, strides, group, padded, out):
+        extra = _shifted_geometry(x_shape, kernel_shape, pads, dilations, padded, out)
+        return plan(_shifted_path, group=group, extra=extra)
     return plan(_im2col_path, group=group)
 
 
@@ -622,6 +627,85 @@ def _polyphase_filters(w, step, phases):
     blocks[:, :, :taps] = w.reshape(maps, channels, taps)
     blocks = blocks.reshape(maps, channels, phases, step).transpose(0, 2, 1, 3)
     return np.ascontiguousarray(blocks).reshape(1, maps * phases, channels * step)
+
+
+# A stride-1 Conv too large for the strided path whose filters are at most _SHIFTED_MAPS_SHARE
+# of its input channels (the narrowing Convs of FPN necks, U-Net decoders, PP-OCR heads), on maps
+# whose padding adds at most _SHIFTED_WASTE to the positions, multiplies the padded input itself
+# (`_shifted_path`): one product of every tap's filters stacked (K * M, C) by the flat padded
+# input (C, positions), then each tap's block added at its offset. The im2col matrix is C * K by
+# the positions; this writes K * M by the padded positions, and BLAS gets K * M rows where im2col
+# gives it M. (Unlike the per-tap products the module docstring rejects, it is one product with
+# the whole inner dimension C.) Thread CPU time, hot, against the im2col path (session 14): 16
+# filters of 64 x 3 x 3 on 40 x 56 889 -> 585 us, 16 of 32 on 80 x 112 1565 -> 1189, 32 of 128 on
+# 2 x 16 x 16 762 -> 572, 32 of 64 x 5 x 5 on 64 x 64 6716 -> 5637, 64 of 128 on 56 x 56 6362 ->
+# 5958; at 0.75 of the channels 0.91-1.03, at 1.0 up to 1.31 (64 of 64 on 56 x 56). Against the
+# strided path (smaller matrices) it ties or loses (512 channels on 7 x 7: 867 -> 1373).
+_SHIFTED_MAPS_SHARE = 0.5
+_SHIFTED_WASTE = 1.3
+
+
+def _shifted_fits(x_shape, w_shape, pads, strides, group, padded, out) -> bool:
+    """Whether `_shifted_path` suits this geometry (see _SHIFTED_MAPS_SHARE)."""
+    taps_count = math.prod(w_shape[2:])
+    return (
+        group == 1
+        and len(out) >= 1
+        and taps_count > 1
+        and all(s == 1 for s in strides)
+        and min(pads, default=0) >= 0
+        and w_shape[0] <= _SHIFTED_MAPS_SHARE * x_shape[1]
+        and math.prod(padded) <= _SHIFTED_WASTE * math.prod(out)
+    )
+
+
+def _shifted_geometry(x_shape, kernel_shape, pads, dilations, padded, out):
+    """_shifted_path's constants: each sample's segment of the flat padded input (its padded
+    size and the room the last taps read past it), the interior's slices, each tap's offset
+    in C order, the span of flat positions each tap block covers (out's first axis by the
+    padded size of the others) and the crop of the span to out."""
+    rank = len(kernel_shape)
+    steps = [math.prod(padded[a + 1 :]) for a in range(rank)]
+    room = sum((k - 1) * d * z for k, d, z in zip(kernel_shape[1:], dilations[1:], steps[1:]))
+    segment = math.prod(padded) + room
+    interior = tuple(slice(pads[a], pads[a] + n) for a, n in enumerate(x_shape[2:]))
+    offsets = tuple(
+        sum(t * d * z for t, d, z in zip(tap, dilations, steps)) for tap in taps(kernel_shape)
+    )
+    span = out[0] * steps[0]
+    crop = (slice(None), slice(None), slice(None)) + tuple(slice(0, o) for o in out[1:])
+    return tuple(padded), segment, interior, offsets, span, (out[0],) + tuple(padded[1:]), crop
+
+
+def _shifted_path(plan, X, w, bias):
+    """The product of the stacked tap filters (K * M, C) with the flat padded input (C, N *
+    segment), then Y = the sum over taps of each tap's (M, N, span) block read at its offset
+    (in tap order, the bias first), cropped to out and moved to (N, M, *out); see
+    _SHIFTED_MAPS_SHARE."""
+    padded, segment, interior, offsets, span, grid, crop = plan.extra
+    batch, channels, maps = X.shape[0], X.shape[1], w.shape[0]
+    source = np.zeros((channels, batch, segment), w.dtype)
+    inside = source[:, :, : math.prod(padded)].reshape((channels, batch) + padded)
+    inside[(slice(None), slice(None)) + interior] = X.swapaxes(0, 1)
+    filters = cached((w,), ("shifted filters",), lambda: _shifted_filters(w))
+    terms = _matmul(filters, source.reshape(channels, batch * segment))
+    terms = terms.reshape(len(offsets), maps, batch, segment)
+    first = terms[0, :, :, offsets[0] : offsets[0] + span]
+    if bias is None:
+        Y = np.array(first)
+    else:
+        Y = np.add(first, bias.reshape(maps, 1, 1))
+    for tap, offset in enumerate(offsets[1:], start=1):
+        Y += terms[tap, :, :, offset : offset + span]
+    Y = Y.reshape((maps, batch) + grid)[crop]
+    return np.ascontiguousarray(Y.swapaxes(0, 1))
+
+
+def _shifted_filters(w):
+    """(K * M, C): row k M + m holds filter m's tap k (C order) of every channel."""
+    maps, channels = w.shape[:2]
+    stacked = w.reshape(maps, channels, -1).transpose(2, 0, 1)
+    return np.ascontiguousarray(stacked).reshape(-1, channels)
 
 
 def _windowed_path(plan, X, w, bias):

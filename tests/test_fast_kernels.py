@@ -959,6 +959,41 @@ def test_conv_polyphase_path_matches_onnxruntime(x_shape, w_shape, pads, strides
     np.testing.assert_allclose(rt.conv(X, W, None, **keywords), unbiased, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize(
+    "x_shape,w_shape,pads,dilations",
+    [
+        ((1, 64, 40, 56), (16, 64, 3, 3), (1, 1, 1, 1), (1, 1)),  # PP-OCR's FPN neck
+        ((2, 48, 36, 40), (12, 48, 3, 2), (1, 0, 1, 1), (1, 1)),  # two samples, uneven pads
+        ((1, 64, 48, 48), (16, 64, 3, 3), (2, 1, 2, 1), (2, 1)),  # dilated rows
+        ((2, 128, 3000), (32, 128, 5), (2, 2), (1,)),  # one spatial axis
+        ((1, 32, 16, 24, 24), (8, 32, 1, 3, 3), (0, 1, 1, 0, 1, 1), (1, 1, 1)),  # three axes
+    ],
+)
+def test_conv_by_shifted_tap_blocks_matches_onnxruntime(x_shape, w_shape, pads, dilations):
+    """Stride-1 Convs with filters for at most half their input channels, too large for the
+    strided view, multiply the flat padded input by the stacked tap filters and add each tap's
+    block at its offset (runtime_support.conv._shifted_path); onnxruntime is the reference, with
+    and without a bias, and with the fused activation."""
+    rng = np.random.default_rng(17)
+    X = rng.normal(size=x_shape).astype(np.float32)
+    W = rng.normal(size=w_shape).astype(np.float32)
+    B = rng.normal(size=w_shape[0]).astype(np.float32)
+    conv = importlib.import_module("runtime_support.conv")
+    strides = (1,) * len(dilations)
+    plan = conv._conv_plan(X.shape, X.dtype, W.shape, pads, strides, dilations, 1, "NOTSET")
+    assert plan.path is conv._shifted_path
+    attrs = dict(pads=list(pads), dilations=list(dilations))
+    expected = _conv_session(X, W, B, **attrs)
+    keywords = dict(pads=pads, strides=strides, dilations=dilations)
+    ours = rt.conv(X, W, B, **keywords)
+    assert ours.shape == expected.shape and ours.flags.c_contiguous
+    np.testing.assert_allclose(ours, expected, rtol=1e-4, atol=1e-3)
+    ours = rt.conv_activation(X, W, B, activation="relu", **keywords)
+    np.testing.assert_allclose(ours, np.maximum(expected, 0), rtol=1e-4, atol=1e-3)
+    unbiased = _conv_session(X, W, None, **attrs)
+    np.testing.assert_allclose(rt.conv(X, W, None, **keywords), unbiased, rtol=1e-4, atol=1e-3)
+
+
 # (X shape, W shape, pads, strides, dilations, group, path): every path whose products go
 # through conv._matmul, each with a product of at least _SERIAL_TERMS multiply-adds
 _PRODUCT_PART_CASES = [
@@ -973,6 +1008,7 @@ _PRODUCT_PART_CASES = [
     ((1, 32, 70, 66), (64, 32, 3, 3), (2, 1, 2, 1), (1, 1), (2, 2), 1, "_im2col_path"),
     ((8, 16, 24, 25), (32, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1, "_im2col_path"),
     ((8, 32, 24, 24), (64, 16, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 2, "_im2col_path"),
+    ((2, 64, 40, 44), (16, 64, 3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1, "_shifted_path"),
     ((2, 4, 40, 41), (32, 4, 9, 9), (4, 4, 4, 4), (1, 1), (1, 1), 1, "_windowed_path"),
     ((2, 4, 1, 20000), (64, 4, 1, 128), (0, 3, 0, 5), (1, 4), (1, 1), 1, "_polyphase_path"),
     ((2, 3, 64, 64), (512, 3, 8, 8), (0, 0, 0, 0), (8, 8), (1, 1), 1, "_patch_path"),

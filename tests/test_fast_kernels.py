@@ -963,6 +963,7 @@ def test_conv_polyphase_path_matches_onnxruntime(x_shape, w_shape, pads, strides
     "x_shape,w_shape,pads,dilations",
     [
         ((1, 64, 40, 56), (16, 64, 3, 3), (1, 1, 1, 1), (1, 1)),  # PP-OCR's FPN neck
+        ((1, 16, 72, 64), (16, 16, 3, 3), (1, 1, 1, 1), (1, 1)),  # few channels, a large map
         ((2, 48, 36, 40), (12, 48, 3, 2), (1, 0, 1, 1), (1, 1)),  # two samples, uneven pads
         ((1, 64, 48, 48), (16, 64, 3, 3), (2, 1, 2, 1), (2, 1)),  # dilated rows
         ((2, 128, 3000), (32, 128, 5), (2, 2), (1,)),  # one spatial axis
@@ -970,8 +971,8 @@ def test_conv_polyphase_path_matches_onnxruntime(x_shape, w_shape, pads, strides
     ],
 )
 def test_conv_by_shifted_tap_blocks_matches_onnxruntime(x_shape, w_shape, pads, dilations):
-    """Stride-1 Convs with filters for at most half their input channels, too large for the
-    strided view, multiply the flat padded input by the stacked tap filters and add each tap's
+    """Stride-1 Convs with filters for at most half their input channels (or as many as a few
+    channels, on a large map), too large for the strided view, multiply the flat padded input by the stacked tap filters and add each tap's
     block at its offset (runtime_support.conv._shifted_path); onnxruntime is the reference, with
     and without a bias, and with the fused activation."""
     rng = np.random.default_rng(17)
